@@ -1,0 +1,76 @@
+"""The solver interface and the registry of backends."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+#: backend name -> "module:class" (imported lazily: optional dependencies).
+_BACKENDS = {
+    "dense": "natcoord.linalg.reference:DenseKKT",
+    "superlu": "natcoord.linalg.reference:SuperLUKKT",
+}
+
+#: relative pivot threshold of constraint partitioning (see KKTSolver).
+DROP_TOL = 1e-10
+
+
+class KKTSolver:
+    """Factor and solve ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]``.
+
+    Subclasses implement ``factor`` and ``solve``. Constraint partitioning:
+    a joint row whose pivot, after eliminating the rows before it, falls below
+    ``drop_tol`` times its pivot before elimination is *redundant*; it is
+    dropped (``λ = 0``, its right-hand side ignored) and listed in
+    ``self.dropped`` (sorted row indices). Rigid-body rows are never dropped.
+    """
+
+    name = "base"
+
+    def __init__(self, model, drop_tol=DROP_TOL):
+        self.model = model
+        self.drop_tol = float(drop_tol)
+        self.dropped = np.zeros(0, np.int64)
+
+    def factor(self, G):
+        """Numeric factorization for Jacobian blocks ``G`` (nnz, 3)."""
+        raise NotImplementedError
+
+    def solve(self, r, s):
+        """``(x, λ)`` for right-hand sides ``r`` (12 n,) and ``s`` (m,)."""
+        raise NotImplementedError
+
+
+class SolverUnavailable(RuntimeError):
+    """A backend whose optional dependency is missing."""
+
+
+def available_solvers():
+    """Backends that can be constructed on this machine."""
+    names = []
+    for name in _BACKENDS:
+        try:
+            _load(name)
+            names.append(name)
+        except SolverUnavailable:
+            pass
+    return names
+
+
+def default_solver():
+    return "dense"
+
+
+def _load(name):
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown solver {name!r}; choose one of {sorted(_BACKENDS)}")
+    module, cls = _BACKENDS[name].split(":")
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except ImportError as err:
+        raise SolverUnavailable(f"solver {name!r} is unavailable: {err}") from err
+
+
+def make_solver(model, name=None, drop_tol=DROP_TOL) -> KKTSolver:
+    """Construct backend ``name`` for ``model`` (the symbolic phase)."""
+    return _load(name or default_solver())(model, drop_tol)

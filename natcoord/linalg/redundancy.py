@@ -1,0 +1,50 @@
+"""Redundant constraints by sequential elimination in the range space.
+
+Used by the reference backends. With ``P = M⁻¹ − M⁻¹G_Rᵀ(G_R M⁻¹G_Rᵀ)⁻¹G_R M⁻¹``
+(block diagonal: the rigid-body rows ``G_R`` eliminated body by body, never
+dropped), the joint rows' Schur complement is ``S_J = G_J P G_Jᵀ``. Its
+Cholesky factorization in row order drops row k when the pivot is below
+``drop_tol · (S_J)_kk``: the row is then (numerically) a combination of the
+rows kept before it. This is the constraint partitioning of DESIGN §1.6,
+done densely.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..model import RIGID
+
+
+def rigid_body_projector(model, G):
+    """Per-body ``P_i`` (n, 12, 12) for Jacobian ``G`` (CSR, m × 12 n)."""
+    n = model.n_bodies
+    rigid = G[:6 * n].tocoo()
+    body = rigid.row // 6
+    GR = np.zeros((n, 6, 12))
+    np.add.at(GR, (body, rigid.row % 6, rigid.col - 12 * body), rigid.data)
+    Minv = np.einsum("iab,kl->iakbl", np.linalg.inv(model.J4), np.eye(3)).reshape(n, 12, 12)
+    MG = Minv @ GR.transpose(0, 2, 1)                      # M⁻¹ G_Rᵀ  (n, 12, 6)
+    S = GR @ MG                                            # G_R M⁻¹ G_Rᵀ (n, 6, 6)
+    return Minv - MG @ np.linalg.solve(S, MG.transpose(0, 2, 1))
+
+
+def redundant_rows(model, G, drop_tol):
+    """Sorted indices of joint rows dropped by sequential elimination."""
+    assert np.all(model.row_kind[:6 * model.n_bodies] == RIGID)
+    n = model.n_bodies
+    P = rigid_body_projector(model, G)
+    P = sp.bsr_matrix((P, np.arange(n), np.arange(n + 1)), shape=(12 * n, 12 * n))
+    GJ = G[6 * n:]
+    S = np.asarray((GJ @ P @ GJ.T).todense())
+    reference = np.diag(S).copy()
+    dropped = []
+    for k in range(S.shape[0]):
+        pivot = S[k, k]
+        if pivot <= drop_tol * reference[k] or reference[k] <= 0.0:
+            dropped.append(k)
+            S[k, :] = 0.0
+            S[:, k] = 0.0
+            continue
+        S[k + 1:, k + 1:] -= np.outer(S[k + 1:, k], S[k, k + 1:]) / pivot
+    return np.asarray(dropped, np.int64) + 6 * n

@@ -1,0 +1,85 @@
+"""Reference backends on the whole KKT matrix: dense LU and SciPy's SuperLU."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from .base import KKTSolver
+from .redundancy import redundant_rows
+
+
+class _WholeKKT(KKTSolver):
+    """Shared part: drop redundant rows, factor ``[[M, G_kᵀ], [G_k, 0]]``."""
+
+    def _kept(self):
+        keep = np.ones(self.model.n_rows, bool)
+        keep[self.dropped] = False
+        return keep
+
+    def solve(self, r, s):
+        n = self.model.n_coords
+        z = self._solve(np.concatenate([r, s[self.keep]]))
+        lam = np.zeros(self.model.n_rows)
+        lam[self.keep] = z[n:]
+        return z[:n], lam
+
+
+class DenseKKT(_WholeKKT):
+    """NumPy/LAPACK LU of the dense KKT matrix; redundancy by dense elimination."""
+
+    name = "dense"
+
+    def factor(self, G):
+        G = self.model.tables.csr(G)
+        self.dropped = redundant_rows(self.model, G, self.drop_tol)
+        self.keep = self._kept()
+        Gk = G[self.keep].toarray()
+        K = np.block([[self.model.mass_matrix.toarray(), Gk.T],
+                      [Gk, np.zeros((Gk.shape[0], Gk.shape[0]))]])
+        self._lu = la.lu_factor(K, check_finite=False)
+
+    def _solve(self, rhs):
+        return la.lu_solve(self._lu, rhs, check_finite=False)
+
+
+class SuperLUKKT(_WholeKKT):
+    """SciPy's SuperLU on the sparse KKT matrix.
+
+    A full-rank Jacobian is factored directly. A tiny or failed pivot means
+    redundant rows: they are found by dense elimination in the range space and
+    dropped, and while any are dropped that check runs at each factorization
+    (the redundant set may change along the motion).
+    """
+
+    name = "superlu"
+    _PIVOT_RATIO = 1e-12
+
+    def _factor(self, G):
+        Gk = G[self.keep]
+        K = sp.bmat([[self.model.mass_matrix, Gk.T], [Gk, None]], format="csc")
+        try:
+            lu = spla.splu(K)
+        except RuntimeError:      # "Factor is exactly singular"
+            return None
+        d = np.abs(lu.U.diagonal())
+        return lu if d.min() > self._PIVOT_RATIO * d.max() else None
+
+    def factor(self, G):
+        G = self.model.tables.csr(G)
+        lu = None
+        if self.dropped.size == 0:
+            self.keep = self._kept()
+            lu = self._factor(G)
+        if lu is None:
+            self.dropped = redundant_rows(self.model, G, self.drop_tol)
+            self.keep = self._kept()
+            lu = self._factor(G)
+            if lu is None:
+                raise np.linalg.LinAlgError("superlu: KKT matrix singular after dropping "
+                                            f"{self.dropped.size} redundant rows")
+        self._lu = lu
+
+    def _solve(self, rhs):
+        return self._lu.solve(rhs)

@@ -1,0 +1,266 @@
+"""The mutable builder: bodies, joints and forces, validated as they are added."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import joints as J
+from .body import Body, validate_axes, validate_mass_properties
+from .expressions import Affine
+from .forces import PointForce, SpringDamper, Torque
+
+
+class _Ground:
+    """The fixed frame. It is not a body: its coordinates are constants."""
+
+    def __repr__(self):
+        return "GROUND"
+
+
+GROUND = _Ground()
+
+
+def _vector(value, what, where, unit=False):
+    v = np.asarray(value, float)
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{where}: {what} must be 3 finite numbers, got {value!r}")
+    if unit:
+        n = np.linalg.norm(v)
+        if n < 1e-12:
+            raise ValueError(f"{where}: {what} has zero length; give a direction")
+        v = v / n
+    return v
+
+
+class Mechanism:
+    """Builder of a multibody model in natural coordinates.
+
+    Points and axes are world coordinates of the reference configuration
+    unless ``local=True``, in which case they are in the frame of the first
+    body argument that is not ground. ``build()`` returns an immutable
+    :class:`~natcoord.model.Model`.
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, 0.0), name="mechanism"):
+        self.name = name
+        self.gravity = _vector(gravity, "gravity", f"mechanism {name!r}")
+        self.bodies: list[Body] = []
+        self.joints: list[J.Joint] = []
+        self.forces: list = []
+        self._initial: dict[int, dict] = {}
+        self._names: set[str] = set()
+
+    # ------------------------------------------------------------- bodies
+    def add_body(self, name, mass, com, inertia, origin=(0.0, 0.0, 0.0), axes=None,
+                 local=False):
+        """Add a rigid body; returns its name.
+
+        ``com``: centre of mass (world point unless ``local``); ``inertia``:
+        3×3 tensor about the centre of mass in body axes; ``origin``/``axes``:
+        reference placement of the body frame (axes as columns).
+        """
+        if not isinstance(name, str) or not name or name.lower() == "ground":
+            raise ValueError(f"body name must be a non-empty string other than 'ground', "
+                             f"got {name!r}")
+        if name in self._names:
+            raise ValueError(f"body {name!r}: the name is already used; names must be unique")
+        where = f"body {name!r}"
+        origin = _vector(origin, "origin", where)
+        A = validate_axes(name, np.eye(3) if axes is None else axes)
+        com = _vector(com, "com", where)
+        validate_mass_properties(name, float(mass), inertia)
+        local_com = com if local else A.T @ (com - origin)
+        body = Body(name, len(self.bodies), float(mass), local_com,
+                    np.asarray(inertia, float).copy(), origin, A)
+        self.bodies.append(body)
+        self._names.add(name)
+        return name
+
+    def body(self, ref) -> Body | None:
+        """The :class:`Body` named ``ref`` (None for ground)."""
+        if ref is GROUND or (isinstance(ref, str) and ref.lower() == "ground"):
+            return None
+        for b in self.bodies:
+            if b.name == ref:
+                return b
+        raise ValueError(f"unknown body {ref!r}; known bodies: "
+                         f"{[b.name for b in self.bodies] or 'none yet'} (or nc.GROUND)")
+
+    def set_initial(self, body, origin=None, axes=None, velocity=None,
+                    angular_velocity=None):
+        """Approximate initial placement and velocity of a body (world frame).
+
+        ``velocity`` is that of the frame origin, ``angular_velocity`` ω gives
+        ``ė_k = ω × e_k``. ``model.initial_state()`` makes them consistent.
+        """
+        b = self.body(body)
+        if b is None:
+            raise ValueError("set_initial: ground does not move")
+        where = f"initial state of body {b.name!r}"
+        entry = self._initial.setdefault(b.index, {})
+        if origin is not None:
+            entry["origin"] = _vector(origin, "origin", where)
+        if axes is not None:
+            entry["axes"] = validate_axes(b.name, axes)
+        if velocity is not None:
+            entry["velocity"] = _vector(velocity, "velocity", where)
+        if angular_velocity is not None:
+            entry["angular_velocity"] = _vector(angular_velocity, "angular_velocity", where)
+
+    # ------------------------------------------------------------- joints
+    def _joint_frames(self, kind, a, b, name):
+        label = name or f"{kind}{len(self.joints) + 1}"
+        if not isinstance(label, str) or not label:
+            raise ValueError(f"{kind} joint name must be a non-empty string, got {name!r}")
+        where = f"{kind} joint {label!r}"
+        if label in self._names:
+            raise ValueError(f"{where}: the name is already used; names must be unique")
+        try:
+            ba, bb = self.body(a), self.body(b)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if ba is None and bb is None:
+            raise ValueError(f"{where}: both sides are ground; a joint needs a moving body")
+        if ba is bb:
+            raise ValueError(f"{where}: connects body {ba.name!r} to itself")
+        return label, where, J.Frame(ba), J.Frame(bb)
+
+    def _world(self, fi, fj, value, what, where, local, direction=False):
+        v = _vector(value, what, where, unit=direction)
+        if not local:
+            return v
+        body = fi.body or fj.body
+        return body.to_world_direction(v) if direction else body.to_world_point(v)
+
+    def _add(self, kind, label, fi, fj, rows, drive=None):
+        bodies = tuple(-1 if f.body is None else f.body.index for f in (fi, fj))
+        self.joints.append(J.Joint(label, kind, bodies, tuple(rows), drive))
+        self._names.add(label)
+        return label
+
+    def add_revolute(self, a, b, point, axis, name=None, local=False, drive=None):
+        """Revolute joint (5 rows); ``drive`` prescribes the angle θ(t) of b relative to a."""
+        label, where, fi, fj = self._joint_frames("revolute", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
+        drive = J.Drive.coerce(drive, where)
+        return self._add("revolute", label, fi, fj,
+                         J.revolute_rows(label, fi, fj, x, u, drive), drive)
+
+    def add_spherical(self, a, b, point, name=None, local=False):
+        """Spherical joint (3 rows)."""
+        label, where, fi, fj = self._joint_frames("spherical", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        return self._add("spherical", label, fi, fj, J.spherical_rows(label, fi, fj, x))
+
+    def add_universal(self, a, b, point, axis_a, axis_b, name=None, local=False):
+        """Universal joint (4 rows): ``axis_a`` fixed in a, ``axis_b`` in b, perpendicular."""
+        label, where, fi, fj = self._joint_frames("universal", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        ua = self._world(fi, fj, axis_a, "axis_a", where, local, direction=True)
+        ub = self._world(fi, fj, axis_b, "axis_b", where, local, direction=True)
+        if abs(ua @ ub) > 1e-9:
+            raise ValueError(f"{where}: axis_a and axis_b must be perpendicular in the "
+                             f"reference configuration (cos angle = {ua @ ub:.3g})")
+        return self._add("universal", label, fi, fj, J.universal_rows(label, fi, fj, x, ua, ub))
+
+    def add_cylindrical(self, a, b, point, axis, name=None, local=False):
+        """Cylindrical joint (4 rows): rotation about and sliding along ``axis``."""
+        label, where, fi, fj = self._joint_frames("cylindrical", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
+        return self._add("cylindrical", label, fi, fj, J.cylindrical_rows(label, fi, fj, x, u))
+
+    def add_prismatic(self, a, b, point, axis, name=None, local=False, drive=None):
+        """Prismatic joint (5 rows); ``drive`` prescribes the slide s(t) of b along axis."""
+        label, where, fi, fj = self._joint_frames("prismatic", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
+        drive = J.Drive.coerce(drive, where)
+        return self._add("prismatic", label, fi, fj,
+                         J.prismatic_rows(label, fi, fj, x, u, drive), drive)
+
+    def add_fixed(self, a, b, point=None, name=None, local=False):
+        """Fixed joint (6 rows)."""
+        label, where, fi, fj = self._joint_frames("fixed", a, b, name)
+        body = fi.body or fj.body
+        x = body.origin if point is None else self._world(fi, fj, point, "point", where, local)
+        return self._add("fixed", label, fi, fj, J.fixed_rows(label, fi, fj, x))
+
+    def add_distance(self, a, b, point_a, point_b, length=None, name=None):
+        """Distance rod ``|r_b − r_a| = L`` (1 row); L defaults to the reference distance."""
+        label, where, fi, fj = self._joint_frames("distance", a, b, name)
+        xa = _vector(point_a, "point_a", where)
+        xb = _vector(point_b, "point_b", where)
+        length = np.linalg.norm(xb - xa) if length is None else float(length)
+        if not np.isfinite(length) or length <= 0.0:
+            raise ValueError(f"{where}: length must be positive, got {length!r}")
+        return self._add("distance", label, fi, fj,
+                         J.distance_rows(label, fi, fj, xa, xb, length))
+
+    # ------------------------------------------------------------- forces
+    def _point_expr(self, ref, point, where, local=False):
+        body = self.body(ref)
+        x = _vector(point, "point", where)
+        if body is None:
+            return Affine.constant(x)
+        return Affine.body_point(body.index, x if local else body.to_local_point(x))
+
+    def add_spring(self, a, b, point_a, point_b, stiffness, rest_length=None, damping=0.0,
+                   name=None):
+        """Linear spring–damper between ``point_a`` (on a) and ``point_b`` (on b)."""
+        where = f"spring {name or len(self.forces) + 1!r}"
+        try:
+            pa = self._point_expr(a, point_a, where)
+            pb = self._point_expr(b, point_b, where)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        length = np.linalg.norm(_vector(point_b, "point_b", where) -
+                                _vector(point_a, "point_a", where))
+        rest = length if rest_length is None else float(rest_length)
+        for what, value in (("stiffness", stiffness), ("damping", damping),
+                            ("rest_length", rest)):
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"{where}: {what} must be finite and non-negative, "
+                                 f"got {value!r}")
+        self.forces.append(SpringDamper(pa, pb, stiffness, rest, damping))
+
+    def add_force(self, body, point, force, local=False):
+        """Force at a body point: constant (3,) or callable ``f(t, state) -> (3,)``."""
+        where = f"force on {body!r}"
+        b = self.body(body)
+        if b is None:
+            raise ValueError(f"{where}: a force on ground does nothing; pick a moving body")
+        if not callable(force):
+            force = _vector(force, "force", where)
+        self.forces.append(PointForce(self._point_expr(body, point, where, local), force))
+
+    def add_torque(self, body, torque):
+        """Torque on a body: constant (3,) or callable ``f(t, state) -> (3,)``."""
+        where = f"torque on {body!r}"
+        b = self.body(body)
+        if b is None:
+            raise ValueError(f"{where}: a torque on ground does nothing; pick a moving body")
+        if not callable(torque):
+            torque = _vector(torque, "torque", where)
+        self.forces.append(Torque(b.index, torque))
+
+    # ------------------------------------------------------------- build
+    def initial_guess(self):
+        """Approximate initial ``(p, v)`` from reference and ``set_initial`` data."""
+        p = np.zeros((4 * len(self.bodies), 3))
+        v = np.zeros_like(p)
+        for b in self.bodies:
+            entry = self._initial.get(b.index, {})
+            block = b.coordinates(entry.get("origin"), entry.get("axes"))
+            p[4 * b.index:4 * b.index + 4] = block
+            v[4 * b.index] = entry.get("velocity", np.zeros(3))
+            omega = entry.get("angular_velocity", np.zeros(3))
+            v[4 * b.index + 1:4 * b.index + 4] = np.cross(omega, block[1:])
+        return p.ravel(), v.ravel()
+
+    def build(self):
+        """Validate and return the immutable :class:`~natcoord.model.Model`."""
+        from .model import Model
+        if not self.bodies:
+            raise ValueError(f"mechanism {self.name!r} has no bodies; add_body() first")
+        return Model(self)

@@ -1,0 +1,222 @@
+"""The immutable model: topology, constants and compiled constraint tables."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from .joints import rigid_body_rows
+
+RIGID, JOINT = 0, 1
+
+
+@dataclass(frozen=True)
+class State:
+    """Time, coordinates ``p`` (12 n,) and velocities ``v`` (12 n,)."""
+
+    t: float
+    p: np.ndarray
+    v: np.ndarray
+
+
+def _frozen(a, dtype=None):
+    a = np.ascontiguousarray(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+class ConstraintTables:
+    """Rows ``Σ_m w_m(t) q_m`` flattened into term arrays for the kernel.
+
+    Quadratic terms ``(row, a, b, c, w)``, linear terms ``(row, a, d, w)``,
+    constant terms ``(row, c, w)``; ``w`` indexes the weight table (0 is the
+    constant 1). ``pattern_row/pattern_slot`` list the nonzero 1×3 blocks of
+    ``G`` sorted by row then slot; ``quad_ga/quad_gb/lin_g`` point into it.
+    """
+
+    def __init__(self, rows, n_slots):
+        self.weights = []          # time-dependent weight functions, index 1..
+        quad, lin, const = [], [], []
+        for r, row in enumerate(rows):
+            for weight, q in row.parts:
+                w = 0
+                if weight is not None:
+                    self.weights.append(weight)
+                    w = len(self.weights)
+                quad += [(r, a, b, c, w) for (a, b), c in q.quad.items()]
+                lin += [(r, a, d, w) for a, d in q.lin.items()]
+                if q.const != 0.0:
+                    const.append((r, q.const, w))
+        keys = sorted({(r, a) for r, a, _, _, _ in quad} | {(r, b) for r, _, b, _, _ in quad}
+                      | {(r, a) for r, a, _, _ in lin})
+        index = {k: i for i, k in enumerate(keys)}
+        self.pattern_row = _frozen([k[0] for k in keys], np.int64)
+        self.pattern_slot = _frozen([k[1] for k in keys], np.int64)
+        self.quad_row = _frozen([t[0] for t in quad], np.int64)
+        self.quad_a = _frozen([t[1] for t in quad], np.int64)
+        self.quad_b = _frozen([t[2] for t in quad], np.int64)
+        self.quad_c = _frozen([t[3] for t in quad], float)
+        self.quad_w = _frozen([t[4] for t in quad], np.int64)
+        self.quad_ga = _frozen([index[(t[0], t[1])] for t in quad], np.int64)
+        self.quad_gb = _frozen([index[(t[0], t[2])] for t in quad], np.int64)
+        self.lin_row = _frozen([t[0] for t in lin], np.int64)
+        self.lin_a = _frozen([t[1] for t in lin], np.int64)
+        self.lin_d = _frozen(np.reshape([t[2] for t in lin], (-1, 3)), float)
+        self.lin_w = _frozen([t[3] for t in lin], np.int64)
+        self.lin_g = _frozen([index[(t[0], t[1])] for t in lin], np.int64)
+        self.const_row = _frozen([t[0] for t in const], np.int64)
+        self.const_c = _frozen([t[1] for t in const], float)
+        self.const_w = _frozen([t[2] for t in const], np.int64)
+        # CSR structure of G (m × 3 n_slots): each block expands to 3 columns.
+        counts = np.bincount(self.pattern_row, minlength=len(rows)) * 3
+        self.csr_indptr = _frozen(np.concatenate([[0], np.cumsum(counts)]), np.int64)
+        self.csr_indices = _frozen((3 * self.pattern_slot[:, None] + np.arange(3)).ravel(),
+                                   np.int64)
+        self.shape = (len(rows), 3 * n_slots)
+
+    def kernel_args(self):
+        return (self.quad_row, self.quad_a, self.quad_b, self.quad_c, self.quad_w,
+                self.quad_ga, self.quad_gb, self.lin_row, self.lin_a, self.lin_d,
+                self.lin_w, self.lin_g, self.const_row, self.const_c, self.const_w)
+
+    def weight_table(self, t, out):
+        """``W[k] = (w_k, ẇ_k, ẅ_k)`` at time t (row 0 is the constant 1)."""
+        out[0] = (1.0, 0.0, 0.0)
+        for k, weight in enumerate(self.weights, start=1):
+            out[k] = weight(t)
+        return out
+
+    def csr(self, G):
+        """Jacobian blocks (nnz, 3) as a SciPy CSR matrix (m × 12 n)."""
+        return sp.csr_matrix((np.asarray(G).ravel(), self.csr_indices, self.csr_indptr),
+                             shape=self.shape)
+
+
+class Model:
+    """Immutable multibody model in natural coordinates (built by ``Mechanism.build``).
+
+    Rows of ``g`` are ordered: the six rigid-body constraints of each body
+    (body order), then every joint's rows (joint order).
+    """
+
+    def __init__(self, mech):
+        self.name = mech.name
+        self.bodies = tuple(mech.bodies)
+        self.joints = tuple(mech.joints)
+        self.forces = tuple(mech.forces)
+        self.gravity = _frozen(mech.gravity)
+        self.n_bodies = len(self.bodies)
+        self.n_coords = 12 * self.n_bodies
+        self.body_index = {b.name: b.index for b in self.bodies}
+        self.J4 = _frozen(np.array([b.J4 for b in self.bodies]))
+        rows, kind, owner, joint_rows = [], [], [], []
+        for b in self.bodies:
+            rows += rigid_body_rows(b.index, b.name)
+            kind += [RIGID] * 6
+            owner += [b.index] * 6
+        for j, joint in enumerate(self.joints):
+            joint_rows.append((len(rows), len(rows) + len(joint.rows)))
+            rows += joint.rows
+            kind += [JOINT] * len(joint.rows)
+            owner += [j] * len(joint.rows)
+        self.n_rows = len(rows)
+        self.row_labels = tuple(r.label for r in rows)
+        self.row_kind = _frozen(kind, np.int8)
+        self.row_owner = _frozen(owner, np.int64)
+        self.joint_rows = tuple(joint_rows)
+        self.joint_bodies = _frozen(np.reshape([j.bodies for j in self.joints], (-1, 2)),
+                                    np.int64)
+        self.tables = ConstraintTables(rows, 4 * self.n_bodies)
+        self.n_weights = 1 + len(self.tables.weights)
+        # Gravity as the constant generalized force C(c̄)ᵀ m g (§1.2).
+        fg = np.zeros((4 * self.n_bodies, 3))
+        for b in self.bodies:
+            fg[4 * b.index] = b.mass * self.gravity
+            fg[4 * b.index + 1:4 * b.index + 4] = b.mass * np.outer(b.com, self.gravity)
+        self.gravity_force = _frozen(fg)
+        p0, v0 = mech.initial_guess()
+        self.p_guess, self.v_guess = _frozen(p0), _frozen(v0)
+        self.p_reference = _frozen(np.concatenate([b.coordinates().ravel()
+                                                   for b in self.bodies]))
+
+    # ------------------------------------------------------------------ info
+    def __repr__(self):
+        return (f"<natcoord.Model {self.name!r}: {self.n_bodies} bodies, "
+                f"{len(self.joints)} joints, {self.n_coords} coordinates, "
+                f"{self.n_rows} constraints>")
+
+    @cached_property
+    def mass_matrix(self):
+        """The constant sparse ``M = blockdiag(J4_i ⊗ I3)`` (12 n × 12 n)."""
+        return sp.block_diag([np.kron(J4, np.eye(3)) for J4 in self.J4], format="csr")
+
+    def body_slice(self, name):
+        """Slice of body ``name``'s 12 coordinates in ``p``."""
+        i = self.body_index[name]
+        return slice(12 * i, 12 * i + 12)
+
+    def joint_named(self, name):
+        for j, joint in enumerate(self.joints):
+            if joint.name == name:
+                return j, joint
+        raise KeyError(f"no joint named {name!r}; joints: {[j.name for j in self.joints]}")
+
+    def point_expression(self, body, point, local=False):
+        """Affine expression of a body point (world reference point unless local)."""
+        from .expressions import Affine
+        if body not in self.body_index:
+            raise KeyError(f"unknown body {body!r}; bodies: {list(self.body_index)}")
+        b = self.bodies[self.body_index[body]]
+        x = np.asarray(point, float)
+        return Affine.body_point(b.index, x if local else b.to_local_point(x))
+
+    # --------------------------------------------------------------- energy
+    def kinetic_energy(self, v):
+        """``T = ½ vᵀ M v`` with ``M_i = J4_i ⊗ I3``."""
+        V = np.reshape(v, (self.n_bodies, 4, 3))
+        return 0.5 * np.einsum("iak,iab,ibk->", V, self.J4, V)
+
+    def potential_energy(self, p):
+        """Gravity ``−Σ m g·r_c = −f_g·p`` plus spring energies."""
+        X = np.reshape(p, (-1, 3))
+        return -np.sum(self.gravity_force * X) + sum(f.potential(X) for f in self.forces)
+
+    def energy(self, p, v):
+        return self.kinetic_energy(v) + self.potential_energy(p)
+
+    # --------------------------------------------------------------- state
+    def initial_state(self, p=None, v=None, t=0.0, solver=None, proj_tol=1e-12):
+        """Consistent ``State`` assembled from an approximate ``(p, v)``.
+
+        Defaults to the mechanism's reference/``set_initial`` data. Raises
+        :class:`~natcoord.projection.AssemblyError` naming the joints when
+        assembly fails.
+        """
+        from .projection import assemble
+        if p is None and v is None and t == 0.0 and solver is None and proj_tol == 1e-12:
+            return self._default_initial[0]
+        return assemble(self, self.p_guess if p is None else p,
+                        self.v_guess if v is None else v, t, solver=solver,
+                        proj_tol=proj_tol)[0]
+
+    @cached_property
+    def _default_initial(self):
+        from .projection import assemble
+        return assemble(self, self.p_guess, self.v_guess, 0.0)
+
+    @property
+    def dropped(self):
+        """Labels of constraints dropped as redundant at the initial state."""
+        return [self.row_labels[r] for r in self._default_initial[1]]
+
+    @property
+    def rank(self):
+        """Rank of the constraint Jacobian at the initial state."""
+        return self.n_rows - len(self._default_initial[1])
+
+    @property
+    def dof(self):
+        """Degrees of freedom: ``12 n − rank G`` at the initial state."""
+        return self.n_coords - self.rank
