@@ -1,0 +1,81 @@
+"""Scalable families for the O(n) evidence (BENCHMARKS.md): chain, tree, loops.
+
+Rods: 1 kg, 0.5 m, square section 0.05 m, hanging along −z, revolute axes
+alternating x and y. The reference configuration is the initial one (every
+joint bent by 0.1 rad), so loop closures put at reference positions are
+consistent and away from the singular stretched posture.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..body import rod_inertia
+from ..mechanism import GROUND, Mechanism
+
+MASS, LENGTH, SECTION, ANGLE = 1.0, 0.5, 0.05, 0.1
+_AXES = (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+
+
+def _rotation(axis, angle):
+    """Rodrigues' rotation matrix."""
+    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+def _add_rod(mech, name, parent, top, R_parent, axis_local, angle):
+    """A rod hanging from ``top``, jointed to ``parent`` about ``R_parent axis_local``.
+
+    Body axes are ``R = R_parent Rot(axis, angle)``; the rod runs along −e3.
+    Returns the rod's rotation and bottom point.
+    """
+    R = R_parent @ _rotation(axis_local, angle)
+    bottom = top + R @ np.array([0.0, 0.0, -LENGTH])
+    mech.add_body(name, mass=MASS, com=0.5 * (top + bottom),
+                  inertia=rod_inertia(MASS, LENGTH, SECTION, axis=2), origin=top, axes=R)
+    mech.add_revolute(parent, name, point=top, axis=R_parent @ axis_local,
+                      name=f"{name}.joint")
+    return R, bottom
+
+
+def chain(n, loops=0, gravity=9.81):
+    """``n`` rods in a chain from a revolute to ground at the origin.
+
+    ``loops=k`` adds k spherical joints from the bottom of the rods at
+    positions ``round(j n / k)`` (j = 1..k) to ground at their reference positions.
+    """
+    if n < 1 or loops < 0 or (loops and n // loops < 4):
+        raise ValueError(f"chain(n={n}, loops={loops}): need n >= 1 and at least 4 rods "
+                         f"per loop (each closure removes 3 degrees of freedom)")
+    mech = Mechanism(gravity=(0.0, 0.0, -gravity),
+                     name=f"chain({n})" if not loops else f"chain({n}, loops={loops})")
+    R, point, parent, bottoms = np.eye(3), np.zeros(3), GROUND, []
+    for k in range(n):
+        R, point = _add_rod(mech, f"rod{k + 1}", parent, point, R, _AXES[k % 2], ANGLE)
+        parent = f"rod{k + 1}"
+        bottoms.append(point)
+    for j in range(1, loops + 1):
+        k = round(j * n / loops)
+        mech.add_spherical(f"rod{k}", GROUND, point=bottoms[k - 1], name=f"loop{j}")
+    return mech
+
+
+def tree(depth, gravity=9.81):
+    """Binary tree of ``2^depth − 1`` rods: each rod carries two children at its end.
+
+    Axes alternate x/y with depth; the two children are bent by ±0.1 rad.
+    """
+    if depth < 1:
+        raise ValueError(f"tree(depth={depth}): depth must be >= 1")
+    mech = Mechanism(gravity=(0.0, 0.0, -gravity), name=f"tree({depth})")
+    # breadth-first: (name, parent, top point, parent rotation, level, sign)
+    queue = [("rod1", GROUND, np.zeros(3), np.eye(3), 0, 1.0)]
+    count = 1
+    while queue:
+        name, parent, top, R_parent, level, sign = queue.pop(0)
+        R, bottom = _add_rod(mech, name, parent, top, R_parent, _AXES[level % 2],
+                             sign * ANGLE)
+        if level + 1 < depth:
+            for child_sign in (1.0, -1.0):
+                count += 1
+                queue.append((f"rod{count}", name, bottom, R, level + 1, child_sign))
+    return mech
