@@ -42,6 +42,9 @@ class Mechanism:
 
     def __init__(self, gravity=(0.0, 0.0, 0.0), name="mechanism"):
         self.name = name
+        #: the benchmark scenario: ``t_end`` (s) and an ``output_point``
+        #: ``(body, world point)`` that plots and error measures follow.
+        self.scenario = {"t_end": 10.0}
         self.gravity = _vector(gravity, "gravity", f"mechanism {name!r}")
         self.bodies: list[Body] = []
         self.joints: list[J.Joint] = []

@@ -103,6 +103,10 @@ class Model:
 
     def __init__(self, mech):
         self.name = mech.name
+        self.scenario = dict(mech.scenario)
+        self.scenario.setdefault("t_end", 10.0)
+        last = mech.bodies[-1]
+        self.scenario.setdefault("output_point", (last.name, tuple(last.origin)))
         self.bodies = tuple(mech.bodies)
         self.joints = tuple(mech.joints)
         self.forces = tuple(mech.forces)

@@ -13,6 +13,9 @@ _BACKENDS = {
 
 #: relative pivot threshold of constraint partitioning (see KKTSolver).
 DROP_TOL = 1e-10
+#: a row dropped at the previous factorization stays dropped while its
+#: relative pivot is below this (hysteresis, see KKTSolver).
+HOLD_TOL = 1e-4
 
 
 class KKTSolver:
@@ -23,6 +26,13 @@ class KKTSolver:
     ``drop_tol`` times its pivot before elimination is *redundant*; it is
     dropped (``λ = 0``, its right-hand side ignored) and listed in
     ``self.dropped`` (sorted row indices). Rigid-body rows are never dropped.
+
+    Hysteresis: off the constraint manifold (Runge–Kutta stages, loose
+    tolerances) a redundant row is only *nearly* dependent, with a relative
+    pivot of order (distance to the manifold)², and keeping it would make the
+    accelerations jump. So a row dropped at the previous factorization stays
+    dropped while its relative pivot is below ``HOLD_TOL``: ``row_threshold``
+    (m,) holds the threshold each row is tested against.
     """
 
     name = "base"
@@ -31,6 +41,12 @@ class KKTSolver:
         self.model = model
         self.drop_tol = float(drop_tol)
         self.dropped = np.zeros(0, np.int64)
+        self.row_threshold = np.full(model.n_rows, self.drop_tol)
+
+    def _update_thresholds(self):
+        """Thresholds for the next factorization from the current dropped set."""
+        self.row_threshold[:] = self.drop_tol
+        self.row_threshold[self.dropped] = max(HOLD_TOL, self.drop_tol)
 
     def factor(self, G):
         """Numeric factorization for Jacobian blocks ``G`` (nnz, 3)."""

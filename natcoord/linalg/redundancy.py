@@ -4,7 +4,7 @@ Used by the reference backends. With ``P = M⁻¹ − M⁻¹G_Rᵀ(G_R M⁻¹G_R
 (block diagonal: the rigid-body rows ``G_R`` eliminated body by body, never
 dropped), the joint rows' Schur complement is ``S_J = G_J P G_Jᵀ``. Its
 Cholesky factorization in row order drops row k when the pivot is below
-``drop_tol · (S_J)_kk``: the row is then (numerically) a combination of the
+``threshold_k · (S_J)_kk``: the row is then (numerically) a combination of the
 rows kept before it. This is the constraint partitioning of DESIGN §1.6,
 done densely.
 """
@@ -29,8 +29,11 @@ def rigid_body_projector(model, G):
     return Minv - MG @ np.linalg.solve(S, MG.transpose(0, 2, 1))
 
 
-def redundant_rows(model, G, drop_tol):
-    """Sorted indices of joint rows dropped by sequential elimination."""
+def redundant_rows(model, G, row_threshold):
+    """Sorted indices of joint rows dropped by sequential elimination.
+
+    ``row_threshold`` (m,): relative pivot threshold of each row.
+    """
     assert np.all(model.row_kind[:6 * model.n_bodies] == RIGID)
     n = model.n_bodies
     P = rigid_body_projector(model, G)
@@ -38,10 +41,11 @@ def redundant_rows(model, G, drop_tol):
     GJ = G[6 * n:]
     S = np.asarray((GJ @ P @ GJ.T).todense())
     reference = np.diag(S).copy()
+    threshold = row_threshold[6 * n:]
     dropped = []
     for k in range(S.shape[0]):
         pivot = S[k, k]
-        if pivot <= drop_tol * reference[k] or reference[k] <= 0.0:
+        if pivot <= threshold[k] * reference[k] or reference[k] <= 0.0:
             dropped.append(k)
             S[k, :] = 0.0
             S[:, k] = 0.0

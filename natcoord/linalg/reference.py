@@ -33,7 +33,8 @@ class DenseKKT(_WholeKKT):
 
     def factor(self, G):
         G = self.model.tables.csr(G)
-        self.dropped = redundant_rows(self.model, G, self.drop_tol)
+        self._update_thresholds()
+        self.dropped = redundant_rows(self.model, G, self.row_threshold)
         self.keep = self._kept()
         Gk = G[self.keep].toarray()
         K = np.block([[self.model.mass_matrix.toarray(), Gk.T],
@@ -73,7 +74,8 @@ class SuperLUKKT(_WholeKKT):
             self.keep = self._kept()
             lu = self._factor(G)
         if lu is None:
-            self.dropped = redundant_rows(self.model, G, self.drop_tol)
+            self._update_thresholds()
+            self.dropped = redundant_rows(self.model, G, self.row_threshold)
             self.keep = self._kept()
             lu = self._factor(G)
             if lu is None:

@@ -56,6 +56,7 @@ def chain(n, loops=0, gravity=9.81):
     for j in range(1, loops + 1):
         k = round(j * n / loops)
         mech.add_spherical(f"rod{k}", GROUND, point=bottoms[k - 1], name=f"loop{j}")
+    mech.scenario = {"t_end": 1.0, "output_point": (f"rod{n}", tuple(bottoms[-1]))}
     return mech
 
 
@@ -78,4 +79,5 @@ def tree(depth, gravity=9.81):
             for child_sign in (1.0, -1.0):
                 count += 1
                 queue.append((f"rod{count}", name, bottom, R, level + 1, child_sign))
+    mech.scenario = {"t_end": 1.0}
     return mech

@@ -43,4 +43,5 @@ def six_bar(mass=1.0, section=0.1, gravity=9.81):
         mech.add_revolute(previous, name, point=start, axis=axis, name=f"joint{k}")
         previous = name
     mech.add_revolute("rod5", GROUND, point=(0, 0, 1), axis=(1, 0, 0), name="joint6")
+    mech.scenario = {"t_end": 10.0, "output_point": ("rod2", P3)}
     return mech

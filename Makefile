@@ -1,0 +1,103 @@
+# natcoord -- two-command setup:  make demo  /  make test
+#
+# `make venv` (pulled in by demo/test/paper/data) builds .venv once: an editable
+# install with the test extras plus, when it can be built, the optional CHOLMOD
+# backend (scikit-sparse<0.5 against Debian's SuiteSparse 5 headers).  The
+# install is remembered by a stamp file named after a hash of setup.cfg and
+# pyproject.toml, so repeated runs do not reinstall; editing either file does.
+
+SHELL       := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON      ?= python3
+VENV        := .venv
+BIN         := $(VENV)/bin
+DEPS_HASH   := $(shell cat setup.cfg pyproject.toml 2>/dev/null | sha1sum | cut -c1-12)
+STAMP       := $(VENV)/.stamp-$(DEPS_HASH)
+SKSPARSE    := scikit-sparse<0.5
+CHOLMOD_H   := /usr/include/suitesparse/cholmod.h
+
+export MPLBACKEND      := Agg
+export NUMBA_CACHE_DIR := $(CURDIR)/.numba_cache
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help venv demo test paper data clean
+
+help:
+	@echo "natcoord make targets:"
+	@echo "  make demo   set up .venv (first run only) and simulate the six-bar; figure in out/six_bar.png"
+	@echo "  make test   set up .venv (first run only) and run the test suite (pytest)"
+	@echo "  make paper  regenerate paper/figures/ and tables from data/"
+	@echo "  make data   rerun the benchmarks that write data/*.csv (slow)"
+	@echo "  make clean  remove .venv/, out/ and caches"
+	@echo "  make venv   (internal) create/update .venv; used by the targets above"
+
+venv: $(STAMP)
+	@:
+
+$(STAMP):
+	@test -x $(BIN)/python || { echo "natcoord: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "natcoord: installing natcoord[test] into $(VENV) (first run: about a minute)"
+	$(BIN)/python -m pip install -q --upgrade pip
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[test]'
+	@# ---- optional CHOLMOD backend: never fails the build -------------------
+	@# scikit-sparse 0.4.x ships only an sdist; pip builds it in an isolated env
+	@# (Cython 3 and numpy>=2 fetched automatically; the numpy-2 build also runs
+	@# under numpy 1.x) and its setup.py already searches /usr/include/suitesparse,
+	@# where Debian's libsuitesparse-dev (SuiteSparse 5, libcholmod.so.3) puts
+	@# cholmod.h.  SUITESPARSE_INCLUDE_DIR is only belt and braces.
+	@reason=""; \
+	if [ ! -f $(CHOLMOD_H) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	  else sudo="none"; fi; \
+	  if [ "$$sudo" != none ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "natcoord: installing libsuitesparse-dev with apt-get (for the CHOLMOD backend)"; \
+	    $$sudo apt-get update -qq >$(VENV)/apt.log 2>&1 && \
+	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsuitesparse-dev >>$(VENV)/apt.log 2>&1 \
+	      || reason="apt-get update/install of libsuitesparse-dev failed, see $(VENV)/apt.log"; \
+	  else \
+	    reason="$(CHOLMOD_H) missing and apt-get not usable without a password; install libsuitesparse-dev"; \
+	  fi; \
+	fi; \
+	if [ -z "$$reason" ] && [ ! -f $(CHOLMOD_H) ]; then reason="$(CHOLMOD_H) still missing"; fi; \
+	if [ -z "$$reason" ]; then \
+	  echo "natcoord: building $(SKSPARSE) (CHOLMOD backend)"; \
+	  if SUITESPARSE_INCLUDE_DIR=/usr/include/suitesparse \
+	     $(BIN)/python -m pip install -q '$(SKSPARSE)' >$(VENV)/sksparse.log 2>&1 \
+	     && $(BIN)/python -c 'import sksparse.cholmod' >>$(VENV)/sksparse.log 2>&1; then \
+	    echo "natcoord: CHOLMOD backend available (scikit-sparse $$($(BIN)/python -c 'import importlib.metadata as m; print(m.version("scikit-sparse"))'))"; \
+	  else \
+	    log=$(VENV)/sksparse.log; \
+	    why=$$(grep -m 1 -E ':[0-9]+:([0-9]+:)? (fatal )?error:' $$log); \
+	    [ -n "$$why" ] || why=$$(grep -E '^[[:space:]]*error: ' $$log | grep -vE 'subprocess-exited|failed-wheel-build' | head -n 1); \
+	    [ -n "$$why" ] || why=$$(grep -E '^[[:space:]]*(ERROR: |[A-Za-z]*Error: )' $$log | grep -v 'Failed building wheel' | tail -n 1); \
+	    [ -n "$$why" ] || why=$$(grep -v '^[[:space:]]*$$' $$log | tail -n 1); \
+	    reason="$$(echo "$$why" | sed 's/^[[:space:]]*//' | cut -c1-200); full log in $$log"; \
+	  fi; \
+	fi; \
+	if [ -n "$$reason" ]; then \
+	  echo "natcoord: CHOLMOD backend unavailable (scikit-sparse could not be built: $$reason); tests for it will be skipped"; \
+	fi
+	@rm -f $(VENV)/.stamp-*
+	@touch $@
+
+demo: venv
+	@mkdir -p out
+	$(BIN)/natcoord simulate six-bar --t-end 10 --out out/six_bar.npz --plot out/six_bar.png
+	@echo "Figure written to out/six_bar.png"
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+paper: venv
+	$(BIN)/python paper/figures.py
+
+data: venv
+	$(BIN)/natcoord bench scaling
+	$(BIN)/natcoord bench tolerance six-bar
+	$(BIN)/natcoord bench tolerance hexapod
+
+clean:
+	rm -rf $(VENV) out .numba_cache .pytest_cache .hypothesis build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
