@@ -83,7 +83,7 @@ def validate_mass_properties(name, mass, inertia):
         raise ValueError(f"body {name!r}: inertia tensor is not symmetric; pass (I + I.T)/2 "
                          f"if the asymmetry is round-off")
     principal = np.linalg.eigvalsh(I)
-    if principal.min() <= 0.0:
+    if principal.min() < -_TOL * scale:     # a zero moment is a line, reported below
         raise ValueError(f"body {name!r}: principal moments of inertia must be positive, "
                          f"got {principal}")
     second_moments = 0.5 * principal.sum() - principal
