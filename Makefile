@@ -20,6 +20,10 @@ CHOLMOD_H   := /usr/include/suitesparse/cholmod.h
 export MPLBACKEND      := Agg
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba_cache
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# One BLAS thread: natcoord's dense blocks are small, and threaded BLAS on a
+# busy 2-core machine makes the reference backends up to 15x slower.
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS      := 1
 
 .PHONY: help venv demo test paper data clean
 

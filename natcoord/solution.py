@@ -56,6 +56,42 @@ class Solution:
         start, stop = self.model.joint_rows[j]
         return self.lam[:, start:stop]
 
+    def _drive(self, joint):
+        j, spec = self.model.joint_named(joint)
+        if spec.drive is None:
+            raise ValueError(f"joint {joint!r} has no drive; pass drive= to add_revolute or "
+                             f"add_prismatic")
+        row = self.model.joint_rows[j][0] + spec.drive_row
+        if row in self.dropped_rows:
+            raise ValueError(f"the drive row of joint {joint!r} was dropped as redundant: "
+                             f"the drive force is not determined by the constraints")
+        return spec, row
+
+    def drive_force(self, joint):
+        """Actuator force (N, prismatic) or torque (N·m, revolute) of a drive, (k,).
+
+        The drive row ``g_d`` has ``∂g_d/∂s = 1`` along the joint's relative
+        coordinate s (slide or angle of body b relative to body a), so the
+        constraint force ``−Gᵀλ`` acts along s as ``F = −λ_d``. Positive F pushes
+        (turns) body b along (about) +axis relative to body a; body a feels −F.
+        Needs ``simulate(..., multipliers=True)``.
+        """
+        spec, row = self._drive(joint)
+        if self.lam is None:
+            raise ValueError("simulate(..., multipliers=True) to record drive forces")
+        return -self.lam[:, row]
+
+    def drive_power(self, joint):
+        """Power ``P = F ṡ`` (W) the drive delivers, (k,).
+
+        Equals ``λᵀ g_t`` restricted to the drive row, the power of the
+        rheonomic constraint force, so ``∫ Σ P dt`` is the change of mechanical
+        energy when no other non-conservative force acts.
+        """
+        spec, _ = self._drive(joint)
+        rate = np.array([spec.drive(t)[1] for t in self.t])
+        return self.drive_force(joint) * rate
+
     def save(self, path):
         """Write arrays and statistics to an ``.npz`` file."""
         np.savez_compressed(path, t=self.t, p=self.p, v=self.v, energy=self.energy,

@@ -1,0 +1,164 @@
+"""Rheonomic drives: g_t and γ against finite differences in t, drive forces
+against closed forms, drive power against the change of mechanical energy."""
+import numpy as np
+import pytest
+from scipy.integrate import cumulative_simpson
+from scipy.interpolate import CubicSpline
+
+import natcoord as nc
+from natcoord.body import box_inertia
+
+MASS, SIZE = 2.0, (0.4, 0.1, 0.2)
+GRAVITY = np.array([0.0, -9.81, 0.0])
+
+
+def _angle(t):
+    return 0.5 * np.cos(3 * t), -1.5 * np.sin(3 * t), -4.5 * np.cos(3 * t)
+
+
+def _slide(t):
+    return 0.3 * np.sin(2 * t) + 0.1 * t**2, 0.6 * np.cos(2 * t) + 0.2 * t, \
+        -1.2 * np.sin(2 * t) + 0.2
+
+
+def two_drives():
+    """Ground –(driven revolute)– arm –(driven prismatic, oblique axis)– slider."""
+    mech = nc.Mechanism(gravity=GRAVITY)
+    mech.add_body("arm", MASS, com=(0.2, 0, 0), inertia=box_inertia(MASS, SIZE))
+    mech.add_body("slider", MASS, com=(0.4, 0.1, 0), inertia=box_inertia(MASS, SIZE),
+                  origin=(0.4, 0.1, 0))
+    mech.add_revolute(nc.GROUND, "arm", point=(0, 0, 0), axis=(0, 0.6, 0.8), drive=_angle,
+                      name="hinge")
+    mech.add_prismatic("arm", "slider", point=(0.4, 0.1, 0), axis=(1, 1, 0), drive=_slide,
+                       name="rail")
+    return mech.build()
+
+
+def test_time_derivatives_match_finite_differences():
+    """Along p(τ) = p + v τ + a τ²/2: d/dτ g = G v + g_t and d²/dτ² g = G a − γ."""
+    model = two_drives()
+    rng = np.random.default_rng(1)
+    p = model.p_reference + 0.1 * rng.standard_normal(model.n_coords)
+    v, a = rng.standard_normal((2, model.n_coords))
+    t, h = 0.7, 1e-3
+    ws = nc.Workspace(model)
+
+    def g(tau):
+        ws.constraints(t + tau, p + v * tau + 0.5 * a * tau**2, v + a * tau)
+        return ws.g.copy()
+
+    g_minus, g_plus = g(-h), g(h)
+    g0 = g(0.0)
+    G = model.tables.csr(ws.G)
+    first = (g_plus - g_minus) / (2 * h)
+    second = (g_plus - 2 * g0 + g_minus) / h**2
+    assert np.abs(first - (G @ v + ws.g_t)).max() < 1e-5
+    assert np.abs(second - (G @ a - ws.gamma)).max() < 1e-5
+    # the FD check above must see the drives: their rows carry g_t ≠ 0
+    assert np.count_nonzero(ws.g_t) == 2
+
+
+def slider_on_incline(drive):
+    """A box on a prismatic joint to ground along an oblique axis u, driven by s(t)."""
+    mech = nc.Mechanism(gravity=GRAVITY)
+    mech.add_body("box", MASS, com=(0.1, 0.2, 0.3), inertia=box_inertia(MASS, SIZE))
+    mech.add_prismatic(nc.GROUND, "box", point=(0, 0, 0), axis=AXIS, drive=drive, name="slide")
+    return mech.build()
+
+
+AXIS = np.array([1.0, 2.0, 2.0]) / 3.0
+AMPLITUDE, OMEGA = 0.2, 2 * np.pi
+
+
+def _sine(t):
+    return (AMPLITUDE * np.sin(OMEGA * t), AMPLITUDE * OMEGA * np.cos(OMEGA * t),
+            -AMPLITUDE * OMEGA**2 * np.sin(OMEGA * t))
+
+
+def _run(model, t_end=1.0, points=201):
+    t = np.linspace(0.0, t_end, points)
+    return nc.simulate(model, t_end, rtol=1e-9, proj_tol=1e-11, t_eval=t, multipliers=True)
+
+
+@pytest.mark.parametrize("drive", [
+    _sine,                                                # one callable -> (s, s', s'')
+    tuple(lambda t, k=k: _sine(t)[k] for k in range(3)),  # three callables
+    nc.Drive(_sine)])
+def test_prismatic_drive_force_closed_form(drive):
+    """m s̈ = F + m g·u along the axis, so F = m (s̈ − g·u); the box follows s(t)."""
+    sol = _run(slider_on_incline(drive))
+    s, _, s_ddot = _sine(sol.t)
+    travelled = (sol.point("box", (0, 0, 0)) @ AXIS)
+    assert np.abs(travelled - s).max() < 1e-10
+    expected = MASS * (s_ddot - GRAVITY @ AXIS)
+    assert np.abs(sol.drive_force("slide") - expected).max() < 1e-8 * np.abs(expected).max()
+
+
+def test_spline_drive_matches_sampled_motion():
+    """``Drive.spline`` of samples of A sin ωt: a C² cubic spline, so the force
+    error is that of the spline's second derivative, O(h²)."""
+    samples = np.linspace(0.0, 1.0, 401)
+    sol = _run(slider_on_incline(nc.Drive.spline(samples, _sine(samples)[0])))
+    spline = CubicSpline(samples, _sine(samples)[0])
+    assert np.abs(sol.point("box", (0, 0, 0)) @ AXIS - spline(sol.t)).max() < 1e-10
+    expected = MASS * (_sine(sol.t)[2] - GRAVITY @ AXIS)
+    assert np.abs(sol.drive_force("slide") - expected).max() < 1e-3 * np.abs(expected).max()
+
+
+PIVOT = np.array([0.1, -0.2, 0.3])
+COM = np.array([0.5, 0.1, 0.3])          # not on the axis through PIVOT
+
+
+def pendulum_on_oblique_axis():
+    """A box turned about a fixed oblique axis by θ(t) = θ̂ sin ωt under gravity."""
+    mech = nc.Mechanism(gravity=GRAVITY)
+    mech.add_body("box", MASS, com=COM, inertia=box_inertia(MASS, SIZE),
+                  axes=_rotation(np.array([0, 0, 1.0]), 0.4))
+    mech.add_revolute(nc.GROUND, "box", point=PIVOT, axis=AXIS, name="motor",
+                      drive=lambda t: (0.8 * np.sin(OMEGA * t), 0.8 * OMEGA * np.cos(OMEGA * t),
+                                       -0.8 * OMEGA**2 * np.sin(OMEGA * t)))
+    return mech.build()
+
+
+def _rotation(u, angle):
+    K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+def test_revolute_drive_torque_closed_form():
+    """About a fixed axis u: (uᵀ I_O u) θ̈ = τ + u·(r_c × m g), r_c from the pivot."""
+    model = pendulum_on_oblique_axis()
+    sol = _run(model)
+    theta = 0.8 * np.sin(OMEGA * sol.t)
+    theta_ddot = -OMEGA**2 * theta
+    body = model.bodies[0]
+    I_c = body.axes @ body.inertia @ body.axes.T              # world axes, reference
+    r0 = COM - PIVOT
+    I_O = I_c + MASS * (r0 @ r0 * np.eye(3) - np.outer(r0, r0))
+    r_c = np.array([_rotation(AXIS, th) @ r0 for th in theta])
+    expected = (AXIS @ I_O @ AXIS) * theta_ddot - MASS * np.cross(r_c, GRAVITY) @ AXIS
+    assert np.abs(sol.point("box", COM) - PIVOT - r_c).max() < 1e-10
+    assert np.abs(sol.drive_force("motor") - expected).max() < 1e-8 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("build, joints", [(pendulum_on_oblique_axis, ["motor"]),
+                                           (two_drives, ["hinge", "rail"])])
+def test_drive_work_equals_energy_change(build, joints):
+    """∫ Σ P dt = E(t) − E(0): the drives are the only non-conservative forces."""
+    sol = _run(build(), points=401)
+    work = cumulative_simpson(sum(sol.drive_power(j) for j in joints), x=sol.t, initial=0.0)
+    change = sol.energy - sol.energy[0]
+    assert np.abs(work - change).max() < 1e-6 * np.abs(change).max()
+
+
+def test_drive_force_needs_a_drive_and_multipliers():
+    model = two_drives()
+    sol = nc.simulate(model, 0.1, t_eval=[0.0, 0.1])
+    with pytest.raises(ValueError, match="multipliers=True"):
+        sol.drive_force("hinge")
+    mech = nc.Mechanism()
+    mech.add_body("b", 1.0, com=(0, 0, 0), inertia=box_inertia(1.0, SIZE))
+    mech.add_revolute(nc.GROUND, "b", point=(0, 0, 0), axis=(0, 0, 1), name="free")
+    sol = nc.simulate(mech.build(), 0.1, t_eval=[0.0, 0.1], multipliers=True)
+    with pytest.raises(ValueError, match="has no drive"):
+        sol.drive_force("free")
