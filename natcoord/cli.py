@@ -149,10 +149,12 @@ def main(argv=None):
     bench = sub.add_parser("bench", help="benchmarks writing CSV to data/ and figures",
                            description="Benchmarks: speed lives here, never in tests.")
     bench_sub = bench.add_subparsers(dest="experiment", required=True)
-    for name, text in (("scaling", "time per evaluation vs number of bodies (O(n))"),
-                       ("tolerance", "runtime vs integration and projection tolerance")):
+    for name, module_name, text in (
+            ("scaling", "scaling", "time per evaluation vs number of bodies (O(n))"),
+            ("tolerance", "tolerance", "runtime vs integration and projection tolerance"),
+            ("chain", "chain_simulation", "chain(512) for 1 s: worst error vs wall time")):
         try:
-            module = _experiment(name)
+            module = _experiment(module_name)
         except ImportError as err:
             bench_sub.add_parser(name, help=f"{text} (unavailable: {err})")
             continue

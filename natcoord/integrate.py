@@ -151,7 +151,8 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     last_report = time.perf_counter()
 
     def stats():
-        return {"steps": steps, "rejected": rejected, "rhs": ws.n_rhs,
+        return {"solver": ws.solver.name, "steps": steps, "rejected": rejected,
+                "rhs": ws.n_rhs,
                 "factorizations": ws.n_factorizations,
                 "projection_iterations": run.projection_iterations,
                 "active_set_changes": run.active_set_changes,

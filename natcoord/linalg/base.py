@@ -9,6 +9,8 @@ import numpy as np
 _BACKENDS = {
     "dense": "natcoord.linalg.reference:DenseKKT",
     "superlu": "natcoord.linalg.reference:SuperLUKKT",
+    "block": "natcoord.linalg.blockldl:BlockLDL",
+    "cholmod": "natcoord.linalg.cholmod:CholmodKKT",
 }
 
 #: relative pivot threshold of constraint partitioning (see KKTSolver).
@@ -74,7 +76,7 @@ def available_solvers():
 
 
 def default_solver():
-    return "dense"
+    return "block"
 
 
 def _load(name):

@@ -1,0 +1,283 @@
+"""Runtime versus integration and projection tolerance: the paper's Fig. 5.
+
+``natcoord bench tolerance MODEL`` simulates MODEL on the grid of integration
+tolerances ``--rtol`` × projection tolerances ``--proj-tol`` (× ``--solver`` ×
+``--projection``), one simulation at a time so that timings are undisturbed,
+and writes one CSV row per grid point (``COLUMNS``). Each grid point is run
+``--repeat`` times; the counters are those of the (deterministic) runs, the
+wall time is reported as median, minimum and maximum. Accuracy is measured
+against a reference run at ``rtol = 1e-12``, ``proj_tol = 1e-12``,
+interpolated to the accepted steps of each run: the largest distance of the
+model's output point (its scenario's ``output_point``: P3 = (1, −1, 0) on
+rod 2 for the 6-bar, the platform centre for the hexapod) and the largest
+energy difference.
+``--work-precision`` compares instead the linear-solver backends and the
+stabilizations (see :mod:`natcoord.experiments.precision`).
+"""
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from scipy.interpolate import CubicHermiteSpline, CubicSpline
+
+from .. import __version__
+from ..integrate import PROJECTIONS, IntegrationError, simulate
+from ..linalg import available_solvers, default_solver
+
+#: CSV columns, in order (units: seconds, metres, joules).
+COLUMNS = ("model", "solver", "projection", "rtol", "proj_tol", "t_end", "repeat",
+           "success", "wall_time_median", "wall_time_min", "wall_time_max", "steps",
+           "rejected", "rhs", "factorizations", "projection_iterations",
+           "active_set_changes", "dropped", "max_constraint_residual",
+           "max_velocity_residual", "energy_error", "output_error")
+#: projections that use ``proj_tol`` (the others run once, with ``proj_tol`` empty)
+PROJECTING = ("position+velocity", "velocity")
+REFERENCE_TOL = 1e-12
+
+
+def parse_tolerances(text):
+    """``'1e-3:1e-10'`` → one value per decade from 1e-3 to 1e-10; ``'1e-4,1e-6'`` → as listed."""
+    if ":" in text:
+        first, last = (float(x) for x in text.split(":"))
+        decades = round(abs(np.log10(first / last)))
+        values = np.logspace(np.log10(first), np.log10(last), decades + 1)
+    else:
+        values = [float(x) for x in text.split(",")]
+    return [float(f"{v:.12g}") for v in values]
+
+
+class Progress:
+    """Plain-text progress bar on stderr: ``[#####-----] 5/10 label``."""
+
+    def __init__(self, total, enabled=True, stream=None, width=24):
+        self.total, self.width, self.done, self.enabled = total, width, 0, enabled
+        self.stream = stream or sys.stderr
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+        self.start = time.perf_counter()
+
+    def show(self, label):
+        if not self.enabled:
+            return
+        fill = round(self.width * self.done / max(self.total, 1))
+        line = f"[{'#' * fill}{'-' * (self.width - fill)}] {self.done}/{self.total} {label}"
+        print(f"\r{line:<100}" if self.tty else line, end="" if self.tty else "\n",
+              file=self.stream, flush=True)
+
+    def advance(self, label=""):
+        self.done += 1
+        self.show(label)
+        if self.done == self.total:
+            self.show(f"done in {time.perf_counter() - self.start:.1f} s")
+            if self.tty and self.enabled:
+                print(file=self.stream)
+
+
+class Reference:
+    """A reference run at ``rtol = proj_tol = 1e-12``, interpolated to any time.
+
+    The output point by cubic Hermite interpolation of its positions and
+    velocities at the reference steps (error O(h⁴), far below the reference's
+    own); the energy by a cubic spline.
+    """
+
+    def __init__(self, model, t_end, solver=None):
+        self.solution = sol = simulate(model, t_end, rtol=REFERENCE_TOL,
+                                       proj_tol=REFERENCE_TOL, solver=solver)
+        body, point = model.scenario["output_point"]
+        self.point = CubicHermiteSpline(sol.t, sol.point(body, point),
+                                        sol.point_velocity(body, point))
+        self.energy = CubicSpline(sol.t, sol.energy)
+
+
+def output_error(sol, reference):
+    """Largest distance [m] of the output point from the reference over the steps."""
+    body, point = sol.model.scenario["output_point"]
+    return float(np.linalg.norm(sol.point(body, point) - reference.point(sol.t), axis=1).max())
+
+
+def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
+            projection="position+velocity", repeat=1):
+    """One grid point: ``repeat`` identical simulations → a CSV row (dict).
+
+    The output is every accepted step (no extra output projections, which
+    would dominate the cost at loose tolerances); errors are the largest over
+    the steps. ``energy_error`` is ``max |E(t) − E_ref(t)|``: for a
+    conservative model ``E_ref(t) = E(0)`` to the reference accuracy, so it is
+    the energy drift. Without a ``reference``, or when a run fails
+    (``success = False``), the two errors are left empty.
+    """
+    walls = []
+    for _ in range(repeat):
+        try:
+            sol = simulate(model, t_end, rtol=rtol, proj_tol=proj_tol, solver=solver,
+                           projection=projection)
+        except IntegrationError as err:
+            sol = err.solution
+        walls.append(sol.stats["wall_time"])
+        if not sol.success:
+            break
+    stats, nan = sol.stats, float("nan")
+    row = dict(model=model.name, solver=solver or default_solver(), projection=projection,
+               rtol=rtol, proj_tol=proj_tol if projection in PROJECTING else nan,
+               t_end=t_end, repeat=len(walls), success=sol.success,
+               wall_time_median=float(np.median(walls)), wall_time_min=min(walls),
+               wall_time_max=max(walls), dropped=len(sol.dropped),
+               max_constraint_residual=nan, max_velocity_residual=nan, energy_error=nan,
+               output_error=nan,
+               **{k: stats[k] for k in ("steps", "rejected", "rhs", "factorizations",
+                                        "projection_iterations", "active_set_changes")})
+    if sol.success:
+        row.update(max_constraint_residual=float(sol.constraint_residual.max()),
+                   max_velocity_residual=float(sol.velocity_residual.max()))
+    if sol.success and reference is not None:
+        row.update(energy_error=float(np.abs(sol.energy - reference.energy(sol.t)).max()),
+                   output_error=output_error(sol, reference))
+    return row
+
+
+def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=True):
+    """Rows of ``measure`` over ``combos`` (solver, projection) × ``proj_tols`` × ``rtols``.
+
+    Projections that do not use ``proj_tol`` run once per ``rtol``. Before
+    timing, each combination is run briefly so that compilation and caches
+    do not count.
+    """
+    t_end = model.scenario["t_end"] if t_end is None else t_end
+    points = [(s, p, tol, rtol) for s, p in combos
+              for tol in (proj_tols if p in PROJECTING else [proj_tols[0]]) for rtol in rtols]
+    bar = Progress(len(points) + 1, enabled=progress)
+    bar.show(f"{model.name}: reference run (rtol={REFERENCE_TOL:g})")
+    reference = Reference(model, t_end, combos[0][0])
+    for solver, projection in combos:
+        simulate(model, min(t_end, 0.05), rtol=rtols[0], solver=solver, projection=projection)
+    bar.advance(f"reference: {reference.solution.stats['steps']} steps")
+    rows = []
+    for solver, projection, tol, rtol in points:
+        rows.append(measure(model, rtol, tol, t_end, reference, solver, projection, repeat))
+        r = rows[-1]
+        bar.advance(f"{solver}/{projection} proj_tol={tol:g} rtol={rtol:g}: "
+                    f"{r['wall_time_median']:.3f} s, error {r['output_error']:.1e} m")
+    return rows
+
+
+def machine():
+    """A one-line description of the machine and software versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numba
+    import scipy
+    return (f"{cpu} ({os.cpu_count()} cores); Python {platform.python_version()}, "
+            f"natcoord {__version__}, NumPy {np.__version__}, SciPy {scipy.__version__}, "
+            f"Numba {numba.__version__}")
+
+
+def write_csv(path, rows, columns, command):
+    """Write ``rows`` (dicts) with a ``#`` header naming the machine, date and command."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        f.write(f"# {machine()}\n# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: "
+                f"{command}\n")
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                             for k, v in row.items()})
+    return path
+
+
+def read_csv(path):
+    """Rows of a CSV written by ``write_csv``: dicts of floats (text kept as str)."""
+    with Path(path).open() as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return [{k: _number(v) for k, v in row.items()} for row in rows]
+
+
+def _number(text):
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def default_out(model_name, kind):
+    """``data/<model>_<kind>.csv`` with the CLI model name as a file name."""
+    return Path("data") / f"{model_name.replace('-', '_')}_{kind}.csv"
+
+
+def describe(args, proj_tols):
+    """The command line equivalent to ``args``, for the CSV header."""
+    def tols(values):
+        return ",".join(f"{v:g}" for v in values)
+    words = ["natcoord bench tolerance", args.model]
+    words += [f"--scenario {args.scenario}"] if args.scenario else []
+    words += [f"--param {p}" for p in args.param]
+    words += [f"--rtol {tols(args.rtol)} --proj-tol {tols(proj_tols)}",
+              f"--repeat {args.repeat} --solver {','.join(args.solver)}"]
+    words += [f"--t-end {args.t_end:g}"] if args.t_end is not None else []
+    words += ["--work-precision"] if args.work_precision else \
+        [f"--projection {','.join(args.projection)}"]
+    return " ".join(words)
+
+
+def configure(parser):
+    from ..cli import _model_arguments
+    _model_arguments(parser)
+    solvers = available_solvers()
+    parser.add_argument("--rtol", type=parse_tolerances, default="1e-3:1e-10",
+                        help="integration tolerances: 'a:b' one per decade, or a comma list "
+                             "(default: 1e-3:1e-10)")
+    parser.add_argument("--proj-tol", type=parse_tolerances,
+                        help="projection tolerances (default: 1e-4,1e-6,1e-8,1e-10,1e-12; "
+                             "with --work-precision: 1e-10)")
+    parser.add_argument("--t-end", type=float, help="end time [s] (default: the scenario's)")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="runs per grid point; the wall time is their median (default 5)")
+    parser.add_argument("--solver", type=lambda s: s.split(","),
+                        default=["block" if "block" in solvers else default_solver()],
+                        help=f"backend(s), comma separated, from {solvers}")
+    parser.add_argument("--projection", type=lambda s: s.split(","), default=[PROJECTIONS[0]],
+                        help=f"stabilization(s), comma separated, from {list(PROJECTIONS)}")
+    parser.add_argument("--work-precision", action="store_true",
+                        help="compare every backend (position+velocity projection) and every "
+                             "stabilization (first --solver) instead of the proj-tol grid")
+    parser.add_argument("--out", help="CSV file (default: data/<model>_tolerance.csv, or "
+                                      "data/<model>_precision.csv with --work-precision)")
+
+
+def run(args):
+    from ..cli import build_model
+    from .precision import comparison
+    model = build_model(args)
+    for name in args.solver:
+        if name not in available_solvers():
+            raise ValueError(f"solver {name!r} is unavailable; choose from {available_solvers()}")
+    for name in args.projection:
+        if name not in PROJECTIONS:
+            raise ValueError(f"projection {name!r} unknown; choose from {list(PROJECTIONS)}")
+    if args.work_precision:
+        combos = comparison(args.solver[0])
+        proj_tols = args.proj_tol or [1e-10]
+    else:
+        combos = [(s, p) for p in args.projection for s in args.solver]
+        proj_tols = args.proj_tol or parse_tolerances("1e-4,1e-6,1e-8,1e-10,1e-12")
+    rows = run_grid(model, args.rtol, proj_tols, combos, args.t_end, args.repeat)
+    out = args.out or default_out(args.model, "precision" if args.work_precision else "tolerance")
+    path = write_csv(out, rows, COLUMNS, describe(args, proj_tols))
+    print(f"{len(rows)} grid points written to {path}")
+    return 0

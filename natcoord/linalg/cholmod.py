@@ -1,0 +1,184 @@
+"""CHOLMOD (scikit-sparse) on the range-space matrix ``S = G M⁻¹ Gᵀ``.
+
+The range-space method for ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]``:
+
+    S λ = G M⁻¹ r − s,    x = M⁻¹ (r − Gᵀ λ),
+
+with ``M⁻¹ = blockdiag(J4_i⁻¹ ⊗ I3)``. ``S`` is formed from the Jacobian blocks
+by a compiled kernel over a pattern fixed once per model; CHOLMOD's
+fill-reducing analysis of that pattern is done once per model too, the
+numeric factorization at every evaluation. Redundant rows make ``S``
+singular: a failed or tiny Cholesky pivot triggers the dense detection of
+:mod:`natcoord.linalg.redundancy` (same rule as the other reference backends)
+and the reduced ``S`` is factored; while rows are dropped, the detection runs
+at every factorization (the redundant set may change along a motion).
+
+Importing this module raises ImportError when scikit-sparse is missing, so
+the registry reports the backend as unavailable.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+from sksparse.cholmod import CholmodError, CholmodWarning, analyze
+
+from ..kernels import jacobian_times, jacobian_transpose_times, mass_times
+from .base import DROP_TOL, KKTSolver
+from .redundancy import redundant_rows
+
+
+class RangeSpacePlan:
+    """Pattern of ``S`` (lower triangle, CSC) and the products that fill it.
+
+    The Jacobian is cut into row blocks ``(row, body)`` (4 slots × 3);
+    ``S[row_p, row_q] += Σ u_p · g_q`` over the pairs of row blocks of one body
+    with ``row_p ≥ row_q``, where ``u_p = (J4⁻¹ ⊗ I3) g_p``.
+    """
+
+    def __init__(self, model):
+        tables, m = model.tables, model.n_rows
+        body = tables.pattern_slot // 4
+        keys, self.entry_block = np.unique(tables.pattern_row * model.n_bodies + body,
+                                           return_inverse=True)
+        self.entry_slot = tables.pattern_slot % 4
+        self.block_row, self.block_body = keys // model.n_bodies, keys % model.n_bodies
+        p, q = _pairs_within(self.block_body)
+        keep = self.block_row[p] >= self.block_row[q]
+        p, q = p[keep], q[keep]
+        target = self.block_row[q] * m + self.block_row[p]          # column-major, lower
+        cells, self.pair_target = np.unique(target, return_inverse=True)
+        order = np.argsort(self.pair_target, kind="stable")
+        self.pair_p, self.pair_q = p[order], q[order]
+        self.pair_target = self.pair_target[order]
+        cols, rows = cells // m, cells % m
+        self.indices = rows.astype(np.int32)
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=m))]) \
+            .astype(np.int32)
+        self.diagonal = np.flatnonzero(rows == cols)
+        self.shape = (m, m)
+        self.Minv = np.linalg.inv(model.J4)
+        self._analyses = {}
+
+    def matrix(self, data):
+        return sp.csc_matrix((data, self.indices, self.indptr), shape=self.shape)
+
+    def analysis(self, S, dropped):
+        """CHOLMOD's symbolic factorization of ``S`` (reduced by ``dropped``), cached."""
+        key = tuple(dropped)
+        if key not in self._analyses:
+            self._analyses[key] = analyze(S, mode="auto", ordering_method="default")
+        return self._analyses[key]
+
+
+def _pairs_within(group):
+    """All ordered pairs ``(p, q)`` of indices with ``group[p] == group[q]``."""
+    order = np.argsort(group, kind="stable")
+    counts = np.bincount(group)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    reps = counts[group[order]]
+    first = np.repeat(start[group[order]], reps)
+    offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    return np.repeat(order, reps), order[first + offset]
+
+
+def range_space_plan(model) -> RangeSpacePlan:
+    """The pattern of ``S`` for ``model``, computed once and cached on it."""
+    cache = model.__dict__.setdefault("_symbolic", {})
+    if "cholmod" not in cache:
+        cache["cholmod"] = RangeSpacePlan(model)
+    return cache["cholmod"]
+
+
+@njit(cache=True)
+def _range_space(G, entry_block, entry_slot, block_body, Minv, pair_p, pair_q, pair_target,
+                 Gd, U, data):
+    """``data`` of ``S = G M⁻¹ Gᵀ`` (lower triangle) from the Jacobian blocks."""
+    Gd[:] = 0.0
+    for e in range(entry_block.size):
+        for c in range(3):
+            Gd[entry_block[e], entry_slot[e], c] = G[e, c]
+    for b in range(block_body.size):
+        J = Minv[block_body[b]]
+        for s in range(4):
+            for c in range(3):
+                acc = 0.0
+                for t in range(4):
+                    acc += J[s, t] * Gd[b, t, c]
+                U[b, s, c] = acc
+    data[:] = 0.0
+    for k in range(pair_p.size):
+        up, gq = U[pair_p[k]], Gd[pair_q[k]]
+        acc = 0.0
+        for s in range(4):
+            acc += up[s, 0] * gq[s, 0] + up[s, 1] * gq[s, 1] + up[s, 2] * gq[s, 2]
+        data[pair_target[k]] += acc
+
+
+class CholmodKKT(KKTSolver):
+    """Range-space method with CHOLMOD's sparse Cholesky of ``S = G M⁻¹ Gᵀ``."""
+
+    name = "cholmod"
+
+    def __init__(self, model, drop_tol=DROP_TOL):
+        super().__init__(model, drop_tol)
+        plan = self.plan = range_space_plan(model)
+        n_blocks = plan.block_row.size
+        self._G = np.zeros((model.tables.pattern_row.size, 3))
+        self._Gd, self._U = np.zeros((n_blocks, 4, 3)), np.zeros((n_blocks, 4, 3))
+        self._data = np.zeros(plan.indices.size)
+        self._factors = {}
+        self._slots = np.zeros((4 * model.n_bodies, 3))
+
+    def factor(self, G):
+        plan = self.plan
+        self._G[:] = G
+        _range_space(self._G, plan.entry_block, plan.entry_slot, plan.block_body, plan.Minv,
+                     plan.pair_p, plan.pair_q, plan.pair_target, self._Gd, self._U, self._data)
+        S = plan.matrix(self._data)
+        if self.dropped.size == 0 and self._cholesky(S, self._data[plan.diagonal]):
+            return
+        self._update_thresholds()
+        self.dropped = redundant_rows(self.model, self.model.tables.csr(self._G),
+                                      self.row_threshold)
+        self.keep = np.ones(self.model.n_rows, bool)
+        self.keep[self.dropped] = False
+        if not self._cholesky(S[self.keep][:, self.keep]):
+            raise np.linalg.LinAlgError(f"cholmod: S singular after dropping "
+                                        f"{self.dropped.size} redundant rows")
+
+    def _cholesky(self, S, diagonal=None):
+        """Factor S; False on a failed pivot or one below ``drop_tol · diagonal``."""
+        key = tuple(self.dropped)
+        if key not in self._factors:
+            self._factors[key] = self.plan.analysis(S, self.dropped).copy()
+        f = self._factors[key]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", CholmodWarning)   # e.g. a zero pivot
+                f.cholesky_inplace(S)
+        except (CholmodError, CholmodWarning):
+            return False
+        if diagonal is not None and np.any(f.D() <= self.drop_tol * diagonal[f.P()]):
+            return False
+        self._f = f
+        return True
+
+    def solve(self, r, s):
+        tables, m = self.model.tables, self.model.n_rows
+        mass_times(self.plan.Minv, np.reshape(r, (-1, 3)), self._slots)          # M⁻¹ r
+        u = np.empty(m)
+        jacobian_times(self._G, tables.pattern_row, tables.pattern_slot, self._slots, u)
+        u -= s
+        lam = np.zeros(m)
+        if self.dropped.size:
+            lam[self.keep] = self._f.solve_A(u[self.keep])
+        else:
+            lam[:] = self._f.solve_A(u)
+        jacobian_transpose_times(self._G, tables.pattern_row, tables.pattern_slot, lam,
+                                 self._slots)
+        x = np.empty(self.model.n_coords)
+        mass_times(self.plan.Minv, np.reshape(r, (-1, 3)) - self._slots, x.reshape(-1, 3))
+        return x, lam

@@ -1,0 +1,392 @@
+"""Every figure and number of the paper, from the CSV files in data/ (``make paper``).
+
+Reads (each optional; what is missing is skipped with a note):
+
+* ``data/<model>_tolerance.csv`` (``natcoord bench tolerance MODEL``) →
+  ``figures/<model>_runtime_vs_tol.png``, the layout of Fig. 5 of Kraus,
+  Winckler & Bock (2001): runtime against −log10 of the integration
+  tolerance, one curve per projection tolerance;
+* ``data/<model>_precision.csv`` (``... --work-precision``) →
+  ``figures/<model>_work_precision.png``: runtime against achieved error for
+  the linear-solver backends and the stabilizations, and the drift;
+* ``data/hexapod_speed.csv`` (``benchmarks/hexapod_speed.py``);
+* ``data/scaling.csv`` (``natcoord bench scaling``) → ``figures/scaling.png``.
+
+It also draws the structural diagrams of the 6-bar and the hexapod (from the
+models, no simulation), writes ``results.md`` (every number the paper
+quotes) and renders ``paper.md`` from ``paper.template.md``, whose
+``{{key}}`` placeholders name entries of that table: no number in the text
+is typed by hand. No simulation or timing is done here.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))     # the structure diagrams and scaling figure use natcoord
+TARGET_ERROR = 1e-6         # m: the accuracy at which runtimes are compared
+STABILIZATIONS = ("position+velocity", "baumgarte", "none")
+plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
+                     "legend.fontsize": 8.5, "savefig.dpi": 150})
+
+
+# ----------------------------------------------------------------- reading
+def machine(path):
+    """The machine line (first ``#`` comment) of a CSV written by natcoord."""
+    with Path(path).open() as f:
+        first = f.readline()
+    return first[1:].strip() if first.startswith("#") else "unknown machine"
+
+
+def read_table(path):
+    """Columns (name → array; numbers as float) of a CSV with ``#`` comment lines."""
+    with Path(path).open() as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    columns = {}
+    for name in rows[0]:
+        values = [r[name] for r in rows]
+        try:
+            columns[name] = np.array([float(v) if v != "" else np.nan for v in values])
+        except ValueError:
+            columns[name] = np.array(values)
+    return columns
+
+
+def select(table, **where):
+    """Sub-table of the rows matching every ``column=value`` (NaN matches NaN)."""
+    mask = np.ones(next(iter(table.values())).size, bool)
+    for name, value in where.items():
+        col = table[name]
+        if isinstance(value, float) and np.isnan(value):
+            mask &= np.isnan(col)
+        else:
+            mask &= col == value
+    return {k: v[mask] for k, v in table.items()}
+
+
+def sweep(table):
+    """The rows sorted by decreasing ``rtol`` (loose → strict)."""
+    order = np.argsort(-table["rtol"])
+    return {k: v[order] for k, v in table.items()}
+
+
+def tol_label(value):
+    exponent = np.log10(value)
+    return f"$10^{{{exponent:.0f}}}$" if np.isclose(exponent, round(exponent)) else f"{value:g}"
+
+
+def pretty_model(stem):
+    return {"six_bar": "6-bar", "hexapod": "hexapod"}.get(stem, stem.replace("_", " "))
+
+
+# ----------------------------------------------------------------- figures
+def plain_log_y(ax):
+    """Log-scaled y axis labelled 0.1, 0.2, 0.5, 1, 2, ... instead of 2×10⁰."""
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def runtime_vs_tolerance(table, stem, path):
+    """Fig. 5 layout: runtime vs −log10(rtol), one curve per ``proj_tol``; with the
+    runtime relative to the loosest ``proj_tol``, the achieved error and the
+    projection iterations and active-set changes that explain the differences."""
+    table = select(table, projection="position+velocity")
+    proj_tols = np.unique(table["proj_tol"])[::-1]            # loose → strict
+    colours = plt.cm.viridis(np.linspace(0.0, 0.9, proj_tols.size))
+    loosest = sweep(select(table, proj_tol=proj_tols[0]))
+    fig, ax = plt.subplots(2, 2, figsize=(10, 7.6), constrained_layout=True)
+    for tol, colour in zip(proj_tols, colours):
+        t = sweep(select(table, proj_tol=tol))
+        x = -np.log10(t["rtol"])
+        spread = [t["wall_time_median"] - t["wall_time_min"],
+                  t["wall_time_max"] - t["wall_time_median"]]
+        ax[0, 0].errorbar(x, t["wall_time_median"], yerr=spread, color=colour, marker="o",
+                          ms=4, capsize=2, label=f"proj_tol = {tol_label(tol)} m")
+        ratio = t["wall_time_median"] / np.interp(t["rtol"], loosest["rtol"][::-1],
+                                                  loosest["wall_time_median"][::-1])
+        ax[0, 1].plot(x, ratio, color=colour, marker="o", ms=4)
+        ax[1, 0].semilogy(x, t["output_error"], color=colour, marker="o", ms=4)
+        ax[1, 1].plot(x, t["projection_iterations"], color=colour, marker="o", ms=4)
+        ax[1, 1].plot(x, t["active_set_changes"], color=colour, ls="--", marker="x", ms=5)
+    ax[0, 0].set(xlabel="−log10(rtol)", ylabel="runtime [s]",
+                 title=f"(a) runtime for {table['t_end'][0]:g} s simulated (median, min–max)")
+    ax[0, 1].axhline(1.0, color="k", lw=0.8)
+    ax[0, 1].set(xlabel="−log10(rtol)",
+                 ylabel=f"runtime / runtime at proj_tol = {tol_label(proj_tols[0])} m",
+                 title="(b) effect of the projection tolerance")
+    ax[1, 0].axhline(TARGET_ERROR, color="k", ls="--", lw=0.8)
+    ax[1, 0].set(xlabel="−log10(rtol)", ylabel="max output-point error [m]",
+                 title="(c) achieved accuracy (reference: rtol = 1e-12)")
+    ax[1, 1].set_yscale("symlog", linthresh=1.0)
+    ax[1, 1].plot([], [], "k-o", ms=4, label="projection iterations")
+    ax[1, 1].plot([], [], "k--x", ms=5, label="active-set changes")
+    ax[1, 1].set(xlabel="−log10(rtol)", ylabel="count per run",
+                 title="(d) projection iterations and active-set changes")
+    ax[1, 1].legend(loc="center left")
+    fig.legend(*ax[0, 0].get_legend_handles_labels(), loc="outside upper center",
+               ncol=proj_tols.size, title=f"{pretty_model(stem)}, "
+               f"{table['solver'][0]} solver, position+velocity projection")
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def work_precision(table, stem, path):
+    """Runtime vs achieved error: (a) backends, (b) stabilizations; (c) drift."""
+    fig, ax = plt.subplots(1, 3, figsize=(14, 4.3), constrained_layout=True)
+    projected = select(table, projection="position+velocity")
+    for solver in np.unique(projected["solver"]):
+        t = sweep(select(projected, solver=solver))
+        ax[0].loglog(t["output_error"], t["wall_time_median"], marker="o", ms=4, label=solver)
+    stab_solver = table["solver"][table["projection"] == "none"][0] \
+        if np.any(table["projection"] == "none") else projected["solver"][0]
+    for projection in STABILIZATIONS:
+        t = sweep(select(table, solver=stab_solver, projection=projection))
+        if not t["rtol"].size:
+            continue
+        ax[1].loglog(t["output_error"], t["wall_time_median"], marker="o", ms=4,
+                     label=projection)
+        ax[2].semilogy(-np.log10(t["rtol"]), t["max_constraint_residual"], marker="o", ms=4,
+                       label=projection)
+    model = pretty_model(stem)
+    for a, what in zip(ax[:2], ("(a) linear-solver backends, position+velocity projection",
+                                f"(b) stabilizations ({stab_solver} solver)")):
+        plain_log_y(a)
+        a.axvline(TARGET_ERROR, color="k", ls="--", lw=0.8)
+        a.set(xlabel="max output-point error [m]", ylabel="runtime [s]",
+              title=f"{what}")
+    ax[2].set(xlabel="−log10(rtol)", ylabel="max ‖g‖∞ over the run [m]",
+              title="(c) constraint drift")
+    fig.suptitle(f"{model}: work–precision, {table['t_end'][0]:g} s simulated, one point "
+                 f"per rtol")
+    for a in ax:
+        a.legend()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------- numbers
+def fmt_time(seconds):
+    return f"{seconds:.3g}"
+
+
+def fmt_exp(value):
+    return f"{value:.1e}".replace("e-0", "e-").replace("e+0", "e")
+
+
+def monotone_decades(t):
+    """Decades of rtol over which the error falls strictly, from the loosest rtol on."""
+    t = sweep(t)
+    falls = np.diff(t["output_error"]) < 0
+    stop = falls.size if falls.all() else int(np.argmin(falls))
+    return float(np.log10(t["rtol"][0] / t["rtol"][stop]))
+
+
+def tolerance_results(table, stem):
+    """Numbers of the runtime-vs-tolerance experiment of one model."""
+    table = select(table, projection="position+velocity")
+    proj_tols = np.unique(table["proj_tol"])[::-1]
+    loose, strict = (sweep(select(table, proj_tol=p)) for p in (proj_tols[0], proj_tols[-1]))
+    ratio = strict["wall_time_median"] / loose["wall_time_median"]
+    decades = [monotone_decades(select(table, proj_tol=p)) for p in proj_tols]
+    r = {"model": pretty_model(stem), "t_end": f"{table['t_end'][0]:g}",
+         "repeat": f"{table['repeat'].max():.0f}", "solver": str(table["solver"][0]),
+         "rtol_range": f"{fmt_exp(table['rtol'].max())} to {fmt_exp(table['rtol'].min())}",
+         "proj_tols": ", ".join(fmt_exp(p) for p in proj_tols),
+         "monotone_decades_min": f"{min(decades):.0f}",
+         "monotone_decades_max": f"{max(decades):.0f}",
+         "error_loosest": fmt_exp(strict["output_error"][0]),
+         "error_strictest": fmt_exp(strict["output_error"][-1]),
+         "max_constraint_residual": fmt_exp(np.nanmax(table["max_constraint_residual"])),
+         "strict_faster": f"{int(np.sum(ratio < 1))}", "n_rtol": f"{ratio.size}",
+         "strict_loose_ratio_median": f"{np.median(ratio):.2f}",
+         "strict_loose_ratio_min": f"{ratio.min():.2f}",
+         "strict_loose_ratio_max": f"{ratio.max():.2f}",
+         "active_changes_loose": f"{loose['active_set_changes'].sum():.0f}",
+         "active_changes_strict": f"{strict['active_set_changes'].sum():.0f}",
+         "rejected_loose": f"{loose['rejected'].sum():.0f}",
+         "rejected_strict": f"{strict['rejected'].sum():.0f}",
+         "projection_iterations_loose": f"{loose['projection_iterations'].sum():.0f}",
+         "projection_iterations_strict": f"{strict['projection_iterations'].sum():.0f}"}
+    holds = np.sum(ratio < 1) > ratio.size / 2
+    r["observation"] = "holds" if holds else "is refuted"
+    ok = table["output_error"] <= TARGET_ERROR
+    if ok.any():
+        k = np.flatnonzero(ok)[np.argmin(table["wall_time_median"][ok])]
+        per_rhs_us = 1e6 * table["wall_time_median"][k] / table["rhs"][k]
+        r.update(time_at_target=fmt_time(table["wall_time_median"][k]),
+                 time_at_target_rtol=fmt_exp(table["rtol"][k]),
+                 time_at_target_proj_tol=fmt_exp(table["proj_tol"][k]),
+                 time_at_target_error=fmt_exp(table["output_error"][k]),
+                 time_at_target_rhs=f"{table['rhs'][k]:.0f}",
+                 time_at_target_steps=f"{table['steps'][k]:.0f}",
+                 time_at_target_per_rhs_us=f"{per_rhs_us:.0f}")
+    return {f"{stem}_{k}": v for k, v in r.items()}
+
+
+def precision_results(table, stem):
+    """Runtime at the target error per backend and stabilization; drift at rtol 1e-6."""
+    r = {}
+    for (solver, projection) in sorted({(s, p) for s, p in zip(table["solver"],
+                                                               table["projection"])}):
+        t = select(table, solver=solver, projection=projection)
+        key = f"{solver}_{projection.replace('+', '_')}"
+        ok = t["output_error"] <= TARGET_ERROR
+        r[f"time_at_target_{key}"] = fmt_time(t["wall_time_median"][ok].min()) \
+            if ok.any() else "not reached"
+        at = t["rtol"] == 1e-6
+        if at.any():
+            r[f"drift_1e-6_{key}"] = fmt_exp(t["max_constraint_residual"][at][0])
+            r[f"error_1e-6_{key}"] = fmt_exp(t["output_error"][at][0])
+    return {f"{stem}_{k}": v for k, v in r.items()}
+
+
+def speed_results(table):
+    k = int(np.argmax(table["realtime_factor"]))
+    return {"hexapod_realtime_factor": f"{table['realtime_factor'][k]:.0f}",
+            "hexapod_speed_solver": str(table["solver"][k]),
+            "hexapod_speed_wall_time": fmt_time(table["wall_time_median"][k]),
+            "hexapod_speed_t_end": f"{table['t_end'][k]:g}",
+            "hexapod_speed_rtol": fmt_exp(table["rtol"][k]),
+            "hexapod_speed_repeat": f"{table['repeat'][k]:.0f}",
+            "hexapod_speed_steps": f"{table['steps'][k]:.0f}",
+            "hexapod_speed_rhs": f"{table['rhs'][k]:.0f}"}
+
+
+def scaling_results(path):
+    """Slopes of the block solver's time per evaluation against n, and its lead.
+
+    Uses the scaling experiment's own reader and fit.
+    """
+    from natcoord.experiments.scaling import FAMILIES, read_rows, slope
+    rows = read_rows(path)
+    r = {}
+    for family in FAMILIES:
+        times = {(x["solver"], x["n_bodies"]): x["call_s"] for x in rows
+                 if x["family"] == family}
+        n = np.array(sorted(k for s, k in times if s == "block"))
+        if n.size < 2:
+            continue
+        t = np.array([times["block", k] for k in n])
+        r.update({f"scaling_{family}_slope": f"{slope(n, t):.2f}",
+                  f"scaling_{family}_n_min": f"{n[0]}", f"scaling_{family}_n_max": f"{n[-1]}",
+                  f"scaling_{family}_us_per_body": f"{1e6 * t[-1] / n[-1]:.1f}"})
+        for other in ("superlu", "dense", "cholmod"):
+            common = [k for k in n if (other, k) in times]
+            if common:
+                k = max(common)
+                r[f"scaling_{family}_{other}_ratio"] = f"{times[other, k] / times['block', k]:.0f}"
+                r[f"scaling_{family}_{other}_ratio_n"] = f"{k}"
+    return r
+
+
+def write_results(results, path, sources):
+    lines = ["# Numbers quoted in the paper", "",
+             "Generated by `paper/figures.py` from " + ", ".join(f"`{s}`" for s in sources)
+             + "; do not edit.", "", "| key | value |", "|---|---|"]
+    lines += [f"| `{k}` | {v} |" for k, v in results.items()]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def render(template, results):
+    """``template`` with every ``{{key}}`` replaced; missing keys are an error."""
+    missing = sorted(set(re.findall(r"{{\s*([\w.+-]+)\s*}}", template)) - set(results))
+    if missing:
+        raise KeyError(f"paper.template.md quotes numbers missing from data/: {missing}")
+    return re.sub(r"{{\s*([\w.+-]+)\s*}}", lambda m: results[m.group(1)], template)
+
+
+# ----------------------------------------------------------------- driver
+def model_facts(stem, model):
+    """Counts the text quotes about a model, computed from it (not typed)."""
+    joint_rows = model.n_rows - 6 * model.n_bodies
+    return {f"{stem}_bodies": f"{model.n_bodies}", f"{stem}_joint_rows": f"{joint_rows}",
+            f"{stem}_dropped": f"{len(model.dropped)}", f"{stem}_dof": f"{model.dof}"}
+
+
+def structure_figures(out):
+    """Structural diagrams of the 6-bar and the hexapod (Fig. 3 analogue), and their counts."""
+    from natcoord import models
+    facts = {}
+    try:
+        from natcoord.linalg.structure import plot_structure
+    except ImportError as err:
+        print(f"figures: no structure diagrams ({err})", file=sys.stderr)
+        plot_structure = None
+    for stem, factory in (("six_bar", models.six_bar), ("hexapod", models.hexapod)):
+        model = factory().build()
+        facts.update(model_facts(stem, model))
+        if plot_structure is not None:
+            plot_structure(model, out / f"{stem}_structure.png")
+            print(f"wrote {out / f'{stem}_structure.png'}")
+    return facts
+
+
+def scaling_figure(data, out):
+    """``figures/scaling.png`` by the scaling experiment's own plotting function."""
+    try:
+        from natcoord.experiments.scaling import plot_scaling
+    except ImportError as err:
+        print(f"figures: no scaling figure ({err})", file=sys.stderr)
+        return []
+    plot_scaling(data / "scaling.csv", out / "scaling.png")
+    return [out / "scaling.png"]
+
+
+def main(data=ROOT / "data", out=ROOT / "paper" / "figures", paper=ROOT / "paper",
+         diagrams=True):
+    """Write all figures to ``out``, ``results.md`` (and ``paper.md``) to ``paper``."""
+    data, out, paper = Path(data), Path(out), Path(paper)
+    out.mkdir(parents=True, exist_ok=True)
+    results, sources, made = {}, [], []
+    for path in sorted(data.glob("*_tolerance.csv")):
+        stem = path.name[:-len("_tolerance.csv")]
+        table = read_table(path)
+        runtime_vs_tolerance(table, stem, out / f"{stem}_runtime_vs_tol.png")
+        made.append(out / f"{stem}_runtime_vs_tol.png")
+        results.update(tolerance_results(table, stem))
+        results.setdefault("machine", machine(path))
+        sources.append(f"data/{path.name}")
+    for path in sorted(data.glob("*_precision.csv")):
+        stem = path.name[:-len("_precision.csv")]
+        table = read_table(path)
+        work_precision(table, stem, out / f"{stem}_work_precision.png")
+        made.append(out / f"{stem}_work_precision.png")
+        results.update(precision_results(table, stem))
+        sources.append(f"data/{path.name}")
+    if (data / "hexapod_speed.csv").exists():
+        results.update(speed_results(read_table(data / "hexapod_speed.csv")))
+        sources.append("data/hexapod_speed.csv")
+    if (data / "scaling.csv").exists():
+        made += scaling_figure(data, out)
+        results.update(scaling_results(data / "scaling.csv"))
+        sources.append("data/scaling.csv")
+    if diagrams:
+        results.update(structure_figures(out))
+    write_results(results, paper / "results.md", sources)
+    template = paper / "paper.template.md"
+    if template.exists():
+        (paper / "paper.md").write_text(render(template.read_text(), results))
+        made.append(paper / "paper.md")
+    for path in made + [paper / "results.md"]:
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=ROOT / "data", help="directory of the CSV files")
+    parser.add_argument("--out", default=ROOT / "paper" / "figures", help="figure directory")
+    args = parser.parse_args()
+    main(args.data, args.out)
