@@ -32,7 +32,7 @@ help:
 	@echo "  make demo   set up .venv (first run only) and simulate the six-bar; figure in out/six_bar.png"
 	@echo "  make test   set up .venv (first run only) and run the test suite (pytest)"
 	@echo "  make paper  regenerate paper/figures/ and tables from data/"
-	@echo "  make data   rerun the benchmarks that write data/*.csv (slow)"
+	@echo "  make data   rerun the benchmarks that write data/*.csv, then make paper (slow)"
 	@echo "  make clean  remove .venv/, out/ and caches"
 	@echo "  make venv   (internal) create/update .venv; used by the targets above"
 
@@ -99,8 +99,10 @@ paper: venv
 
 data: venv
 	$(BIN)/natcoord bench scaling
-	$(BIN)/natcoord bench tolerance six-bar
-	$(BIN)/natcoord bench tolerance hexapod
+	$(BIN)/python benchmarks/tolerance.py
+	$(BIN)/python benchmarks/hexapod_speed.py
+	$(BIN)/natcoord bench chain
+	$(BIN)/python paper/figures.py
 
 clean:
 	rm -rf $(VENV) out .numba_cache .pytest_cache .hypothesis build *.egg-info

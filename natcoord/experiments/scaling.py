@@ -114,6 +114,18 @@ def predicted_time(rows, family, solver, n):
     return done[-1][1] * (n / done[-1][0]) ** max(growth, 1.0)
 
 
+def _cpu_name():
+    """The processor's model name (Linux), else the architecture."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def _versions():
     names = ("numpy", "scipy", "numba", "scikit-sparse")
     found = []
@@ -131,8 +143,7 @@ def run(args):
     if unknown:
         raise ValueError(f"unavailable solvers {sorted(unknown)}; "
                          f"available: {available_solvers()}")
-    common = dict(machine=f"{platform.machine()} {platform.processor()} "
-                          f"({os.cpu_count()} cores)",
+    common = dict(machine=f"{_cpu_name()} ({os.cpu_count()} cores)",
                   versions=_versions(),
                   date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     rows = []

@@ -98,7 +98,6 @@ class BlockPlan:
         bnode = s.body_node[tables.pattern_slot[jp] // 4]
         jp_block = np.array([self.block_of(q, k) for q, k in
                              zip(np.maximum(jnode, bnode), np.minimum(jnode, bnode))], np.int64)
-        self.jp_assembly = np.argsort(jp_block, kind="stable")   # writes the blocks in order
         self.jp = jp
         self.jp_row = tables.pattern_row[jp]
         self.jp_slot = tables.pattern_slot[jp]
@@ -117,7 +116,6 @@ class BlockPlan:
         self.jp_z = (6 * jnode + local)[self.jp_axis]
         self.row_z = 6 * self.row_node + self.row_local
         self.jp_ptr = np.searchsorted(self.jp_row, np.arange(6 * n, model.n_rows + 1))
-        self.body_order = s.index[s.kind == BODY]
         # first joint row (counted from 6 n) of each joint node
         self.node_row0 = np.zeros(N, np.int64)
         self.node_row0[self.row_node[self.row_local == 0]] = np.flatnonzero(self.row_local == 0)
@@ -365,21 +363,20 @@ def _backward(L, d, inv, x):
 
 # ------------------------------------------------------------ numeric phase
 @njit(cache=True)
-def _assemble(G, J4, J4_min, e_index, body_order, body_node, jp, jp_assembly, jp_slot, jp_base,
-              jp_stride, side_block, side_body, side_trans, side_row0, side_size, B, E, F, Gj,
-              bound):
+def _assemble(G, J4, J4_min, e_index, body_node, jp, jp_slot, jp_base, jp_stride, side_block,
+              side_body, side_trans, side_row0, side_size, B, E, F, Gj, bound):
     """Body pivots ``TᵀMT``, joint couplings ``G T`` and the bounds of the reference pivots.
 
     Returns a body with a singular frame, or −1.
     """
     B[:] = 0.0
-    for i in body_order:
+    for i in range(J4.shape[0]):
         _axes(G, e_index, i, E[i])
         if not _reciprocal(E[i], F[i]):
             return i
         _spatial_inertia(J4[i], E[i], B[body_node[i]])
     flat = B.reshape(-1)
-    for t in jp_assembly:                           # twist form (g_o, Σ_k e_k × g_k)
+    for t in range(jp.size):                        # twist form (g_o, Σ_k e_k × g_k)
         g = G[jp[t]]
         g0, g1, g2 = g[0], g[1], g[2]
         Gj[t, 0], Gj[t, 1], Gj[t, 2] = g0, g1, g2
@@ -539,18 +536,17 @@ def _solve(r, s, J4, E, F, Gj, jp_axis, body_axis_ptr, jp_row, jp_slot, jp_z, bo
 
 
 @njit(cache=True)
-def _factor(G, J4, J4_min, threshold, e_index, body_order, body_node, jp, jp_assembly, jp_ptr,
-            jp_slot, jp_base, jp_stride, side_block, side_body, side_trans, side_row0, side_size,
-            size, sign, node_row0, col_ptr, col_node, upd_ptr, upd_q, upd_p, upd_t, B, inv, E, F,
+def _factor(G, J4, J4_min, threshold, e_index, body_node, jp, jp_ptr, jp_slot, jp_base,
+            jp_stride, side_block, side_body, side_trans, side_row0, side_size, size, sign,
+            node_row0, col_ptr, col_node, upd_ptr, upd_q, upd_p, upd_t, B, inv, E, F,
             Gj, bound, dropped, I6, y, E3):
     """The numeric phase: assembly, then block elimination with partitioning.
 
     Returns ``(status, where, dropped count)``: status 0 ok, 1 a singular frame
     (body ``where``), 2 a body pivot not positive definite (node ``where``).
     """
-    bad = _assemble(G, J4, J4_min, e_index, body_order, body_node, jp, jp_assembly, jp_slot,
-                    jp_base, jp_stride, side_block, side_body, side_trans, side_row0, side_size, B, E, F,
-                    Gj, bound)
+    bad = _assemble(G, J4, J4_min, e_index, body_node, jp, jp_slot, jp_base, jp_stride,
+                    side_block, side_body, side_trans, side_row0, side_size, B, E, F, Gj, bound)
     if bad >= 0:
         return 1, bad, 0
     node, count = _eliminate(B, inv, size, sign, col_ptr, col_node, upd_ptr, upd_q, upd_p,
@@ -590,9 +586,8 @@ class BlockLDL(KKTSolver):
         plan = self.plan
         self._update_thresholds()
         status, where, count = _factor(
-            G, self.model.J4, plan.J4_min, self._joint_threshold, plan.e_index, plan.body_order,
-            plan.body_node, plan.jp, plan.jp_assembly, plan.jp_ptr, plan.jp_slot, plan.jp_base,
-            plan.jp_stride,
+            G, self.model.J4, plan.J4_min, self._joint_threshold, plan.e_index, plan.body_node,
+            plan.jp, plan.jp_ptr, plan.jp_slot, plan.jp_base, plan.jp_stride,
             plan.side_block, plan.side_body, plan.side_trans, plan.side_row0, plan.side_size,
             plan.size, plan.sign, plan.node_row0, plan.col_ptr, plan.col_node, plan.upd_ptr,
             plan.upd_q, plan.upd_p, plan.upd_t, self._B, self._inv, self._E, self._F, self._Gj,

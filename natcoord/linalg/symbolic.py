@@ -8,12 +8,13 @@ two) bodies it touches. Ground is no node: a joint to ground touches one body.
 
 Order (after Kraus, Winckler & Bock 2001): a spanning tree of the body graph
 rooted at ground (breadth first: shortest loops); bodies in post-order
-(children before parents), each body followed by the joint to its parent. A loop-closing (*cut*) joint comes after
-the bodies of its loop below the loop's top ``c`` (the lowest common ancestor
-of its two bodies in the tree): just before ``c``, or at the end when the
-loop closes through ground. Eliminating a node then couples only nodes of
-its loop: trees give no fill, a loop gives fill along its path only (its cut
-joint meets every body and tree joint of the path).
+(children before parents), each body followed by the joint to its parent. A
+loop-closing (*cut*) joint comes after the bodies of its loop below the
+loop's top ``c`` (the lowest common ancestor of its two bodies in the tree):
+just before ``c``, or at the end when the loop closes through ground.
+Eliminating a node then couples only nodes of its loop: trees give no fill,
+a loop gives fill along its path only (its cut joint meets every body and
+tree joint of the path).
 
 The placement keeps constraint partitioning exact. When a joint is
 eliminated, the eliminated nodes connected to it touch at most one body not
