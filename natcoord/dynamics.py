@@ -10,7 +10,7 @@ import numpy as np
 
 from .kernels import constraint_kernel, jacobian_times
 from .linalg import make_solver
-from .linalg.base import DROP_TOL
+from .linalg.base import DROP_TOL, HOLD_TOL
 from .model import State
 
 
@@ -21,7 +21,7 @@ class Workspace:
     force ``f`` (4 n, 3), weights ``W`` (n_w, 3); counters of evaluations.
     """
 
-    def __init__(self, model, solver=None, drop_tol=DROP_TOL):
+    def __init__(self, model, solver=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         self.model = model
         m, nnz = model.n_rows, model.tables.pattern_row.size
         self.g, self.g_t, self.gamma = np.zeros(m), np.zeros(m), np.zeros(m)
@@ -29,7 +29,7 @@ class Workspace:
         self.G = np.zeros((nnz, 3))
         self.f = np.zeros((4 * model.n_bodies, 3))
         self.W = np.zeros((model.n_weights, 3))
-        self.solver = make_solver(model, solver, drop_tol)
+        self.solver = make_solver(model, solver, drop_tol, hold_tol)
         self.n_rhs = 0
         self.n_factorizations = 0
 

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .dynamics import Workspace
-from .linalg.base import DROP_TOL
+from .linalg.base import DROP_TOL, HOLD_TOL
 from .projection import ProjectionError, project_positions, project_velocities
 from .solution import Solution
 
@@ -110,7 +110,7 @@ def _initial_step(rhs, t, y, f0, rtol, atol, direction_end):
 def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, solver=None,
              projection="position+velocity", initial_state=None, t0=0.0, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
-             max_steps=1_000_000, drop_tol=DROP_TOL):
+             max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
     """Integrate the equations of motion from ``t0`` to ``t_end``.
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
@@ -118,8 +118,11 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     ``‖g‖∞`` and ``‖G v + g_t‖∞`` after projection; ``t_eval``: output times
     (default: every step); ``projection``: one of ``PROJECTIONS``;
     ``baumgarte=(α, β)``: stabilization ``γ − 2α ġ − β² g`` for
-    ``projection="baumgarte"``. Returns a :class:`Solution`; raises
-    :class:`IntegrationError` carrying the partial solution on failure.
+    ``projection="baumgarte"``; ``drop_tol``/``hold_tol``: relative pivot
+    thresholds of constraint partitioning (``hold_tol=0`` switches its
+    hysteresis off, see :class:`~natcoord.linalg.KKTSolver`). Returns a
+    :class:`Solution`; raises :class:`IntegrationError` carrying the partial
+    solution on failure.
     """
     if projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
@@ -127,7 +130,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
     atol = rtol if atol is None else atol
     wall = time.perf_counter()
-    ws = Workspace(model, solver, drop_tol)
+    ws = Workspace(model, solver, drop_tol, hold_tol)
     state = initial_state if initial_state is not None else \
         model.initial_state() if t0 == 0.0 else model.initial_state(t=t0)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers)

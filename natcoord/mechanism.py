@@ -51,6 +51,7 @@ class Mechanism:
         self.forces: list = []
         self._initial: dict[int, dict] = {}
         self._names: set[str] = set()
+        self._by_name: dict[str, Body] = {}
 
     # ------------------------------------------------------------- bodies
     def add_body(self, name, mass, com, inertia, origin=(0.0, 0.0, 0.0), axes=None,
@@ -76,15 +77,15 @@ class Mechanism:
                     np.asarray(inertia, float).copy(), origin, A)
         self.bodies.append(body)
         self._names.add(name)
+        self._by_name[name] = body
         return name
 
     def body(self, ref) -> Body | None:
         """The :class:`Body` named ``ref`` (None for ground)."""
         if ref is GROUND or (isinstance(ref, str) and ref.lower() == "ground"):
             return None
-        for b in self.bodies:
-            if b.name == ref:
-                return b
+        if isinstance(ref, str) and ref in self._by_name:
+            return self._by_name[ref]
         raise ValueError(f"unknown body {ref!r}; known bodies: "
                          f"{[b.name for b in self.bodies] or 'none yet'} (or nc.GROUND)")
 
@@ -140,14 +141,19 @@ class Mechanism:
         self._names.add(label)
         return label
 
-    def add_revolute(self, a, b, point, axis, name=None, local=False, drive=None):
-        """Revolute joint (5 rows); ``drive`` prescribes the angle θ(t) of b relative to a."""
-        label, where, fi, fj = self._joint_frames("revolute", a, b, name)
+    def _add_axial(self, kind, rows, a, b, point, axis, name, local, drive=None):
+        """Joints given by a point and an axis (revolute, cylindrical, prismatic)."""
+        label, where, fi, fj = self._joint_frames(kind, a, b, name)
         x = self._world(fi, fj, point, "point", where, local)
         u = self._world(fi, fj, axis, "axis", where, local, direction=True)
         drive = J.Drive.coerce(drive, where)
-        return self._add("revolute", label, fi, fj,
-                         J.revolute_rows(label, fi, fj, x, u, drive), drive)
+        driven = () if drive is None else (drive,)
+        return self._add(kind, label, fi, fj, rows(label, fi, fj, x, u, *driven), drive)
+
+    def add_revolute(self, a, b, point, axis, name=None, local=False, drive=None):
+        """Revolute joint (5 rows); ``drive`` prescribes the angle θ(t) of b relative to a."""
+        return self._add_axial("revolute", J.revolute_rows, a, b, point, axis, name, local,
+                               drive)
 
     def add_spherical(self, a, b, point, name=None, local=False):
         """Spherical joint (3 rows)."""
@@ -168,19 +174,13 @@ class Mechanism:
 
     def add_cylindrical(self, a, b, point, axis, name=None, local=False):
         """Cylindrical joint (4 rows): rotation about and sliding along ``axis``."""
-        label, where, fi, fj = self._joint_frames("cylindrical", a, b, name)
-        x = self._world(fi, fj, point, "point", where, local)
-        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
-        return self._add("cylindrical", label, fi, fj, J.cylindrical_rows(label, fi, fj, x, u))
+        return self._add_axial("cylindrical", J.cylindrical_rows, a, b, point, axis, name,
+                               local)
 
     def add_prismatic(self, a, b, point, axis, name=None, local=False, drive=None):
         """Prismatic joint (5 rows); ``drive`` prescribes the slide s(t) of b along axis."""
-        label, where, fi, fj = self._joint_frames("prismatic", a, b, name)
-        x = self._world(fi, fj, point, "point", where, local)
-        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
-        drive = J.Drive.coerce(drive, where)
-        return self._add("prismatic", label, fi, fj,
-                         J.prismatic_rows(label, fi, fj, x, u, drive), drive)
+        return self._add_axial("prismatic", J.prismatic_rows, a, b, point, axis, name, local,
+                               drive)
 
     def add_fixed(self, a, b, point=None, name=None, local=False):
         """Fixed joint (6 rows)."""

@@ -11,9 +11,6 @@ def plot_solution(sol, path=None, point=None, proj_tol=None, title=None):
     point. Panels: point coordinates vs t, its path in the plane of its two
     largest motions, ``‖g‖∞`` and ``‖G v + g_t‖∞`` (log scale), energy drift.
     """
-    import matplotlib
-    if path is not None:
-        matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     body, x = point or sol.model.scenario["output_point"]

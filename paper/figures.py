@@ -87,7 +87,10 @@ def tol_label(value):
 
 
 def pretty_model(stem):
-    return {"six_bar": "6-bar", "hexapod": "hexapod"}.get(stem, stem.replace("_", " "))
+    names = {"six_bar": "6-bar", "hexapod": "hexapod"}
+    model, _, variant = stem.partition("_no_")
+    name = names.get(model, model.replace("_", " "))
+    return f"{name} (no {variant.replace('_', ' ')})" if variant else name
 
 
 # ----------------------------------------------------------------- figures
@@ -218,7 +221,9 @@ def tolerance_results(table, stem):
          "rejected_loose": f"{loose['rejected'].sum():.0f}",
          "rejected_strict": f"{strict['rejected'].sum():.0f}",
          "projection_iterations_loose": f"{loose['projection_iterations'].sum():.0f}",
-         "projection_iterations_strict": f"{strict['projection_iterations'].sum():.0f}"}
+         "projection_iterations_strict": f"{strict['projection_iterations'].sum():.0f}",
+         "rtol_loosest": fmt_exp(loose["rtol"][0]),
+         "rhs_loosest": f"{loose['rhs'][0]:.0f}"}
     holds = np.sum(ratio < 1) > ratio.size / 2
     r["observation"] = "holds" if holds else "is refuted"
     ok = table["output_error"] <= TARGET_ERROR
@@ -350,8 +355,10 @@ def main(data=ROOT / "data", out=ROOT / "paper" / "figures", paper=ROOT / "paper
     data, out, paper = Path(data), Path(out), Path(paper)
     out.mkdir(parents=True, exist_ok=True)
     results, sources, made = {}, [], []
-    for path in sorted(data.glob("*_tolerance.csv")):
-        stem = path.name[:-len("_tolerance.csv")]
+    # <model>_tolerance.csv, and the same sweep without the partitioning's
+    # hysteresis (--hold-tol 0) as <model>_tolerance_no_hysteresis.csv
+    for path in sorted(data.glob("*_tolerance*.csv")):
+        stem = path.stem.replace("_tolerance", "")
         table = read_table(path)
         runtime_vs_tolerance(table, stem, out / f"{stem}_runtime_vs_tol.png")
         made.append(out / f"{stem}_runtime_vs_tol.png")

@@ -248,8 +248,6 @@ def _label(text, n, values):
 
 def plot_scaling(csv_path, png_path):
     """Log–log time per evaluation and block flops against n (fitted slopes)."""
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = read_rows(csv_path)

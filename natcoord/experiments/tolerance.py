@@ -30,9 +30,10 @@ from scipy.interpolate import CubicHermiteSpline, CubicSpline
 from .. import __version__
 from ..integrate import PROJECTIONS, IntegrationError, simulate
 from ..linalg import available_solvers, default_solver
+from ..linalg.base import HOLD_TOL
 
 #: CSV columns, in order (units: seconds, metres, joules).
-COLUMNS = ("model", "solver", "projection", "rtol", "proj_tol", "t_end", "repeat",
+COLUMNS = ("model", "solver", "projection", "rtol", "proj_tol", "hold_tol", "t_end", "repeat",
            "success", "wall_time_median", "wall_time_min", "wall_time_max", "steps",
            "rejected", "rhs", "factorizations", "projection_iterations",
            "active_set_changes", "dropped", "max_constraint_residual",
@@ -103,7 +104,7 @@ def output_error(sol, reference):
 
 
 def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
-            projection="position+velocity", repeat=1):
+            projection="position+velocity", repeat=1, hold_tol=HOLD_TOL):
     """One grid point: ``repeat`` identical simulations → a CSV row (dict).
 
     The output is every accepted step (no extra output projections, which
@@ -111,13 +112,14 @@ def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
     the steps. ``energy_error`` is ``max |E(t) − E_ref(t)|``: for a
     conservative model ``E_ref(t) = E(0)`` to the reference accuracy, so it is
     the energy drift. Without a ``reference``, or when a run fails
-    (``success = False``), the two errors are left empty.
+    (``success = False``), the two errors are left empty. ``hold_tol`` is the
+    hysteresis of constraint partitioning (0: none).
     """
     walls = []
     for _ in range(repeat):
         try:
             sol = simulate(model, t_end, rtol=rtol, proj_tol=proj_tol, solver=solver,
-                           projection=projection)
+                           projection=projection, hold_tol=hold_tol)
         except IntegrationError as err:
             sol = err.solution
         walls.append(sol.stats["wall_time"])
@@ -126,6 +128,7 @@ def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
     stats, nan = sol.stats, float("nan")
     row = dict(model=model.name, solver=solver or default_solver(), projection=projection,
                rtol=rtol, proj_tol=proj_tol if projection in PROJECTING else nan,
+               hold_tol=hold_tol,
                t_end=t_end, repeat=len(walls), success=sol.success,
                wall_time_median=float(np.median(walls)), wall_time_min=min(walls),
                wall_time_max=max(walls), dropped=len(sol.dropped),
@@ -142,7 +145,8 @@ def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
     return row
 
 
-def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=True):
+def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=True,
+             hold_tol=HOLD_TOL):
     """Rows of ``measure`` over ``combos`` (solver, projection) × ``proj_tols`` × ``rtols``.
 
     Projections that do not use ``proj_tol`` run once per ``rtol``. Before
@@ -160,7 +164,8 @@ def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=Tru
     bar.advance(f"reference: {reference.solution.stats['steps']} steps")
     rows = []
     for solver, projection, tol, rtol in points:
-        rows.append(measure(model, rtol, tol, t_end, reference, solver, projection, repeat))
+        rows.append(measure(model, rtol, tol, t_end, reference, solver, projection, repeat,
+                            hold_tol))
         r = rows[-1]
         bar.advance(f"{solver}/{projection} proj_tol={tol:g} rtol={rtol:g}: "
                     f"{r['wall_time_median']:.3f} s, error {r['output_error']:.1e} m")
@@ -230,6 +235,7 @@ def describe(args, proj_tols):
     words += [f"--rtol {tols(args.rtol)} --proj-tol {tols(proj_tols)}",
               f"--repeat {args.repeat} --solver {','.join(args.solver)}"]
     words += [f"--t-end {args.t_end:g}"] if args.t_end is not None else []
+    words += [f"--hold-tol {args.hold_tol:g}"] if args.hold_tol != HOLD_TOL else []
     words += ["--work-precision"] if args.work_precision else \
         [f"--projection {','.join(args.projection)}"]
     return " ".join(words)
@@ -253,6 +259,10 @@ def configure(parser):
                         help=f"backend(s), comma separated, from {solvers}")
     parser.add_argument("--projection", type=lambda s: s.split(","), default=[PROJECTIONS[0]],
                         help=f"stabilization(s), comma separated, from {list(PROJECTIONS)}")
+    parser.add_argument("--hold-tol", type=float, default=HOLD_TOL,
+                        help=f"hysteresis of constraint partitioning: a dropped row stays "
+                             f"dropped while its relative pivot is below this (default "
+                             f"{HOLD_TOL:g}; 0 switches the hysteresis off, as in the paper)")
     parser.add_argument("--work-precision", action="store_true",
                         help="compare every backend (position+velocity projection) and every "
                              "stabilization (first --solver) instead of the proj-tol grid")
@@ -276,7 +286,8 @@ def run(args):
     else:
         combos = [(s, p) for p in args.projection for s in args.solver]
         proj_tols = args.proj_tol or parse_tolerances("1e-4,1e-6,1e-8,1e-10,1e-12")
-    rows = run_grid(model, args.rtol, proj_tols, combos, args.t_end, args.repeat)
+    rows = run_grid(model, args.rtol, proj_tols, combos, args.t_end, args.repeat,
+                    hold_tol=args.hold_tol)
     out = args.out or default_out(args.model, "precision" if args.work_precision else "tolerance")
     path = write_csv(out, rows, COLUMNS, describe(args, proj_tols))
     print(f"{len(rows)} grid points written to {path}")

@@ -39,16 +39,17 @@ class KKTSolver:
 
     name = "base"
 
-    def __init__(self, model, drop_tol=DROP_TOL):
+    def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         self.model = model
         self.drop_tol = float(drop_tol)
+        self.hold_tol = max(float(hold_tol), self.drop_tol)   # hold_tol=0: no hysteresis
         self.dropped = np.zeros(0, np.int64)
         self.row_threshold = np.full(model.n_rows, self.drop_tol)
 
     def _update_thresholds(self):
         """Thresholds for the next factorization from the current dropped set."""
         self.row_threshold[:] = self.drop_tol
-        self.row_threshold[self.dropped] = max(HOLD_TOL, self.drop_tol)
+        self.row_threshold[self.dropped] = self.hold_tol
 
     def factor(self, G):
         """Numeric factorization for Jacobian blocks ``G`` (nnz, 3)."""
@@ -89,6 +90,6 @@ def _load(name):
         raise SolverUnavailable(f"solver {name!r} is unavailable: {err}") from err
 
 
-def make_solver(model, name=None, drop_tol=DROP_TOL) -> KKTSolver:
+def make_solver(model, name=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL) -> KKTSolver:
     """Construct backend ``name`` for ``model`` (the symbolic phase)."""
-    return _load(name or default_solver())(model, drop_tol)
+    return _load(name or default_solver())(model, drop_tol, hold_tol)

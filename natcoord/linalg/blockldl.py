@@ -45,7 +45,7 @@ from numba import njit
 
 from ..model import JOINT as JOINT_ROW
 from ..model import RIGID
-from .base import DROP_TOL, KKTSolver
+from .base import DROP_TOL, HOLD_TOL, KKTSolver
 from .symbolic import BODY, structure
 
 
@@ -561,8 +561,8 @@ class BlockLDL(KKTSolver):
 
     name = "block"
 
-    def __init__(self, model, drop_tol=DROP_TOL):
-        super().__init__(model, drop_tol)
+    def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+        super().__init__(model, drop_tol, hold_tol)
         plan = self.plan = block_plan(model)
         n, N, m = model.n_bodies, plan.n_nodes, model.n_rows
         self._B = np.zeros((plan.n_blocks, 6, 6))       # blocks, then L and V in place

@@ -26,7 +26,7 @@ from numba import njit
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
 from ..kernels import jacobian_times, jacobian_transpose_times, mass_times
-from .base import DROP_TOL, KKTSolver
+from .base import DROP_TOL, HOLD_TOL, KKTSolver
 from .redundancy import redundant_rows
 
 
@@ -122,8 +122,8 @@ class CholmodKKT(KKTSolver):
 
     name = "cholmod"
 
-    def __init__(self, model, drop_tol=DROP_TOL):
-        super().__init__(model, drop_tol)
+    def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+        super().__init__(model, drop_tol, hold_tol)
         plan = self.plan = range_space_plan(model)
         n_blocks = plan.block_row.size
         self._G = np.zeros((model.tables.pattern_row.size, 3))

@@ -57,7 +57,7 @@ class SuperLUKKT(_WholeKKT):
     name = "superlu"
     _PIVOT_RATIO = 1e-12
 
-    def _factor(self, G):
+    def _factor(self, G, check=True):
         Gk = G[self.keep]
         K = sp.bmat([[self.model.mass_matrix, Gk.T], [Gk, None]], format="csc")
         try:
@@ -65,7 +65,7 @@ class SuperLUKKT(_WholeKKT):
         except RuntimeError:      # "Factor is exactly singular"
             return None
         d = np.abs(lu.U.diagonal())
-        return lu if d.min() > self._PIVOT_RATIO * d.max() else None
+        return lu if not check or d.min() > self._PIVOT_RATIO * d.max() else None
 
     def factor(self, G):
         G = self.model.tables.csr(G)
@@ -77,7 +77,8 @@ class SuperLUKKT(_WholeKKT):
             self._update_thresholds()
             self.dropped = redundant_rows(self.model, G, self.row_threshold)
             self.keep = self._kept()
-            lu = self._factor(G)
+            # with nothing redundant, a tiny pivot is only ill-conditioning
+            lu = self._factor(G, check=self.dropped.size > 0)
             if lu is None:
                 raise np.linalg.LinAlgError("superlu: KKT matrix singular after dropping "
                                             f"{self.dropped.size} redundant rows")

@@ -25,8 +25,6 @@ def _node_sizes(model, s):
 
 def plot_structure(model, path):
     """Draw the block pattern with fill-in to ``path`` (any Matplotlib format)."""
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle

@@ -68,16 +68,17 @@ def tree(depth, gravity=9.81):
     if depth < 1:
         raise ValueError(f"tree(depth={depth}): depth must be >= 1")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity), name=f"tree({depth})")
-    # breadth-first: (name, parent, top point, parent rotation, level, sign)
-    queue = [("rod1", GROUND, np.zeros(3), np.eye(3), 0, 1.0)]
-    count = 1
-    while queue:
-        name, parent, top, R_parent, level, sign = queue.pop(0)
+    # Depth-first (pre-order) numbering keeps every subtree contiguous in
+    # memory, which the children-first elimination then walks in order.
+    stack = [(GROUND, np.zeros(3), np.eye(3), 0, 1.0)]
+    count = 0
+    while stack:
+        parent, top, R_parent, level, sign = stack.pop()
+        count += 1
+        name = f"rod{count}"
         R, bottom = _add_rod(mech, name, parent, top, R_parent, _AXES[level % 2],
                              sign * ANGLE)
         if level + 1 < depth:
-            for child_sign in (1.0, -1.0):
-                count += 1
-                queue.append((f"rod{count}", name, bottom, R, level + 1, child_sign))
+            stack += [(name, bottom, R, level + 1, s) for s in (-1.0, 1.0)]
     mech.scenario = {"t_end": 1.0}
     return mech
