@@ -32,7 +32,7 @@ def plot_solution(sol, path=None, point=None, proj_tol=None, title=None):
     if proj_tol:
         ax[1, 0].axhline(proj_tol, color="k", ls="--", lw=0.8, label="proj_tol")
     ax[1, 0].set(xlabel="t [s]", title="constraint residuals")
-    ax[1, 0].legend()
+    ax[1, 0].legend(loc="lower right", fontsize="small", framealpha=0.9)
     ax[1, 1].plot(sol.t, sol.energy - sol.energy[0])
     ax[1, 1].set(xlabel="t [s]", ylabel="E(t) − E(0) [J]", title="mechanical energy drift")
     stats = sol.stats
