@@ -227,24 +227,22 @@ class Mechanism:
                                  f"got {value!r}")
         self.forces.append(SpringDamper(pa, pb, stiffness, rest, damping))
 
-    def add_force(self, body, point, force, local=False):
-        """Force at a body point: constant (3,) or callable ``f(t, state) -> (3,)``."""
-        where = f"force on {body!r}"
+    def _load(self, body, what, value):
+        """The moving body a force or torque acts on, and the validated value."""
+        where = f"{what} on {body!r}"
         b = self.body(body)
         if b is None:
-            raise ValueError(f"{where}: a force on ground does nothing; pick a moving body")
-        if not callable(force):
-            force = _vector(force, "force", where)
+            raise ValueError(f"{where}: a {what} on ground does nothing; pick a moving body")
+        return b, where, value if callable(value) else _vector(value, what, where)
+
+    def add_force(self, body, point, force, local=False):
+        """Force at a body point: constant (3,) or callable ``f(t, state) -> (3,)``."""
+        _, where, force = self._load(body, "force", force)
         self.forces.append(PointForce(self._point_expr(body, point, where, local), force))
 
     def add_torque(self, body, torque):
         """Torque on a body: constant (3,) or callable ``f(t, state) -> (3,)``."""
-        where = f"torque on {body!r}"
-        b = self.body(body)
-        if b is None:
-            raise ValueError(f"{where}: a torque on ground does nothing; pick a moving body")
-        if not callable(torque):
-            torque = _vector(torque, "torque", where)
+        b, _, torque = self._load(body, "torque", torque)
         self.forces.append(Torque(b.index, torque))
 
     # ------------------------------------------------------------- build
