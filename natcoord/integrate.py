@@ -75,11 +75,12 @@ class _Run:
 
     def project(self, t, y):
         p, v = y[:self.n], y[self.n:]
-        if self.projection == "position+velocity":
+        positions = self.projection == "position+velocity"
+        if positions:
             p, k = project_positions(self.ws, t, p, v, self.proj_tol)
             self.projection_iterations += k
         if self.projection in ("position+velocity", "velocity"):
-            v, k = project_velocities(self.ws, t, p, v, self.proj_tol)
+            v, k = project_velocities(self.ws, t, p, v, self.proj_tol, evaluated=positions)
             self.projection_iterations += k
         return np.concatenate([p, v])
 
@@ -131,8 +132,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     atol = rtol if atol is None else atol
     wall = time.perf_counter()
     ws = Workspace(model, solver, drop_tol, hold_tol)
-    state = initial_state if initial_state is not None else \
-        model.initial_state() if t0 == 0.0 else model.initial_state(t=t0)
+    state = initial_state if initial_state is not None else model.initial_state(t=t0)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers)
     t_eval = None if t_eval is None else np.asarray(t_eval, float)
     if t_eval is not None and (np.any(np.diff(t_eval) <= 0) or t_eval[0] < t0

@@ -191,19 +191,19 @@ class Model:
         return self.kinetic_energy(v) + self.potential_energy(p)
 
     # --------------------------------------------------------------- state
-    def initial_state(self, p=None, v=None, t=0.0, solver=None, proj_tol=1e-12):
+    def initial_state(self, p=None, v=None, t=0.0, solver=None, proj_tol=None):
         """Consistent ``State`` assembled from an approximate ``(p, v)``.
 
         Defaults to the mechanism's reference/``set_initial`` data. Raises
         :class:`~natcoord.projection.AssemblyError` naming the joints when
         assembly fails.
         """
-        from .projection import assemble
-        if p is None and v is None and t == 0.0 and solver is None and proj_tol == 1e-12:
+        from .projection import ASSEMBLY_TOL, assemble
+        if p is None and v is None and t == 0.0 and solver is None and proj_tol is None:
             return self._default_initial[0]
         return assemble(self, self.p_guess if p is None else p,
                         self.v_guess if v is None else v, t, solver=solver,
-                        proj_tol=proj_tol)[0]
+                        proj_tol=ASSEMBLY_TOL if proj_tol is None else proj_tol)[0]
 
     @cached_property
     def _default_initial(self):

@@ -14,6 +14,8 @@ from .dynamics import Workspace
 from .model import JOINT, State
 
 
+#: residual tolerance of assembly (consistent initial values)
+ASSEMBLY_TOL = 1e-12
 #: simplified Newton refactors when an iteration reduces the residual less than this
 CONTRACTION = 0.01
 #: kept rows are converged a decade past proj_tol: a dropped (redundant) row is
@@ -35,46 +37,50 @@ def _kept_max(ws, residual):
     return float(np.abs(residual[keep]).max(initial=0.0))
 
 
-def project_positions(ws: Workspace, t, p, v, tol, max_iter=8):
-    """Project ``p`` onto ``g(p, t) = 0``; returns ``(p, iterations)``.
+def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what):
+    """Iterate ``x ← x + Δx`` with ``[[M, Gᵀ], [G, 0]] [Δx; μ] = [0; −residual(x)]``.
 
     Starts from the factorization in ``ws`` (usually that of the last stage,
-    evaluated at the unprojected point); refactors at the current point when
-    an iteration contracts the residual by less than ``CONTRACTION``.
+    evaluated at the unprojected point) and refactors at the current point
+    when an iteration contracts the residual by less than ``CONTRACTION``.
+    Returns ``(x, iterations)``.
     """
-    zero = np.zeros(p.size)
+    zero = np.zeros(x.size)
     previous = np.inf
     for it in range(max_iter):
-        ws.constraints(t, p, v)
-        residual = _kept_max(ws, ws.g)
-        if residual <= MARGIN * tol:
-            return p, it
-        if residual > CONTRACTION * previous:
+        r = residual(x)
+        size = _kept_max(ws, r)
+        if size <= MARGIN * tol:
+            return x, it
+        if size > CONTRACTION * previous:
             ws.factor()
-        previous = residual
-        dp, _ = ws.solver.solve(zero, -ws.g)
-        p = p + dp
-    raise ProjectionError(f"position projection: ‖g‖∞ = {residual:.3e} > proj_tol = {tol:.1e} "
+        previous = size
+        dx, _ = ws.solver.solve(zero, -r)
+        x = x + dx
+    raise ProjectionError(f"{what} projection: residual {size:.3e} > proj_tol = {tol:.1e} "
                           f"after {max_iter} iterations")
 
 
-def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8):
-    """Project ``v`` onto ``G(p) v + g_t = 0`` (G evaluated at ``p``)."""
-    zero = np.zeros(p.size)
-    ws.constraints(t, p, v)
-    previous = np.inf
-    for it in range(max_iter):
-        r = ws.velocity_residual(v)
-        residual = _kept_max(ws, r)
-        if residual <= MARGIN * tol:
-            return v, it
-        if residual > CONTRACTION * previous:
-            ws.factor()
-        previous = residual
-        dv, _ = ws.solver.solve(zero, -r)
-        v = v + dv
-    raise ProjectionError(f"velocity projection: ‖G v + g_t‖∞ = {residual:.3e} > "
-                          f"proj_tol = {tol:.1e} after {max_iter} iterations")
+def project_positions(ws: Workspace, t, p, v, tol, max_iter=8):
+    """Project ``p`` onto ``g(p, t) = 0``; returns ``(p, iterations)``.
+
+    Leaves ``ws`` evaluated at the projected ``p``.
+    """
+    def g(p):
+        ws.constraints(t, p, v)
+        return ws.g
+    return _simplified_newton(ws, p, g, tol, max_iter, "position")
+
+
+def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False):
+    """Project ``v`` onto ``G(p) v + g_t = 0``; returns ``(v, iterations)``.
+
+    ``evaluated``: ``ws`` already holds ``G`` and ``g_t`` at ``(t, p)`` (as
+    ``project_positions`` leaves it); neither depends on ``v``.
+    """
+    if not evaluated:
+        ws.constraints(t, p, v)
+    return _simplified_newton(ws, v, ws.velocity_residual, tol, max_iter, "velocity")
 
 
 def _worst_rows(model, g, count=5):
@@ -88,7 +94,7 @@ def _worst_rows(model, g, count=5):
     return "\n".join(lines)
 
 
-def assemble(model, p, v, t=0.0, solver=None, proj_tol=1e-12, max_iter=50):
+def assemble(model, p, v, t=0.0, solver=None, proj_tol=ASSEMBLY_TOL, max_iter=50):
     """Consistent ``(State, dropped rows)`` nearest (in the M-norm) to ``(p, v)``.
 
     Full Newton (refactored every iteration, with step halving) because the

@@ -31,13 +31,17 @@ class DenseKKT(_WholeKKT):
 
     name = "dense"
 
+    def __init__(self, model, *tolerances):
+        super().__init__(model, *tolerances)
+        self._M = model.mass_matrix.toarray()
+
     def factor(self, G):
         G = self.model.tables.csr(G)
         self._update_thresholds()
         self.dropped = redundant_rows(self.model, G, self.row_threshold)
         self.keep = self._kept()
         Gk = G[self.keep].toarray()
-        K = np.block([[self.model.mass_matrix.toarray(), Gk.T],
+        K = np.block([[self._M, Gk.T],
                       [Gk, np.zeros((Gk.shape[0], Gk.shape[0]))]])
         self._lu = la.lu_factor(K, check_finite=False)
 
