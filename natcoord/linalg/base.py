@@ -20,6 +20,23 @@ DROP_TOL = 1e-10
 HOLD_TOL = 1e-4
 
 
+def unit_mass_blocks(J4):
+    """``J4_i / m_i``: every body's mass block scaled to unit mass (n, 4, 4).
+
+    The metric in which constraint partitioning decides redundancy: mass-free,
+    so the decision depends on the geometry of the Jacobian only (a body of
+    1e12 kg and one of 1e-9 kg count alike), yet each body keeps its own
+    radius of gyration, which sets the relative weight of its rotations.
+    """
+    return J4 / J4[:, :1, :1]
+
+
+def mass_ratio(J4):
+    """``max m / min m`` over the bodies: how far the mass metric is from the mass-free one."""
+    masses = J4[:, 0, 0]
+    return masses.max() / masses.min() if masses.size else 1.0
+
+
 class KKTSolver:
     """Factor and solve ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]``.
 
@@ -28,6 +45,10 @@ class KKTSolver:
     ``drop_tol`` times its pivot before elimination is *redundant*; it is
     dropped (``λ = 0``, its right-hand side ignored) and listed in
     ``self.dropped`` (sorted row indices). Rigid-body rows are never dropped.
+
+    The pivots are measured in the mass-free metric of :func:`unit_mass_blocks`
+    (redundancy is a property of the geometry, never of the masses); every
+    backend applies the same rule and so drops the same number of rows.
 
     Hysteresis: off the constraint manifold (Runge–Kutta stages, loose
     tolerances) a redundant row is only *nearly* dependent, with a relative

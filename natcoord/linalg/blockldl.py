@@ -35,18 +35,45 @@ are never dropped. ``ref_k`` costs a 6×6 solve per body of the row, so it is
 evaluated only for rows whose pivot falls below ``drop_tol`` times the bound
 ``Σ_i |ĉ_ki|² / (λ_min(J4_i) λ_min(TᵀT))`` ≥ ``ref_k``: rarely but exactly.
 
+**Redundancy is decided on geometry, never on masses.** ``pivot / ref_k`` is
+the squared sine of the angle between row k and the rows before it, measured
+in the metric ``Ĩ⁻¹``; a body a million times heavier than its neighbour
+distorts that angle a millionfold and an independent row looks redundant.
+The decision is therefore the one of the *mass-free* metric, every ``J4_i``
+scaled to unit mass (:func:`~natcoord.linalg.base.unit_mass_blocks`): since
+``Ĩ_i = m_i Ĩ_i⁰``, the true ratio is within a factor ``R = max m / min m``
+of the mass-free one, so a row below ``drop_tol / R`` or above
+``drop_tol · R`` is decided by the factorization itself, and only a row in
+between triggers a factorization in the mass-free metric, whose dropped set
+the final factorization follows (:func:`factor_kernel`). With equal masses
+(``R = 1``) no row is ever in between.
+
 Compiled kernels (Numba) work in buffers allocated once per solver; the
 numeric phase loops over nodes without Python and without allocating.
 """
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from ..model import JOINT as JOINT_ROW
 from ..model import RIGID
-from .base import DROP_TOL, HOLD_TOL, KKTSolver
+from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, unit_mass_blocks
 from .symbolic import BODY, structure
+
+#: The kernels' read-only arrays (fields of :class:`BlockPlan`, documented there),
+#: passed to compiled code as one named tuple.
+PlanArrays = namedtuple("PlanArrays", [
+    "J4", "J4_min", "unit_J4", "unit_J4_min", "mass_ratio", "e_index", "body_node", "size",
+    "sign", "col_ptr", "col_node", "upd_ptr", "upd_q", "upd_p", "upd_t", "node_row0", "jp",
+    "jp_ptr", "jp_row", "jp_slot", "jp_base", "jp_stride", "jp_axis", "jp_z",
+    "body_axis_ptr", "row_z", "side_block", "side_body", "side_trans", "side_row0",
+    "side_size"])
+#: Per-solver buffers of the numeric phase (see :func:`make_work`).
+WorkBuffers = namedtuple("WorkBuffers", [
+    "B", "inv", "E", "F", "Gj", "bound", "dropped", "decided", "I6", "y", "S3", "z", "ap"])
 
 
 # ------------------------------------------------------------------ symbolic
@@ -123,7 +150,20 @@ class BlockPlan:
         side = np.unique(np.stack([jp_block, body, trans, jnode], 1), axis=0)
         self.side_block, self.side_body, self.side_trans, side_node = side.T.copy()
         self.side_row0, self.side_size = self.node_row0[side_node], self.size[side_node]
-        self.J4_min = np.linalg.eigvalsh(model.J4)[:, 0].copy()
+        self.arrays = PlanArrays(
+            J4=model.J4, J4_min=np.linalg.eigvalsh(model.J4)[:, 0].copy(),
+            unit_J4=unit_mass_blocks(model.J4),
+            unit_J4_min=np.linalg.eigvalsh(unit_mass_blocks(model.J4))[:, 0].copy(),
+            mass_ratio=float(mass_ratio(model.J4)), e_index=self.e_index,
+            body_node=self.body_node, size=self.size, sign=self.sign,
+            col_ptr=self.col_ptr, col_node=self.col_node, upd_ptr=self.upd_ptr,
+            upd_q=self.upd_q, upd_p=self.upd_p, upd_t=self.upd_t, node_row0=self.node_row0,
+            jp=self.jp, jp_ptr=self.jp_ptr, jp_row=self.jp_row, jp_slot=self.jp_slot,
+            jp_base=self.jp_base, jp_stride=self.jp_stride, jp_axis=self.jp_axis,
+            jp_z=self.jp_z, body_axis_ptr=self.body_axis_ptr, row_z=self.row_z,
+            side_block=self.side_block, side_body=self.side_body,
+            side_trans=self.side_trans, side_row0=self.side_row0,
+            side_size=self.side_size)
 
     def block_of(self, q, k):
         """Block index of ``A_qk`` (q ≥ k)."""
@@ -309,24 +349,36 @@ def _exact_reference(G, J4, e_index, jp, jp_slot, start, stop, I6, y, E):
 
 
 @njit(cache=True)
-def _cholesky_monitored(A, d, inv, row0, bound, threshold, G, J4, e_index, jp_ptr, jp,
-                        jp_slot, I6, y, E):
-    """Lower Cholesky of ``−A`` (leading d×d) dropping rows with tiny pivots.
+def _cholesky_monitored(A, d, inv, row0, G, J4, threshold, ratio, forced, P, W):
+    """Lower Cholesky of ``−A`` (leading d×d) dropping redundant joint rows.
 
-    Joint row ``row0 + r`` is dropped when its pivot ``≤ threshold · ref``; the
-    exact ``ref`` is computed only when the pivot is below ``threshold · bound``
-    (``bound ≥ ref``). A dropped row gets a zero column of L and ``inv[r] = 0``.
+    Joint row ``row = row0 + r`` with pivot ``s`` and reference ``ref`` (see
+    the module docstring) is dropped when ``s ≤ threshold[row] · ref / ratio``
+    and kept when ``s > threshold[row] · ref · ratio``; in between the decision
+    is *ambiguous* (counted in the return value, the row dropped for now).
+    With ``ratio`` = the spread of body masses, ``s / ref`` lies within a
+    factor ``ratio`` of its value in the mass-free metric, so an unambiguous
+    decision is the mass-free one. The exact ``ref`` is computed only when
+    ``s ≤ threshold · ratio · bound`` (``bound ≥ ref``). ``forced``: the decision
+    is ``W.decided[row]`` instead (a row that cannot be pivoted is dropped).
+    A dropped row gets a zero column of L and ``inv[r] = 0``.
     """
+    ambiguous = 0
     for r in range(d):
         s = -A[r, r]
         for c in range(r):
             s -= A[r, c] * A[r, c]
         row = row0 + r
-        dropped = s <= threshold[row] * bound[row]
-        if dropped:
-            ref = _exact_reference(G, J4, e_index, jp, jp_slot, jp_ptr[row], jp_ptr[row + 1],
-                                   I6, y, E)
-            dropped = s <= threshold[row] * ref or ref <= 0.0
+        if forced:
+            dropped = W.decided[row] or not s > 0.0
+        else:
+            dropped = s <= threshold[row] * ratio * W.bound[row]
+            if dropped:
+                ref = _exact_reference(G, J4, P.e_index, P.jp, P.jp_slot, P.jp_ptr[row],
+                                       P.jp_ptr[row + 1], W.I6, W.y, W.S3)
+                if ref > 0.0 and s > threshold[row] * ref / ratio:
+                    dropped = s <= threshold[row] * ref * ratio
+                    ambiguous += dropped
         if dropped:
             A[r, r], inv[r] = 1.0, 0.0
             for i in range(r + 1, d):
@@ -339,6 +391,7 @@ def _cholesky_monitored(A, d, inv, row0, bound, threshold, G, J4, e_index, jp_pt
             for c in range(r):
                 t -= A[i, c] * A[r, c]
             A[i, r] = t * inv[r]
+    return ambiguous
 
 
 @njit(cache=True, inline="always")
@@ -363,67 +416,68 @@ def _backward(L, d, inv, x):
 
 # ------------------------------------------------------------ numeric phase
 @njit(cache=True)
-def _assemble(G, J4, J4_min, e_index, body_node, jp, jp_slot, jp_base, jp_stride, side_block,
-              side_body, side_trans, side_row0, side_size, B, E, F, Gj, bound):
+def _assemble(G, J4, J4_min, P, W):
     """Body pivots ``TᵀMT``, joint couplings ``G T`` and the bounds of the reference pivots.
 
     Returns a body with a singular frame, or −1.
     """
+    B, E = W.B, W.E
     B[:] = 0.0
     for i in range(J4.shape[0]):
-        _axes(G, e_index, i, E[i])
-        if not _reciprocal(E[i], F[i]):
+        _axes(G, P.e_index, i, E[i])
+        if not _reciprocal(E[i], W.F[i]):
             return i
-        _spatial_inertia(J4[i], E[i], B[body_node[i]])
+        _spatial_inertia(J4[i], E[i], B[P.body_node[i]])
     flat = B.reshape(-1)
-    for t in range(jp.size):                        # twist form (g_o, Σ_k e_k × g_k)
-        g = G[jp[t]]
+    for t in range(P.jp.size):                      # twist form (g_o, Σ_k e_k × g_k)
+        g = G[P.jp[t]]
         g0, g1, g2 = g[0], g[1], g[2]
-        Gj[t, 0], Gj[t, 1], Gj[t, 2] = g0, g1, g2
-        k, o, st = jp_slot[t] % 4, jp_base[t], jp_stride[t]
+        W.Gj[t, 0], W.Gj[t, 1], W.Gj[t, 2] = g0, g1, g2
+        k, o, st = P.jp_slot[t] % 4, P.jp_base[t], P.jp_stride[t]
         if k:
-            e = E[jp_slot[t] // 4, k - 1]
+            e = E[P.jp_slot[t] // 4, k - 1]
             g0, g1, g2 = e[1] * g2 - e[2] * g1, e[2] * g0 - e[0] * g2, e[0] * g1 - e[1] * g0
         flat[o] += g0
         flat[o + st] += g1
         flat[o + 2 * st] += g2
+    bound = W.bound
     bound[:] = 0.0                  # ref ≤ Σ_i |ĉ_i|² ‖(TᵀM_iT)⁻¹‖
-    for t in range(side_block.size):
-        blk, i = B[side_block[t]], side_body[t]
+    for t in range(P.side_block.size):
+        blk, i = B[P.side_block[t]], P.side_body[t]
         inverse_bound = _twist_bound(J4_min[i], E[i])
-        for r in range(side_size[t]):
+        for r in range(P.side_size[t]):
             norm = 0.0
             for a in range(6):
-                c = blk[a, r] if side_trans[t] else blk[r, a]
+                c = blk[a, r] if P.side_trans[t] else blk[r, a]
                 norm += c * c
-            bound[side_row0[t] + r] += norm * inverse_bound
+            bound[P.side_row0[t] + r] += norm * inverse_bound
     return -1
 
 
 @njit(cache=True)
-def _eliminate(B, inv, size, sign, col_ptr, col_node, upd_ptr, upd_q, upd_p, upd_t,
-               node_row0, bound, threshold, G, J4, e_index, jp_ptr, jp, jp_slot, I6, y, E,
-               dropped):
+def _eliminate(G, J4, threshold, ratio, forced, P, W):
     """Block LDLᵀ in place: diagonal blocks become L_k, couplings ``V_qk = A_qk L_k⁻ᵀ``.
 
-    Returns ``(failing body node or −1, number of dropped rows)``; the dropped
-    joint rows (numbered from the first joint row) are written to ``dropped``.
+    Returns ``(failing body node or −1, number of dropped rows, ambiguous
+    decisions)``; the dropped joint rows (numbered from the first joint row)
+    are written to ``W.dropped``.
     """
+    B, size, col_node = W.B, P.size, P.col_node
     N = size.size
-    count = 0
+    count = ambiguous = 0
     for k in range(N):
-        d, L, iv = size[k], B[k], inv[k]
-        if sign[k] > 0.0:
+        d, L, iv = size[k], B[k], W.inv[k]
+        if P.sign[k] > 0.0:
             if not _cholesky(L, d, iv):
-                return k, count
+                return k, count, ambiguous
         else:
-            _cholesky_monitored(L, d, iv, node_row0[k], bound, threshold, G, J4, e_index,
-                                jp_ptr, jp, jp_slot, I6, y, E)
+            ambiguous += _cholesky_monitored(L, d, iv, P.node_row0[k], G, J4, threshold,
+                                             ratio, forced, P, W)
             for r in range(d):
                 if iv[r] == 0.0:
-                    dropped[count] = node_row0[k] + r
+                    W.dropped[count] = P.node_row0[k] + r
                     count += 1
-        for e in range(col_ptr[k], col_ptr[k + 1]):       # V = A L⁻ᵀ, rows independent
+        for e in range(P.col_ptr[k], P.col_ptr[k + 1]):   # V = A L⁻ᵀ, rows independent
             V = B[N + e]
             for r in range(d):
                 for i in range(size[col_node[e]]):
@@ -431,32 +485,71 @@ def _eliminate(B, inv, size, sign, col_ptr, col_node, upd_ptr, upd_q, upd_p, upd
                     for c in range(r):
                         t -= V[i, c] * L[r, c]
                     V[i, r] = t * iv[r]
-        s = sign[k]
-        for u in range(upd_ptr[k], upd_ptr[k + 1]):       # A_qp −= σ V_q V_pᵀ
-            eq, ep = upd_q[u], upd_p[u]
-            Vq, Vp, T = B[N + eq], B[N + ep], B[upd_t[u]]
+        s = P.sign[k]
+        for u in range(P.upd_ptr[k], P.upd_ptr[k + 1]):   # A_qp −= σ V_q V_pᵀ
+            eq, ep = P.upd_q[u], P.upd_p[u]
+            Vq, Vp, T = B[N + eq], B[N + ep], B[P.upd_t[u]]
             for i in range(size[col_node[eq]]):
                 for j in range(i + 1 if eq == ep else size[col_node[ep]]):
                     acc = 0.0
                     for c in range(d):
                         acc += Vq[i, c] * Vp[j, c]
                     T[i, j] -= s * acc
-    return -1, count
+    return -1, count, ambiguous
 
 
 @njit(cache=True)
-def _solve(r, s, J4, E, F, Gj, jp_axis, body_axis_ptr, jp_row, jp_slot, jp_z, body_node, row_z,
-           B, size, sign, col_ptr, col_node, inv, z, ap, W, x, lam):
-    """``(x, λ)`` of ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` with the factor in B.
+def _factor_pass(G, J4, J4_min, threshold, ratio, forced, P, W):
+    """One assembly and elimination in the metric of the mass blocks ``J4``.
 
-    Scratch: ``z`` (N, 6) node vectors, ``ap`` (4 n, 3), ``W`` (3, 3).
+    Returns ``(status, where, dropped count, ambiguous decisions)``: status 0
+    ok, 1 a singular frame (body ``where``), 2 a body pivot not positive
+    definite (node ``where``).
     """
+    bad = _assemble(G, J4, J4_min, P, W)
+    if bad >= 0:
+        return 1, bad, 0, 0
+    node, count, ambiguous = _eliminate(G, J4, threshold, ratio, forced, P, W)
+    return (2 if node >= 0 else 0), node, count, ambiguous
+
+
+@njit(cache=True)
+def factor_kernel(G, threshold, P, W):
+    """The numeric phase with constraint partitioning decided on geometry (§1.6).
+
+    Factors in the true metric; a joint row whose keep/drop decision could
+    differ in the mass-free metric (unit-mass blocks, see ``_cholesky_monitored``)
+    triggers a pass in that metric, whose decision the final factorization in
+    the true metric then follows. Bodies of equal mass never need it.
+    ``threshold`` (joint rows): relative pivot thresholds (hysteresis).
+    Returns ``(status, where, dropped count)`` as ``_factor_pass``.
+    """
+    status, where, count, ambiguous = _factor_pass(G, P.J4, P.J4_min, threshold,
+                                                   P.mass_ratio, False, P, W)
+    if status != 0 or ambiguous == 0:
+        return status, where, count
+    status, where, count, _ = _factor_pass(G, P.unit_J4, P.unit_J4_min, threshold, 1.0,
+                                           False, P, W)
+    if status != 0:
+        return status, where, count
+    W.decided[:] = False
+    for i in range(count):
+        W.decided[W.dropped[i]] = True
+    status, where, count, _ = _factor_pass(G, P.J4, P.J4_min, threshold, 1.0, True, P, W)
+    return status, where, count
+
+
+@njit(cache=True)
+def solve_kernel(r, s, P, W, x, lam):
+    """``(x, λ)`` of ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` with the factor in ``W.B``."""
+    J4, E, F, Gj, B, size, sign = P.J4, W.E, W.F, W.Gj, W.B, P.size, P.sign
+    col_ptr, col_node, inv, z, ap, S3 = P.col_ptr, P.col_node, W.inv, W.z, W.ap, W.S3
     n, N = J4.shape[0], size.size
     R, A = r.reshape(-1, 3), x.reshape(-1, 3)
     z[:] = 0.0
     zf = z.reshape(-1)
-    for row in range(row_z.size):
-        zf[row_z[row]] = s[6 * n + row]
+    for row in range(P.row_z.size):
+        zf[P.row_z[row]] = s[6 * n + row]
     # particular solution a_p of the rigid-body rows: δe_l = Σ_k S_kl f_k
     for i in range(n):
         b = 6 * i
@@ -469,21 +562,21 @@ def _solve(r, s, J4, E, F, Gj, jp_axis, body_axis_ptr, jp_row, jp_slot, jp_z, bo
                 ap[4 * i + 1 + l, a] = acc
         ap[4 * i] = 0.0
         # reduced right-hand side Tᵀ (r − M a_p)
-        zi = z[body_node[i]]
+        zi = z[P.body_node[i]]
         for p in range(4):
             for a in range(3):
                 acc = R[4 * i + p, a]
                 for q in range(1, 4):
                     acc -= J4[i, p, q] * ap[4 * i + q, a]
-                W[0, a] = acc
+                S3[0, a] = acc
             if p == 0:
-                zi[0], zi[1], zi[2] = W[0, 0], W[0, 1], W[0, 2]
+                zi[0], zi[1], zi[2] = S3[0, 0], S3[0, 1], S3[0, 2]
             else:
-                _cross_add(zi, 3, E[i, p - 1], W[0])
-        for u in range(body_axis_ptr[i], body_axis_ptr[i + 1]):    # joint rows − G_J a_p
-            t = jp_axis[u]
-            v = ap[jp_slot[t]]
-            zf[jp_z[u]] -= Gj[t, 0] * v[0] + Gj[t, 1] * v[1] + Gj[t, 2] * v[2]
+                _cross_add(zi, 3, E[i, p - 1], S3[0])
+        for u in range(P.body_axis_ptr[i], P.body_axis_ptr[i + 1]):    # joint rows − G_J a_p
+            t = P.jp_axis[u]
+            v = ap[P.jp_slot[t]]
+            zf[P.jp_z[u]] -= Gj[t, 0] * v[0] + Gj[t, 1] * v[1] + Gj[t, 2] * v[2]
     # forward and backward substitution over the nodes
     for k in range(N):
         d = size[k]
@@ -508,10 +601,10 @@ def _solve(r, s, J4, E, F, Gj, jp_axis, body_axis_ptr, jp_row, jp_slot, jp_z, bo
         for c in range(d):
             z[k, c] *= sign[k]
     # natural coordinates: a = a_p + T ξ; λ_J; μ from G_RCᵀ μ = r − M a − G_Jᵀ λ_J
-    for row in range(row_z.size):
-        lam[6 * n + row] = zf[row_z[row]]
+    for row in range(P.row_z.size):
+        lam[6 * n + row] = zf[P.row_z[row]]
     for i in range(n):
-        xi = z[body_node[i]]
+        xi = z[P.body_node[i]]
         A[4 * i, 0], A[4 * i, 1], A[4 * i, 2] = xi[0], xi[1], xi[2]
         for k in range(3):
             A[4 * i + 1 + k] = ap[4 * i + 1 + k]
@@ -521,41 +614,33 @@ def _solve(r, s, J4, E, F, Gj, jp_axis, body_axis_ptr, jp_row, jp_slot, jp_z, bo
                 acc = R[4 * i + p, a]
                 for q in range(4):
                     acc -= J4[i, p, q] * A[4 * i + q, a]
-                W[p - 1, a] = acc
-        for u in range(body_axis_ptr[i], body_axis_ptr[i + 1]):    # − G_Jᵀ λ_J
-            t = jp_axis[u]
-            w, l = W[jp_slot[t] % 4 - 1], lam[jp_row[t]]
+                S3[p - 1, a] = acc
+        for u in range(P.body_axis_ptr[i], P.body_axis_ptr[i + 1]):    # − G_Jᵀ λ_J
+            t = P.jp_axis[u]
+            w, l = S3[P.jp_slot[t] % 4 - 1], lam[P.jp_row[t]]
             w[0], w[1], w[2] = w[0] - Gj[t, 0] * l, w[1] - Gj[t, 1] * l, w[2] - Gj[t, 2] * l
         b = 6 * i
         for k in range(3):
             for l in range(k, 3):             # μ_kl = ½ (f_k · z_l + f_l · z_k)
                 fz = 0.0
                 for a in range(3):
-                    fz += F[i, k, a] * W[l, a] + F[i, l, a] * W[k, a]
+                    fz += F[i, k, a] * S3[l, a] + F[i, l, a] * S3[k, a]
                 lam[b + k if k == l else b + 2 + k + l] = 0.5 * fz
 
 
-@njit(cache=True)
-def _factor(G, J4, J4_min, threshold, e_index, body_node, jp, jp_ptr, jp_slot, jp_base,
-            jp_stride, side_block, side_body, side_trans, side_row0, side_size, size, sign,
-            node_row0, col_ptr, col_node, upd_ptr, upd_q, upd_p, upd_t, B, inv, E, F,
-            Gj, bound, dropped, I6, y, E3):
-    """The numeric phase: assembly, then block elimination with partitioning.
-
-    Returns ``(status, where, dropped count)``: status 0 ok, 1 a singular frame
-    (body ``where``), 2 a body pivot not positive definite (node ``where``).
-    """
-    bad = _assemble(G, J4, J4_min, e_index, body_node, jp, jp_slot, jp_base, jp_stride,
-                    side_block, side_body, side_trans, side_row0, side_size, B, E, F, Gj, bound)
-    if bad >= 0:
-        return 1, bad, 0
-    node, count = _eliminate(B, inv, size, sign, col_ptr, col_node, upd_ptr, upd_q, upd_p,
-                             upd_t, node_row0, bound, threshold, G, J4, e_index, jp_ptr, jp,
-                             jp_slot, I6, y, E3, dropped)
-    return (2 if node >= 0 else 0), node, count
-
-
 # ------------------------------------------------------------------ solver
+def make_work(plan: BlockPlan) -> WorkBuffers:
+    """Buffers of one factorization (the per-run data of the block solver)."""
+    n, N, m_joint = plan.n_bodies, plan.n_nodes, plan.n_rows - 6 * plan.n_bodies
+    return WorkBuffers(
+        B=np.zeros((plan.n_blocks, 6, 6)),       # blocks, then L and V in place
+        inv=np.zeros((N, 6)),                    # 1 / diag(L), 0 on dropped rows
+        E=np.zeros((n, 3, 3)), F=np.zeros((n, 3, 3)), Gj=np.zeros((plan.jp.size, 3)),
+        bound=np.zeros(m_joint), dropped=np.zeros(m_joint, np.int64),
+        decided=np.zeros(m_joint, np.bool_), I6=np.zeros((6, 6)), y=np.zeros(12),
+        S3=np.zeros((3, 3)), z=np.zeros((N, 6)), ap=np.zeros((4 * n, 3)))
+
+
 class BlockLDL(KKTSolver):
     """Block rational Cholesky, O(n) for trees and a fixed number of loops."""
 
@@ -563,19 +648,10 @@ class BlockLDL(KKTSolver):
 
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
-        plan = self.plan = block_plan(model)
-        n, N, m = model.n_bodies, plan.n_nodes, model.n_rows
-        self._B = np.zeros((plan.n_blocks, 6, 6))       # blocks, then L and V in place
-        self._inv = np.zeros((N, 6))                     # 1 / diag(L), 0 on dropped rows
-        self._E, self._F = np.zeros((n, 3, 3)), np.zeros((n, 3, 3))
-        self._Gj = np.zeros((plan.jp.size, 3))
-        self._bound = np.zeros(m - 6 * n)
-        self._dropped = np.zeros(m - 6 * n, np.int64)
-        self._z = np.zeros((N, 6))
-        self._ap = np.zeros((4 * n, 3))
-        self._I6, self._y, self._W = np.zeros((6, 6)), np.zeros(12), np.zeros((3, 3))
+        self.plan = block_plan(model)
+        self.work = make_work(self.plan)
         self._none = np.zeros(0, np.int64)
-        self._joint_threshold = self.row_threshold[6 * n:]      # a view, updated in place
+        self._joint_threshold = self.row_threshold[6 * model.n_bodies:]   # a view
 
     def _fail(self, body, why):
         raise np.linalg.LinAlgError(
@@ -583,29 +659,19 @@ class BlockLDL(KKTSolver):
             f"must stay linearly independent (is the state far off the constraints?)")
 
     def factor(self, G):
-        plan = self.plan
         self._update_thresholds()
-        status, where, count = _factor(
-            G, self.model.J4, plan.J4_min, self._joint_threshold, plan.e_index, plan.body_node,
-            plan.jp, plan.jp_ptr, plan.jp_slot, plan.jp_base, plan.jp_stride,
-            plan.side_block, plan.side_body, plan.side_trans, plan.side_row0, plan.side_size,
-            plan.size, plan.sign, plan.node_row0, plan.col_ptr, plan.col_node, plan.upd_ptr,
-            plan.upd_q, plan.upd_p, plan.upd_t, self._B, self._inv, self._E, self._F, self._Gj,
-            self._bound, self._dropped, self._I6, self._y, self._W)
+        status, where, count = factor_kernel(G, self._joint_threshold, self.plan.arrays,
+                                             self.work)
         if status == 1:
             self._fail(where, "singular frame")
         if status == 2:
             self._fail(structure(self.model).index[where], "pivot not positive definite")
-        self.dropped = (np.sort(self._dropped[:count]) + 6 * plan.n_bodies if count
+        self.dropped = (np.sort(self.work.dropped[:count]) + 6 * self.plan.n_bodies if count
                         else self._none)
 
     def solve(self, r, s):
-        plan = self.plan
         x = np.empty(self.model.n_coords)
         lam = np.empty(self.model.n_rows)
-        _solve(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
-               self.model.J4, self._E, self._F, self._Gj, plan.jp_axis, plan.body_axis_ptr,
-               plan.jp_row, plan.jp_slot, plan.jp_z, plan.body_node, plan.row_z, self._B,
-               plan.size, plan.sign, plan.col_ptr, plan.col_node, self._inv, self._z, self._ap,
-               self._W, x, lam)
+        solve_kernel(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
+                     self.plan.arrays, self.work, x, lam)
         return x, lam

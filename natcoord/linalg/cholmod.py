@@ -9,7 +9,9 @@ by a compiled kernel over a pattern fixed once per model; CHOLMOD's
 fill-reducing analysis of that pattern is done once per model too, the
 numeric factorization at every evaluation. Redundant rows make ``S``
 singular: a failed or tiny Cholesky pivot triggers the dense detection of
-:mod:`natcoord.linalg.redundancy` (same rule as the other reference backends)
+:mod:`natcoord.linalg.redundancy` (same rule as the other reference backends;
+"tiny" allows for the mass spread ``R``, as in the block solver: a relative
+pivot above ``drop_tol · R`` is above ``drop_tol`` in the mass-free metric)
 and the reduced ``S`` is factored; while rows are dropped, the detection runs
 at every factorization (the redundant set may change along a motion).
 
@@ -26,7 +28,7 @@ from numba import njit
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
 from ..kernels import jacobian_times, jacobian_transpose_times, mass_times
-from .base import DROP_TOL, HOLD_TOL, KKTSolver
+from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio
 from .redundancy import redundant_rows
 
 
@@ -131,6 +133,7 @@ class CholmodKKT(KKTSolver):
         self._data = np.zeros(plan.indices.size)
         self._factors = {}
         self._slots = np.zeros((4 * model.n_bodies, 3))
+        self._ratio = mass_ratio(model.J4)
 
     def factor(self, G):
         plan = self.plan
@@ -150,7 +153,7 @@ class CholmodKKT(KKTSolver):
                                         f"{self.dropped.size} redundant rows")
 
     def _cholesky(self, S, diagonal=None):
-        """Factor S; False on a failed pivot or one below ``drop_tol · diagonal``."""
+        """Factor S; False on a failed pivot or one below ``drop_tol · R · diagonal``."""
         key = tuple(self.dropped)
         if key not in self._factors:
             self._factors[key] = self.plan.analysis(S, self.dropped).copy()
@@ -161,7 +164,8 @@ class CholmodKKT(KKTSolver):
                 f.cholesky_inplace(S)
         except (CholmodError, CholmodWarning):
             return False
-        if diagonal is not None and np.any(f.D() <= self.drop_tol * diagonal[f.P()]):
+        if diagonal is not None and np.any(f.D() <= self.drop_tol * self._ratio
+                                           * diagonal[f.P()]):
             return False
         self._f = f
         return True

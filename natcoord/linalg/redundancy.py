@@ -1,6 +1,8 @@
 """Redundant constraints by sequential elimination in the range space.
 
 Used by the reference backends. With ``P = M⁻¹ − M⁻¹G_Rᵀ(G_R M⁻¹G_Rᵀ)⁻¹G_R M⁻¹``
+in the mass-free metric (``M`` with every body scaled to unit mass,
+:func:`~natcoord.linalg.base.unit_mass_blocks`: redundancy is geometry)
 (block diagonal: the rigid-body rows ``G_R`` eliminated body by body, never
 dropped), the joint rows' Schur complement is ``S_J = G_J P G_Jᵀ``. Its
 Cholesky factorization in row order drops row k when the pivot is below
@@ -14,16 +16,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model import RIGID
+from .base import unit_mass_blocks
 
 
 def rigid_body_projector(model, G):
-    """Per-body ``P_i`` (n, 12, 12) for Jacobian ``G`` (CSR, m × 12 n)."""
+    """Per-body ``P_i`` (n, 12, 12) for Jacobian ``G`` (CSR, m × 12 n), mass-free metric."""
     n = model.n_bodies
     rigid = G[:6 * n].tocoo()
     body = rigid.row // 6
     GR = np.zeros((n, 6, 12))
     np.add.at(GR, (body, rigid.row % 6, rigid.col - 12 * body), rigid.data)
-    Minv = np.einsum("iab,kl->iakbl", np.linalg.inv(model.J4), np.eye(3)).reshape(n, 12, 12)
+    Minv = np.einsum("iab,kl->iakbl", np.linalg.inv(unit_mass_blocks(model.J4)),
+                     np.eye(3)).reshape(n, 12, 12)
     MG = Minv @ GR.transpose(0, 2, 1)                      # M⁻¹ G_Rᵀ  (n, 12, 6)
     S = GR @ MG                                            # G_R M⁻¹ G_Rᵀ (n, 6, 6)
     return Minv - MG @ np.linalg.solve(S, MG.transpose(0, 2, 1))
