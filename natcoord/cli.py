@@ -65,8 +65,9 @@ def writable(path, suffixes, flag):
             pass
         if not existed:
             path.unlink()
-    except FileExistsError as err:         # from mkdir: a file is in the way
-        raise BadInput(f"{flag} {path}: {err.filename} is not a directory") from None
+    except (FileExistsError, NotADirectoryError):    # mkdir met a file
+        raise BadInput(f"{flag} {path}: {path.parent} is not a directory (a file is in the "
+                       f"way)") from None
     except OSError as err:
         raise BadInput(f"{flag} {path}: cannot write there ({err.strerror or err})") from None
     return path
