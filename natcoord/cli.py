@@ -179,6 +179,12 @@ def cmd_simulate(args):
     sol, status = _run(model, t_end, args)
     if sol is None:
         return status
+    # what the run was, for the saved file; simulate's own record, if any, wins
+    sol.settings = {"model": args.model, "parameters": args.param, "scenario": args.scenario,
+                    "t_end": t_end, "rtol": args.rtol, "atol": args.atol,
+                    "proj_tol": args.proj_tol, "solver": args.solver,
+                    "projection": args.projection, "outputs": args.outputs,
+                    **sol.settings}
     partial = status != OK
     _summary(model, sol, partial)
     what = "partial " if partial else ""

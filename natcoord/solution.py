@@ -184,9 +184,9 @@ class DetachedModel:
 
     def __getattr__(self, attribute):
         raise AttributeError(f"this solution of {self.name!r} was loaded from {self.path} "
-                             f"without its model: pass Solution.load(path, model=...) "
-                             f"(the built model, e.g. mech.build()) to use it "
-                             f"(needs model.{attribute})")
+                             f"without its model, which this needs (model.{attribute}): "
+                             f"load it with Solution.load(path, model=...), passing the "
+                             f"built model (e.g. mech.build())")
 
 
 def _saved_model(path, metadata, model):

@@ -321,6 +321,8 @@ def test_simulate_writes_results_and_figure(capsys, tmp_path):
     assert status == 0 and "PARTIAL" not in out
     sol = nc.Solution.load(tmp_path / "a" / "run.npz")
     assert sol.success and sol.t.size == 5 and sol.t[-1] == pytest.approx(0.02)
+    assert {k: sol.settings[k] for k in ("model", "t_end", "rtol", "projection")} == {
+        "model": "six-bar", "t_end": 0.02, "rtol": 1e-6, "projection": "position+velocity"}
     assert (tmp_path / "run.png").stat().st_size > 0
 
 
