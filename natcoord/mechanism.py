@@ -203,8 +203,13 @@ class Mechanism:
                          J.distance_rows(label, fi, fj, xa, xb, length))
 
     # ------------------------------------------------------------- forces
-    def _attach(self, body, x, local=False):
-        """Affine expression of the point x (3,) on a :class:`Body`, or on ground (None)."""
+    def _point_expr(self, ref, point, where, local=False, what="point"):
+        """Affine expression of ``point`` on body ``ref`` (a constant on ground)."""
+        x = _vector(point, what, where)
+        try:
+            body = self.body(ref)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
         if body is None:
             return Affine.constant(x)
         return Affine.body_point(body.index, x if local else body.to_local_point(x))
@@ -226,12 +231,9 @@ class Mechanism:
         direction of its force is undefined where its end points coincide.
         """
         where = self._force_label("spring", name)
-        xa = _vector(point_a, "point_a", where)
-        xb = _vector(point_b, "point_b", where)
-        try:
-            ends = self.body(a), self.body(b)
-        except ValueError as err:
-            raise ValueError(f"{where}: {err}") from None
+        pa = self._point_expr(a, point_a, where, what="point_a")
+        pb = self._point_expr(b, point_b, where, what="point_b")
+        xa, xb = _vector(point_a, "point_a", where), _vector(point_b, "point_b", where)
         length = np.linalg.norm(xb - xa)
         if length <= 1e-12 * max(np.linalg.norm(xa), np.linalg.norm(xb), 1.0):
             raise ValueError(
@@ -243,8 +245,7 @@ class Mechanism:
                                                          "non-negative")
         k = number(stiffness, "stiffness", where, "non-negative")
         c = number(damping, "damping", where, "non-negative")
-        self.forces.append(SpringDamper(self._attach(ends[0], xa), self._attach(ends[1], xb),
-                                        k, rest, c, where))
+        self.forces.append(SpringDamper(pa, pb, k, rest, c, where))
 
     def _load(self, body, what, value, name):
         """The moving body a force or torque acts on, its label and the value."""
@@ -263,9 +264,8 @@ class Mechanism:
         A callable is checked at every call: a result that is not 3 finite
         numbers raises an error naming the force (``name`` or its number).
         """
-        b, where, force = self._load(body, "force", force, name)
-        x = _vector(point, "point", where)
-        self.forces.append(PointForce(self._attach(b, x, local), force, where))
+        _, where, force = self._load(body, "force", force, name)
+        self.forces.append(PointForce(self._point_expr(body, point, where, local), force, where))
 
     def add_torque(self, body, torque, name=None):
         """Torque (N·m) on a body: constant (3,) or callable ``f(t, state) -> (3,)``."""
