@@ -5,7 +5,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import float_array, number
+
 _TOL = 1e-9
+#: largest condition number of ``J4/m`` accepted: solves with the body's mass
+#: block then keep at least 4 significant digits
+_COND_MAX = 1e12
 
 
 @dataclass(frozen=True)
@@ -71,13 +76,13 @@ def validate_mass_properties(name, mass, inertia):
 
     The central second moments ``J_c = ½ tr(I) 1 − I`` have eigenvalues
     ``½(I_j + I_k − I_i)``: negative violates the triangle inequality of the
-    principal moments, zero is a line or plane mass distribution.
+    principal moments, zero is a line or plane mass distribution. Returns
+    ``(mass, inertia)`` as float and (3, 3) array.
     """
-    if not np.isfinite(mass) or mass <= 0.0:
-        raise ValueError(f"body {name!r}: mass must be a positive finite number, got {mass!r}")
-    I = np.asarray(inertia, float)
-    if I.shape != (3, 3) or not np.all(np.isfinite(I)):
-        raise ValueError(f"body {name!r}: inertia must be a finite 3×3 matrix")
+    mass = number(mass, "mass", f"body {name!r}", "positive")
+    I = float_array(inertia)
+    if I is None or I.shape != (3, 3) or not np.all(np.isfinite(I)):
+        raise ValueError(f"body {name!r}: inertia must be a finite 3×3 matrix, got {inertia!r}")
     scale = max(np.abs(I).max(), np.finfo(float).tiny)
     if np.abs(I - I.T).max() > _TOL * scale:
         raise ValueError(f"body {name!r}: inertia tensor is not symmetric; pass (I + I.T)/2 "
@@ -94,12 +99,36 @@ def validate_mass_properties(name, mass, inertia):
         raise ValueError(f"body {name!r}: inertia {principal} describes a line or plane mass "
                          f"distribution (singular J4); natcoord needs a volume: give the body "
                          f"a small thickness")
+    return mass, I.copy()
+
+
+def validate_conditioning(body):
+    """``J4`` far from singular in floating point, whatever the unit of mass.
+
+    ``J4/m = [[1, c̄ᵀ], [c̄, J/m]]`` does not depend on the mass scale (a 1e-9 kg
+    body with proportionally small inertia is as good as a 1 kg one); its
+    entries are 1, m and m², so its condition number is large when the radii
+    of gyration are tiny compared with 1 m (a point mass) or with the distance
+    of the frame origin from the centre of mass. Every evaluation solves with
+    ``J4``: beyond ``_COND_MAX`` those solves lose more than 12 of 16 digits.
+    """
+    lam = np.linalg.eigvalsh(body.J4 / body.mass)
+    if lam[0] <= lam[-1] / _COND_MAX:
+        cond = lam[-1] / lam[0] if lam[0] > 0 else np.inf
+        radii = np.sqrt(np.maximum(np.linalg.eigvalsh(body.inertia) / body.mass, 0.0))
+        raise ValueError(
+            f"body {body.name!r}: J4 is numerically singular (condition number of J4/m "
+            f"{cond:.1e} > {_COND_MAX:.0e}): radii of "
+            f"gyration {radii} m for a frame origin {np.linalg.norm(body.com):.3g} m from the "
+            f"centre of mass; give the inertia of the body's real size (about m·size²), or "
+            f"put the frame origin closer to the centre of mass")
 
 
 def validate_axes(name, axes) -> np.ndarray:
-    A = np.asarray(axes, float)
-    if A.shape != (3, 3) or not np.all(np.isfinite(A)):
-        raise ValueError(f"body {name!r}: axes must be a finite 3×3 matrix (columns e1, e2, e3)")
+    A = float_array(axes)
+    if A is None or A.shape != (3, 3) or not np.all(np.isfinite(A)):
+        raise ValueError(f"body {name!r}: axes must be a finite 3×3 matrix (columns e1, e2, e3), "
+                         f"got {axes!r}")
     if np.abs(A.T @ A - np.eye(3)).max() > 1e-9 or np.linalg.det(A) < 0:
         raise ValueError(f"body {name!r}: axes must be orthonormal and right-handed "
                          f"(columns e1, e2, e3 of a rotation matrix)")

@@ -1,9 +1,14 @@
-"""Command line: ``natcoord simulate|info|bench`` (each with ``--help``)."""
+"""Command line: ``natcoord simulate|info|bench`` (each with ``--help``).
+
+Exit status: 0 success, 1 integration failure (the partial result is still
+written), 2 bad input (one line on stderr, no traceback), 130 interrupted.
+"""
 from __future__ import annotations
 
 import argparse
 import importlib
 import inspect
+import math
 import sys
 from pathlib import Path
 
@@ -12,6 +17,60 @@ import numpy as np
 from . import models
 from .integrate import PROJECTIONS, IntegrationError, simulate
 from .linalg import available_solvers
+
+OK, FAILED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
+#: file name suffixes of ``simulate --out`` and ``--plot``
+OUT_SUFFIXES, PLOT_SUFFIXES = (".npz",), (".png", ".pdf", ".svg")
+
+
+class BadInput(Exception):
+    """Command-line input that cannot work: reported in one line, exit status 2."""
+
+
+def positive_float(text):
+    """argparse type: a positive finite number."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return x
+
+
+def non_negative_int(text):
+    """argparse type: an integer ≥ 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return n
+
+
+def writable(path, suffixes, flag):
+    """``path`` after checking, before any work, that it can be written.
+
+    Its suffix must be one of ``suffixes``; missing parent directories are
+    created; a file is opened for appending (and removed again if new).
+    """
+    path = Path(path)
+    if path.suffix.lower() not in suffixes:
+        raise BadInput(f"{flag} {path}: the file name must end in {' or '.join(suffixes)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with path.open("ab"):
+            pass
+        if not existed:
+            path.unlink()
+    except (FileExistsError, NotADirectoryError):    # mkdir met a file
+        raise BadInput(f"{flag} {path}: {path.parent} is not a directory (a file is in the "
+                       f"way)") from None
+    except OSError as err:
+        raise BadInput(f"{flag} {path}: cannot write there ({err.strerror or err})") from None
+    return path
 
 
 def _model_arguments(parser):
@@ -31,58 +90,111 @@ def _parse_value(text):
     return text
 
 
+def _parameter(parameter, text):
+    """``--param`` value: of the type of the factory's default when that is a number."""
+    value = _parse_value(text)
+    default = parameter.default
+    if isinstance(default, bool) or not isinstance(default, (int, float)):
+        return value
+    if isinstance(value, int) or (isinstance(value, float) and isinstance(default, float)):
+        return type(default)(value)
+    raise BadInput(f"--param {parameter.name}={text}: expected "
+                   f"{'an integer' if isinstance(default, int) else 'a number'} "
+                   f"(default {default!r})")
+
+
 def build_model(args):
-    """The model named on the command line, with its factory's keyword arguments."""
+    """The model named on the command line, with its factory's keyword arguments.
+
+    Raises :class:`BadInput` for parameters the factory does not take and for
+    any ``ValueError``/``TypeError`` the factory or the builder raises.
+    """
     factory = models.REGISTRY[args.model]
-    kwargs = {}
+    accepted = inspect.signature(factory).parameters
+    text = {}
     for item in args.param:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"natcoord: --param needs KEY=VALUE, got {item!r}")
-        kwargs[key] = _parse_value(value)
+            raise BadInput(f"--param needs KEY=VALUE, got {item!r}")
+        text[key] = value
     if args.scenario is not None:
-        kwargs["scenario"] = args.scenario
-    accepted = inspect.signature(factory).parameters
-    unknown = sorted(set(kwargs) - set(accepted))
-    if unknown:
-        raise SystemExit(f"natcoord: model {args.model!r} takes {sorted(accepted) or 'no'} "
-                         f"parameters, not {unknown}")
-    return factory(**kwargs).build()
-
-
-def cmd_simulate(args):
-    model = build_model(args)
-    t_end = args.t_end if args.t_end is not None else model.scenario["t_end"]
-    t_eval = np.linspace(0.0, t_end, args.outputs + 1) if args.outputs else None
-    print(f"natcoord: simulating {model.name} for {t_end:g} s (rtol={args.rtol:g}, "
-          f"proj_tol={args.proj_tol:g}, solver={args.solver or 'default'}, "
-          f"projection={args.projection})", file=sys.stderr)
+        text["scenario"] = args.scenario
+    unknown = sorted(set(text) - set(accepted))
+    missing = [k for k, p in accepted.items() if p.default is p.empty and k not in text]
+    if unknown or missing:
+        raise BadInput(f"model {args.model!r} takes the parameters {list(accepted) or 'none'}"
+                       + (f", not {unknown}" if unknown else "")
+                       + (f"; give {missing} with --param KEY=VALUE" if missing else ""))
+    kwargs = {key: _parameter(accepted[key], value) for key, value in text.items()}
     try:
-        sol = simulate(model, t_end, rtol=args.rtol, atol=args.atol, proj_tol=args.proj_tol,
-                       t_eval=t_eval, solver=args.solver, projection=args.projection,
-                       progress=not args.quiet)
-        status = 0
+        return factory(**kwargs).build()
+    except (ValueError, TypeError) as err:
+        raise BadInput(f"model {args.model!r} with {kwargs or 'default parameters'}: "
+                       f"{err}") from None
+
+
+def _run(model, t_end, args):
+    """``(solution or None, exit status)``: a failed or interrupted run keeps its partial result.
+
+    An interrupt may surface as ``KeyboardInterrupt`` (with the partial
+    solution on ``.solution`` when the integrator attached one) or as an
+    ``IntegrationError`` caused by it.
+    """
+    t_eval = np.linspace(0.0, t_end, args.outputs + 1) if args.outputs else None
+    try:
+        return simulate(model, t_end, rtol=args.rtol, atol=args.atol, proj_tol=args.proj_tol,
+                        t_eval=t_eval, solver=args.solver, projection=args.projection,
+                        progress=not args.quiet), OK
     except IntegrationError as err:
         print(f"natcoord: {err}", file=sys.stderr)
-        sol, status = err.solution, 1
+        interrupted = isinstance(err.__cause__ or err.__context__, KeyboardInterrupt)
+        return err.solution, INTERRUPTED if interrupted else FAILED
+    except KeyboardInterrupt as err:
+        print("natcoord: interrupted", file=sys.stderr)
+        return getattr(err, "solution", None), INTERRUPTED
+
+
+def _summary(model, sol, partial):
+    if not sol.t.size:
+        print(f"{model.name}: no output was recorded")
+        return
     s = sol.stats
-    print(f"{model.name}: t_end = {sol.t[-1]:g} s, {s['steps']} steps, {s['rejected']} rejected, "
-          f"{s['rhs']} RHS evaluations, {s['factorizations']} factorizations, "
-          f"wall time {s['wall_time']:.3f} s")
+    print(f"{model.name}: {'PARTIAL result, ' if partial else ''}t_end = {sol.t[-1]:g} s, "
+          f"{s['steps']} steps, {s['rejected']} rejected, {s['rhs']} RHS evaluations, "
+          f"{s['factorizations']} factorizations, wall time {s['wall_time']:.3f} s")
     print(f"  max ‖g‖∞ = {sol.constraint_residual.max():.3e}, "
           f"max ‖G v + g_t‖∞ = {sol.velocity_residual.max():.3e}, "
           f"max |E − E0| = {np.abs(sol.energy - sol.energy[0]).max():.3e} J, "
           f"dropped: {sol.dropped or 'none'}")
-    for path, write, what in ((args.out, sol.save, "trajectory"),
-                              (args.plot, None, "figure")):
-        if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            if write:
-                write(path)
-            else:
-                from .plotting import plot_solution
-                plot_solution(sol, path, proj_tol=args.proj_tol)
-            print(f"  {what} written to {path}")
+
+
+def cmd_simulate(args):
+    out = args.out and writable(args.out, OUT_SUFFIXES, "--out")
+    plot = args.plot and writable(args.plot, PLOT_SUFFIXES, "--plot")
+    model = build_model(args)
+    t_end = args.t_end if args.t_end is not None else model.scenario["t_end"]
+    print(f"natcoord: simulating {model.name} for {t_end:g} s (rtol={args.rtol:g}, "
+          f"proj_tol={args.proj_tol:g}, solver={args.solver or 'default'}, "
+          f"projection={args.projection})", file=sys.stderr)
+    sol, status = _run(model, t_end, args)
+    if sol is None:
+        return status
+    # what the run was, for the saved file; simulate's own record, if any, wins
+    sol.settings = {"model": args.model, "parameters": args.param, "scenario": args.scenario,
+                    "t_end": t_end, "rtol": args.rtol, "atol": args.atol,
+                    "proj_tol": args.proj_tol, "solver": args.solver,
+                    "projection": args.projection, "outputs": args.outputs,
+                    **sol.settings}
+    partial = status != OK
+    _summary(model, sol, partial)
+    what = "partial " if partial else ""
+    if out:
+        sol.save(out)
+        print(f"  {what}trajectory written to {out}")
+    if plot and sol.t.size:
+        from .plotting import plot_solution
+        plot_solution(sol, plot, proj_tol=args.proj_tol)
+        print(f"  {what}figure written to {plot}")
     return status
 
 
@@ -125,16 +237,21 @@ def main(argv=None):
     sim = sub.add_parser("simulate", help="simulate a benchmark mechanism",
                          description="Simulate a benchmark mechanism and report accuracy.")
     _model_arguments(sim)
-    sim.add_argument("--t-end", type=float, help="end time [s] (default: the scenario's)")
-    sim.add_argument("--rtol", type=float, default=1e-6, help="integration tolerance")
-    sim.add_argument("--atol", type=float, help="absolute tolerance (default: rtol)")
-    sim.add_argument("--proj-tol", type=float, default=1e-10, help="projection tolerance")
+    sim.add_argument("--t-end", type=positive_float,
+                     help="end time [s] (default: the scenario's)")
+    sim.add_argument("--rtol", type=positive_float, default=1e-6, help="integration tolerance")
+    sim.add_argument("--atol", type=positive_float, help="absolute tolerance (default: rtol)")
+    sim.add_argument("--proj-tol", type=positive_float, default=1e-10,
+                     help="projection tolerance")
     sim.add_argument("--solver", choices=available_solvers(), help="linear solver backend")
     sim.add_argument("--projection", choices=PROJECTIONS, default=PROJECTIONS[0])
-    sim.add_argument("--outputs", type=int, default=1000,
+    sim.add_argument("--outputs", type=non_negative_int, default=1000,
                      help="number of equidistant output intervals (0: every step)")
-    sim.add_argument("--out", help="write the trajectory to this .npz file")
-    sim.add_argument("--plot", help="write a figure (point, residuals, energy) to this file")
+    sim.add_argument("--out", metavar="F.npz",
+                     help="write the results to this file (Solution.load reads it back); "
+                          "a failed or interrupted run writes what it has, marked partial")
+    sim.add_argument("--plot", metavar="F.png|F.pdf|F.svg",
+                     help="write a figure (point, residuals, energy) to this file")
     sim.add_argument("--quiet", action="store_true", help="no progress output")
     sim.set_defaults(func=cmd_simulate)
 
@@ -166,10 +283,13 @@ def main(argv=None):
     if not hasattr(args, "func"):
         parser.error(f"bench {args.experiment} is unavailable in this installation")
     try:
-        return args.func(args) or 0
-    except ValueError as err:
+        return args.func(args) or OK
+    except (BadInput, ValueError) as err:
         print(f"natcoord: {err}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
+    except KeyboardInterrupt:
+        print("natcoord: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -4,16 +4,21 @@ A force ``F`` at body point ``r̄`` contributes ``C(r̄)ᵀ F`` (slot k receives
 ``c̄_k F``); a torque ``τ`` contributes ``½ τ × e_k`` to each axis ``e_k``, whose
 virtual work ``Σ_k ½(τ × e_k)·(δφ × e_k) = τ·δφ`` for an orthonormal frame.
 Generalized forces are accumulated into an array of slot vectors (4 n, 3).
+Every force carries ``where``, the description its errors name it by.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .checks import NonFiniteValue, finite_triple
 from .expressions import Affine
 
 
-def _value(spec, t, state):
-    return np.asarray(spec(t, state) if callable(spec) else spec, float)
+def _value(spec, t, state, where):
+    """A constant (validated by the builder) or ``f(t, state)``, checked at every call."""
+    if not callable(spec):
+        return spec
+    return finite_triple(spec(t, state), "f(t, state)", where, t)
 
 
 def _distribute(F, expr: Affine, force):
@@ -23,26 +28,26 @@ def _distribute(F, expr: Affine, force):
 
 
 class PointForce:
-    """A force (constant (3,) or ``f(t, state) -> (3,)``) at a body point."""
+    """A force (constant (3,) or ``f(t, state) -> (3,)``, N) at a body point."""
 
-    def __init__(self, point: Affine, force):
-        self.point, self.force = point, force
+    def __init__(self, point: Affine, force, where="force"):
+        self.point, self.force, self.where = point, force, where
 
     def apply(self, t, state, X, V, F):
-        _distribute(F, self.point, _value(self.force, t, state))
+        _distribute(F, self.point, _value(self.force, t, state, self.where))
 
     def potential(self, X):
         return 0.0
 
 
 class Torque:
-    """A torque (constant or ``f(t, state)``) on body ``index``: ``½ τ × e_k``."""
+    """A torque (constant or ``f(t, state)``, N·m) on body ``index``: ``½ τ × e_k``."""
 
-    def __init__(self, index, torque):
-        self.index, self.torque = index, torque
+    def __init__(self, index, torque, where="torque"):
+        self.index, self.torque, self.where = index, torque, where
 
     def apply(self, t, state, X, V, F):
-        tau = _value(self.torque, t, state)
+        tau = _value(self.torque, t, state, self.where)
         s = 4 * self.index
         F[s + 1:s + 4] += 0.5 * np.cross(tau, X[s + 1:s + 4])
 
@@ -53,13 +58,17 @@ class Torque:
 class SpringDamper:
     """Linear spring–damper between two points: tension ``k (l − l0) + c l̇``."""
 
-    def __init__(self, point_a: Affine, point_b: Affine, stiffness, rest_length, damping):
-        self.a, self.b = point_a, point_b
+    def __init__(self, point_a: Affine, point_b: Affine, stiffness, rest_length, damping,
+                 where="spring"):
+        self.a, self.b, self.where = point_a, point_b, where
         self.k, self.l0, self.c = float(stiffness), float(rest_length), float(damping)
 
     def apply(self, t, state, X, V, F):
         d = self.b.evaluate(X) - self.a.evaluate(X)
         length = np.linalg.norm(d)
+        if length == 0.0:
+            raise NonFiniteValue(f"{self.where}: its end points coincide at t = {t:g}, so the "
+                                 f"direction of the spring force is undefined")
         n = d / length
         rate = n @ (self.b.rate(V) - self.a.rate(V))
         tension = self.k * (length - self.l0) + self.c * rate

@@ -15,11 +15,13 @@ Rheonomic drives are the same forms with time-dependent weights: a row is
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import CubicSpline
 
+from .checks import finite_triple
 from .expressions import Affine, Quadratic, component, dot
 
 
@@ -29,8 +31,16 @@ class Drive:
 
     Build from three callables (``Drive(s, s_dot, s_ddot)``), from one callable
     returning the triple (``Drive(f)``), or from samples
-    (``Drive.spline(t, s)``, a C² cubic spline).
+    (``Drive.spline(t, s)``, a C² cubic spline). Calling it returns
+    ``(s, ṡ, s̈)`` as three finite floats or raises an error naming its joint.
     """
+
+    #: what errors call the drive; the builder puts its joint here
+    label = "Drive"
+    CONTRACT = ("; a drive returns the triple (s, ṡ, s̈): the prescribed coordinate and its "
+                "first two time derivatives at time t. For a function s(t) alone, pass "
+                "Drive(s, s_dot, s_ddot) with its derivatives, or Drive.spline(t, s) on "
+                "samples of it")
 
     def __init__(self, position, velocity=None, acceleration=None):
         if velocity is None and acceleration is None:
@@ -48,17 +58,23 @@ class Drive:
 
     @classmethod
     def coerce(cls, drive, where):
-        if drive is None or isinstance(drive, Drive):
-            return drive
+        """The drive of joint ``where``, checked by one call at t = 0."""
+        if drive is None:
+            return None
         if isinstance(drive, (tuple, list)) and len(drive) == 3 and all(map(callable, drive)):
-            return cls(*drive)
-        if callable(drive):
-            return cls(drive)
-        raise ValueError(f"{where}: drive must be a Drive, a callable returning (s, s', s''), "
-                         f"or a tuple of three callables")
+            drive = cls(*drive)
+        elif callable(drive) and not isinstance(drive, Drive):
+            drive = cls(drive)
+        elif not isinstance(drive, Drive):
+            raise ValueError(f"{where}: drive must be a Drive, a callable returning (s, s', s''), "
+                             f"or a tuple of three callables")
+        drive = copy.copy(drive)            # the same Drive may serve several joints
+        drive.label = where
+        drive(0.0)
+        return drive
 
     def __call__(self, t):
-        s, sd, sdd = self._triple(t)
+        s, sd, sdd = finite_triple(self._triple(t), "drive", self.label, t, self.CONTRACT)
         return float(s), float(sd), float(sdd)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import joints as J
-from .body import Body, validate_axes, validate_mass_properties
+from .body import Body, validate_axes, validate_conditioning, validate_mass_properties
+from .checks import float_array, number
 from .expressions import Affine
 from .forces import PointForce, SpringDamper, Torque
 
@@ -20,8 +21,9 @@ GROUND = _Ground()
 
 
 def _vector(value, what, where, unit=False):
-    v = np.asarray(value, float)
-    if v.shape != (3,) or not np.all(np.isfinite(v)):
+    """3 finite numbers (a unit vector if ``unit``), or an error naming ``where`` and ``what``."""
+    v = float_array(value)
+    if v is None or v.shape != (3,) or not np.all(np.isfinite(v)):
         raise ValueError(f"{where}: {what} must be 3 finite numbers, got {value!r}")
     if unit:
         n = np.linalg.norm(v)
@@ -71,10 +73,10 @@ class Mechanism:
         origin = _vector(origin, "origin", where)
         A = validate_axes(name, np.eye(3) if axes is None else axes)
         com = _vector(com, "com", where)
-        validate_mass_properties(name, float(mass), inertia)
+        mass, inertia = validate_mass_properties(name, mass, inertia)
         local_com = com if local else A.T @ (com - origin)
-        body = Body(name, len(self.bodies), float(mass), local_com,
-                    np.asarray(inertia, float).copy(), origin, A)
+        body = Body(name, len(self.bodies), mass, local_com, inertia, origin, A)
+        validate_conditioning(body)
         self.bodies.append(body)
         self._names.add(name)
         self._by_name[name] = body
@@ -194,56 +196,81 @@ class Mechanism:
         label, where, fi, fj = self._joint_frames("distance", a, b, name)
         xa = _vector(point_a, "point_a", where)
         xb = _vector(point_b, "point_b", where)
-        length = np.linalg.norm(xb - xa) if length is None else float(length)
-        if not np.isfinite(length) or length <= 0.0:
+        length = np.linalg.norm(xb - xa) if length is None else number(length, "length", where)
+        if length <= 0.0:
             raise ValueError(f"{where}: length must be positive, got {length!r}")
         return self._add("distance", label, fi, fj,
                          J.distance_rows(label, fi, fj, xa, xb, length))
 
     # ------------------------------------------------------------- forces
-    def _point_expr(self, ref, point, where, local=False):
-        body = self.body(ref)
-        x = _vector(point, "point", where)
+    def _point_expr(self, ref, point, where, local=False, what="point"):
+        """Affine expression of ``point`` on body ``ref`` (a constant on ground)."""
+        x = _vector(point, what, where)
+        try:
+            body = self.body(ref)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
         if body is None:
             return Affine.constant(x)
         return Affine.body_point(body.index, x if local else body.to_local_point(x))
 
+    def _force_label(self, what, name, on=""):
+        """How errors name a force: ``"force 'push' on 'rod'"``, or unnamed
+        ``"force on 'rod' (#3)"``, the third force, torque or spring added."""
+        if name is None:
+            return f"{what}{on} (#{len(self.forces) + 1})"
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what}{on}: name must be a non-empty string, got {name!r}")
+        return f"{what} {name!r}{on}"
+
     def add_spring(self, a, b, point_a, point_b, stiffness, rest_length=None, damping=0.0,
                    name=None):
-        """Linear spring–damper between ``point_a`` (on a) and ``point_b`` (on b)."""
-        where = f"spring {name or len(self.forces) + 1!r}"
+        """Linear spring–damper between ``point_a`` (on a) and ``point_b`` (on b).
+
+        The spring must have a length in the reference configuration: the
+        direction of its force is undefined where its end points coincide.
+        """
+        where = self._force_label("spring", name)
+        pa = self._point_expr(a, point_a, where, what="point_a")
+        pb = self._point_expr(b, point_b, where, what="point_b")
+        xa, xb = _vector(point_a, "point_a", where), _vector(point_b, "point_b", where)
+        length = np.linalg.norm(xb - xa)
+        if length <= 1e-12 * max(np.linalg.norm(xa), np.linalg.norm(xb), 1.0):
+            raise ValueError(
+                f"{where}: point_a and point_b coincide in the reference configuration, where "
+                f"the direction of the spring force is undefined; attach the spring at points "
+                f"apart, or model a zero-length spring as a Cartesian force "
+                f"(add_force with f(t, state) = −k (r_b − r_a) on b, and its opposite on a)")
+        rest = length if rest_length is None else number(rest_length, "rest_length", where,
+                                                         "non-negative")
+        k = number(stiffness, "stiffness", where, "non-negative")
+        c = number(damping, "damping", where, "non-negative")
+        self.forces.append(SpringDamper(pa, pb, k, rest, c, where))
+
+    def _load(self, body, what, value, name):
+        """The moving body a force or torque acts on, its label and the value."""
+        where = self._force_label(what, name, f" on {body!r}")
         try:
-            pa = self._point_expr(a, point_a, where)
-            pb = self._point_expr(b, point_b, where)
+            b = self.body(body)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
-        length = np.linalg.norm(_vector(point_b, "point_b", where) -
-                                _vector(point_a, "point_a", where))
-        rest = length if rest_length is None else float(rest_length)
-        for what, value in (("stiffness", stiffness), ("damping", damping),
-                            ("rest_length", rest)):
-            if not np.isfinite(value) or value < 0:
-                raise ValueError(f"{where}: {what} must be finite and non-negative, "
-                                 f"got {value!r}")
-        self.forces.append(SpringDamper(pa, pb, stiffness, rest, damping))
-
-    def _load(self, body, what, value):
-        """The moving body a force or torque acts on, and the validated value."""
-        where = f"{what} on {body!r}"
-        b = self.body(body)
         if b is None:
             raise ValueError(f"{where}: a {what} on ground does nothing; pick a moving body")
         return b, where, value if callable(value) else _vector(value, what, where)
 
-    def add_force(self, body, point, force, local=False):
-        """Force at a body point: constant (3,) or callable ``f(t, state) -> (3,)``."""
-        _, where, force = self._load(body, "force", force)
-        self.forces.append(PointForce(self._point_expr(body, point, where, local), force))
+    def add_force(self, body, point, force, local=False, name=None):
+        """Force (N) at a body point: constant (3,) or callable ``f(t, state) -> (3,)``.
 
-    def add_torque(self, body, torque):
-        """Torque on a body: constant (3,) or callable ``f(t, state) -> (3,)``."""
-        b, _, torque = self._load(body, "torque", torque)
-        self.forces.append(Torque(b.index, torque))
+        A callable is checked at every call: a result that is not 3 finite
+        numbers raises an error naming the force (``name`` or its number).
+        """
+        _, where, force = self._load(body, "force", force, name)
+        self.forces.append(PointForce(self._point_expr(body, point, where, local), force, where))
+
+    def add_torque(self, body, torque, name=None):
+        """Torque (N·m) on a body: constant (3,) or callable ``f(t, state) -> (3,)``."""
+        b, where, torque = self._load(body, "torque", torque, name)
+        self.forces.append(Torque(b.index, torque, where))
 
     # ------------------------------------------------------------- build
     def initial_guess(self):

@@ -1,6 +1,9 @@
 """The result of a simulation: trajectory, residual and energy histories, statistics."""
 from __future__ import annotations
 
+import json
+from types import MappingProxyType
+
 import numpy as np
 
 
@@ -92,10 +95,110 @@ class Solution:
         rate = np.array([spec.drive(t)[1] for t in self.t])
         return self.drive_force(joint) * rate
 
+    #: simulation settings (t_end, rtol, atol, proj_tol, solver, projection, ...) as
+    #: given to ``simulate``; empty when unknown. Saved and loaded with the results.
+    settings = MappingProxyType({})
+
     def save(self, path):
-        """Write arrays and statistics to an ``.npz`` file."""
-        np.savez_compressed(path, t=self.t, p=self.p, v=self.v, energy=self.energy,
-                            constraint_residual=self.constraint_residual,
-                            velocity_residual=self.velocity_residual,
+        """Write the results to an ``.npz`` file that :meth:`load` reads without pickle.
+
+        Arrays: ``t, p, v, energy, constraint_residual, velocity_residual``,
+        ``lam`` when recorded, ``dropped_rows`` and ``dropped`` (labels); the
+        JSON string ``metadata`` holds the format version, model name, body
+        names, coordinate layout, constraint row labels, ``stats``,
+        ``settings``, ``success`` and ``message``.
+        """
+        model = self.model
+        metadata = {
+            "format": FORMAT, "version": VERSION, "model": model.name,
+            "bodies": list(model.body_index),
+            "coordinates": COORDINATES, "row_labels": list(model.row_labels),
+            "stats": self.stats, "settings": dict(self.settings),
+            "success": bool(self.success), "message": str(self.message)}
+        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        if self.lam is not None:
+            arrays["lam"] = self.lam
+        np.savez_compressed(path, **arrays, dropped_rows=self.dropped_rows,
                             dropped=np.array(self.dropped, dtype=str),
-                            **{f"stats_{k}": v for k, v in self.stats.items()})
+                            metadata=np.array(json.dumps(metadata, default=_plain)))
+
+    @classmethod
+    def load(cls, path, model=None):
+        """A :class:`Solution` saved by :meth:`save` (read with ``allow_pickle=False``).
+
+        Pass the ``model`` the file was saved from (e.g. ``mech.build()``) to use
+        :meth:`point` and the other methods that need it; its body names and
+        constraint rows must match the file. Without it, ``sol.model`` only
+        knows the model's name, body names and row labels.
+        """
+        with np.load(path, allow_pickle=False) as data:
+            if "metadata" not in data.files:
+                raise ValueError(f"{path}: not a natcoord solution file (no metadata)")
+            metadata = json.loads(str(data["metadata"]))
+            if metadata.get("format") != FORMAT or metadata.get("version", 0) > VERSION:
+                raise ValueError(f"{path}: not a {FORMAT} file of version <= {VERSION} "
+                                 f"(format {metadata.get('format')!r}, version "
+                                 f"{metadata.get('version')!r})")
+            arrays = {name: data[name] for name in data.files}
+        sol = cls.__new__(cls)
+        sol.model = _saved_model(path, metadata, model)
+        for name in _ARRAYS:
+            setattr(sol, name, arrays[name])
+        sol.lam = arrays.get("lam")
+        sol.dropped_rows = arrays["dropped_rows"].astype(np.int64)
+        sol.dropped = [str(label) for label in arrays["dropped"]]
+        sol.stats = metadata["stats"]
+        sol.settings = metadata["settings"]
+        sol.success, sol.message = metadata["success"], metadata["message"]
+        return sol
+
+
+FORMAT, VERSION = "natcoord-solution", 1
+COORDINATES = ("p and v (k, 12 n): 12 coordinates per body in body order, (o, e1, e2, e3): "
+               "frame origin (m) and the world images of the body axes (dimensionless); "
+               "v their time derivatives (m/s, 1/s); t in s, energy in J")
+_ARRAYS = ("t", "p", "v", "energy", "constraint_residual", "velocity_residual")
+
+
+def _plain(value):
+    """JSON for NumPy scalars and arrays in ``stats`` and ``settings``."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    raise TypeError(f"cannot save {value!r} ({type(value).__name__}) in a solution file")
+
+
+class DetachedModel:
+    """What a solution file knows of its model: name, bodies, constraint row labels.
+
+    Stands in for the model of a :class:`Solution` loaded without one; the
+    methods that need the model itself (``point``, ``joint_multipliers``, ...)
+    raise an error saying to pass ``model=``.
+    """
+
+    def __init__(self, path, name, body_names, row_labels):
+        self.path, self.name = path, name
+        self.body_index = {body: i for i, body in enumerate(body_names)}
+        self.row_labels = tuple(row_labels)
+        self.n_coords = 12 * len(self.body_index)
+        self.n_rows = len(self.row_labels)
+
+    def __getattr__(self, attribute):
+        raise AttributeError(f"this solution of {self.name!r} was loaded from {self.path} "
+                             f"without its model, which this needs (model.{attribute}): "
+                             f"load it with Solution.load(path, model=...), passing the "
+                             f"built model (e.g. mech.build())")
+
+
+def _saved_model(path, metadata, model):
+    """``model`` if it matches the file's bodies and rows, else a :class:`DetachedModel`."""
+    bodies, rows = metadata["bodies"], metadata["row_labels"]
+    if model is None:
+        return DetachedModel(path, metadata["model"], bodies, rows)
+    names = list(model.body_index)
+    if names != bodies or model.n_rows != len(rows):
+        raise ValueError(f"{path} was saved from model {metadata['model']!r} with bodies "
+                         f"{bodies} ({12 * len(bodies)} coordinates, {len(rows)} constraint "
+                         f"rows); model {model.name!r} has bodies {names} ({model.n_coords} "
+                         f"coordinates, {model.n_rows} rows): pass the model the file was "
+                         f"saved from")
+    return model

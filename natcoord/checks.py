@@ -1,0 +1,57 @@
+"""Input checks shared by the builder, forces and drives (DESIGN §4).
+
+Bad input fails where it enters, with a message naming the body, joint or
+force (``where``) and the field (``what``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_SIGNS = {None: "a finite number", "positive": "a positive finite number",
+          "non-negative": "a non-negative finite number"}
+
+
+class NonFiniteValue(ValueError, FloatingPointError):
+    """A user callback (force, torque, drive) returned NaN or inf.
+
+    A ``ValueError`` naming the callback, and a ``FloatingPointError`` so the
+    integrator treats it like any other non-finite evaluation: it retries
+    with smaller steps and, failing that, stops keeping the partial solution.
+    """
+
+
+def float_array(value):
+    """``value`` as a float64 array, or None when it is not numeric (``'abc'``, ragged)."""
+    try:
+        return np.asarray(value, float)
+    except (TypeError, ValueError):
+        return None
+
+
+def number(value, what, where, sign=None) -> float:
+    """``value`` as a finite float; ``sign`` ``"positive"`` or ``"non-negative"`` restricts it."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not math.isfinite(x) or (sign == "positive" and x <= 0) or (
+            sign == "non-negative" and x < 0):
+        raise ValueError(f"{where}: {what} must be {_SIGNS[sign]}, got {value!r}")
+    return x
+
+
+def finite_triple(value, what, where, t, hint=""):
+    """A callback's result at time ``t`` as 3 floats (shape (3,)), or an error naming it.
+
+    ``hint`` explains the callback's contract when the result has the wrong form.
+    """
+    a = float_array(value)
+    if a is None or a.shape != (3,):
+        raise ValueError(f"{where}: {what} must return 3 numbers, got {value!r} at t = {t:g}"
+                         f"{hint}")
+    if not np.all(np.isfinite(a)):
+        raise NonFiniteValue(f"{where}: {what} returned {value!r} at t = {t:g}; "
+                             f"it must be finite")
+    return a
