@@ -36,6 +36,9 @@ D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799,
               -1453857185 / 822651844, 69997945 / 29380423])
 PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
 SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
+#: a newly dropped row this far (relative) from the span of the kept rows other
+#: than drives depends on a drive: the mechanism locks
+LOCKED = 1e-3
 
 
 class IntegrationError(RuntimeError):
@@ -88,7 +91,8 @@ class _Run:
         self.active_set_changes = 0
         self.drift = None                      # message once the residual exceeds drift_tol
         self.wall = None
-        self._dropped = None
+        self.dropped_start = np.zeros(0, np.int64)
+        self._dropped = self._unlocked = None
 
     def rhs(self, t, y):
         p, v = y[:self.n], y[self.n:]
@@ -118,13 +122,13 @@ class _Run:
         tolerance; with the weaker stabilizations note when the residual first
         exceeds ``drift_tol``."""
         ws, model = self.ws, self.model
-        locked = np.intersect1d(ws.solver.dropped, self.drive_rows)
-        if locked.size:
-            raise _Abort(f"the mechanism locks at t = {t:.6g}: the drive row of "
-                         f"{_joints(model, locked)} became redundant (the constraint "
-                         f"Jacobian loses rank at the drive), so the prescribed motion "
-                         f"cannot be followed; joints with dropped rows: "
-                         f"{_joints(model, ws.solver.dropped)}")
+        involved = self.locking()
+        if involved is not None:
+            raise _Abort(f"the mechanism locks at t = {t:.6g}: the constraint Jacobian "
+                         f"loses rank at the drive of {_joints(model, self.drive_rows)}, so "
+                         f"the prescribed motion cannot be followed; joints involved: "
+                         f"{_joints(model, involved)}; rows dropped: "
+                         f"{[model.row_labels[r] for r in ws.solver.dropped]}")
         ws.constraints(t, p, v)
         g, gv = ws.g, ws.velocity_residual(v)
         if self.projection == "position+velocity":
@@ -145,6 +149,30 @@ class _Run:
                               f"t = {t:.6g}")
                 warnings.warn(self.drift, RuntimeWarning, stacklevel=4)
 
+    def locking(self):
+        """Rows of the dependency that makes a drive redundant, or ``None``.
+
+        A drive row dropped, or a row dropped since the start that is a
+        combination of the kept rows only with a drive row's help (its distance
+        to the span of the kept non-drive rows exceeds ``LOCKED`` times its norm).
+        """
+        dropped = self.ws.solver.dropped
+        new = np.setdiff1d(dropped, self.dropped_start)
+        if not self.drive_rows.size or not new.size or np.array_equal(dropped, self._unlocked):
+            return None
+        G = self.model.tables.csr(self.ws.G).toarray()
+        kept = np.setdiff1d(np.arange(self.model.n_rows), dropped)
+        free = np.setdiff1d(kept, self.drive_rows)
+        for r in new:
+            if r not in self.drive_rows:
+                c = np.linalg.lstsq(G[free].T, G[r], rcond=None)[0]
+                if np.linalg.norm(G[free].T @ c - G[r]) <= LOCKED * np.linalg.norm(G[r]):
+                    continue
+            c = np.linalg.lstsq(G[kept].T, G[r], rcond=None)[0]
+            return np.append(kept[np.abs(c) > 1e-6 * np.abs(c).max(initial=0.0)], r)
+        self._unlocked = dropped.copy()
+        return None
+
     def record(self, t, y):
         ws, model = self.ws, self.model
         p, v = y[:self.n].copy(), y[self.n:].copy()
@@ -164,11 +192,11 @@ class _Run:
                 "active_set_changes": self.active_set_changes,
                 "wall_time": 0.0 if self.wall is None else time.perf_counter() - self.wall}
 
-    def solution(self, dropped_start):
-        return Solution(self.model, self.records, self.stats(), dropped_start,
+    def solution(self):
+        return Solution(self.model, self.records, self.stats(), self.dropped_start,
                         self.drift is None, self.drift or "ok")
 
-    def partial(self, message, dropped_start, t_eval):
+    def partial(self, message, t_eval):
         """The solution so far after a failure: every output reached and, when that
         is not the last accepted state, the last accepted state as a final record."""
         last_is_step = False
@@ -182,7 +210,7 @@ class _Run:
         if last_is_step:
             message += (f"; the last record (t = {self.t:g}) is the last accepted step, "
                         f"not a t_eval point")
-        return Solution(self.model, self.records, self.stats(), dropped_start, False,
+        return Solution(self.model, self.records, self.stats(), self.dropped_start, False,
                         message, last_record_is_step=last_is_step)
 
 
@@ -264,24 +292,23 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         _consistent(ws, initial_state, proj_tol)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol)
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
-    dropped_start = np.zeros(0, np.int64)
     try:
         f = run.rhs(run.t, run.y)
-        dropped_start = ws.solver.dropped.copy()
+        run.dropped_start = ws.solver.dropped.copy()
         run.check(run.t, initial_state.p, initial_state.v)
         run.wall = time.perf_counter()
         _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps, progress)
     except KeyboardInterrupt as exc:
         message = f"interrupted at t = {run.t:g}"
         raise SimulationInterrupted(f"{message} (partial solution on .solution)",
-                                    run.partial(message, dropped_start, t_eval)) from exc
+                                    run.partial(message, t_eval)) from exc
     except Exception as exc:
         message = str(exc) if isinstance(exc, _Abort) else \
             f"{type(exc).__name__} after t = {run.t:.6g}: {exc}"
-        sol = run.partial(message, dropped_start, t_eval)
+        sol = run.partial(message, t_eval)
         raise IntegrationError(f"{message} (partial solution up to t = {run.t:g} kept on "
                                f"the exception's .solution)", sol) from exc
-    return run.solution(dropped_start)
+    return run.solution()
 
 
 def _consistent(ws, state, proj_tol):
