@@ -6,7 +6,7 @@ Coordinates", Math. Comput. Model. Dyn. Syst. 7(2).
 from . import models
 from .body import box_inertia, cylinder_inertia, rod_inertia
 from .dynamics import AccelerationInfo, Workspace, accelerations
-from .integrate import PROJECTIONS, IntegrationError, simulate
+from .integrate import PROJECTIONS, IntegrationError, SimulationInterrupted, simulate
 from .joints import Drive
 from .linalg import available_solvers, default_solver
 from .mechanism import GROUND, Mechanism
@@ -17,5 +17,6 @@ from .solution import Solution
 __version__ = "0.1.0"
 __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive",
            "simulate", "accelerations", "AccelerationInfo", "IntegrationError",
+           "SimulationInterrupted",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
            "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import validate
 from .kernels import constraint_kernel, jacobian_times
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
@@ -91,11 +92,12 @@ def accelerations(model, state, solver=None, workspace=None):
 
     Solves ``[[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]`` (DESIGN §1.5) with the given
     backend; returns ``(a, λ, info)``. Pass a :class:`Workspace` to reuse
-    buffers and the symbolic phase across calls.
+    buffers and the symbolic phase across calls. ``state`` must be a
+    :class:`State` with finite ``(12 n,)`` arrays (``TypeError``/``ValueError``).
     """
+    state = validate.state(model, state)
     ws = workspace if workspace is not None else Workspace(model, solver)
-    p = np.ascontiguousarray(state.p, float)
-    v = np.ascontiguousarray(state.v, float)
+    p, v = state.p, state.v
     a, lam = ws.accelerations(state.t, p, v)
     dropped = ws.solver.dropped.copy()
     info = AccelerationInfo(dropped, [model.row_labels[r] for r in dropped],

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 
 import numpy as np
 
+from . import validate
 from .dynamics import Workspace
 from .linalg.base import DROP_TOL, HOLD_TOL
-from .projection import ProjectionError, project_positions, project_velocities
+from .model import JOINT
+from .projection import (ProjectionError, describe_rows, project_positions,
+                         project_velocities, threshold)
 from .solution import Solution
 
 C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
@@ -32,14 +36,31 @@ D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799,
               -1453857185 / 822651844, 69997945 / 29380423])
 PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
 SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
+#: a newly dropped row this far (relative) from the span of the kept rows other
+#: than drives depends on a drive: the mechanism locks
+LOCKED = 1e-3
 
 
 class IntegrationError(RuntimeError):
-    """The integration failed; ``.solution`` holds everything integrated so far."""
+    """The integration failed; ``.solution`` holds everything integrated so far
+    (``success=False``, the reason in ``.message``)."""
 
     def __init__(self, message, solution):
         super().__init__(message)
         self.solution = solution
+
+
+class SimulationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`simulate`: still a ``KeyboardInterrupt`` (a script
+    stops as it would), carrying everything integrated so far on ``.solution``."""
+
+    def __init__(self, message, solution):
+        super().__init__(message)
+        self.solution = solution
+
+
+class _Abort(Exception):
+    """A failure that a smaller step cannot cure; ends the run."""
 
 
 def dense_output(y0, y1, K, h, theta):
@@ -52,17 +73,26 @@ def dense_output(y0, y1, K, h, theta):
 
 
 class _Run:
-    """One integration: state, workspace, counters and recorded outputs."""
+    """One integration: state, workspace, counters, recorded outputs and the checks
+    every projected state passes (DESIGN §1.7)."""
 
-    def __init__(self, model, ws, proj_tol, projection, baumgarte, multipliers):
+    def __init__(self, model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol):
         self.model, self.ws, self.n = model, ws, model.n_coords
         self.proj_tol, self.projection = proj_tol, projection
         self.baumgarte = baumgarte if projection == "baumgarte" else None
-        self.multipliers = multipliers
+        self.multipliers, self.drift_tol = multipliers, drift_tol
+        self.drive_rows = np.array([model.joint_rows[j][0] + joint.drive_row
+                                    for j, joint in enumerate(model.joints)
+                                    if joint.drive is not None], np.int64)
         self.records = []
+        self.t = self.y = None                 # last accepted state
+        self.steps = self.rejected = 0
         self.projection_iterations = 0
         self.active_set_changes = 0
-        self._dropped = None
+        self.drift = None                      # message once the residual exceeds drift_tol
+        self.wall = None
+        self.dropped_start = np.zeros(0, np.int64)
+        self._dropped = self._unlocked = None
 
     def rhs(self, t, y):
         p, v = y[:self.n], y[self.n:]
@@ -74,6 +104,7 @@ class _Run:
         return np.concatenate([v, a])
 
     def project(self, t, y):
+        """Project per ``self.projection`` and :meth:`check` the result."""
         p, v = y[:self.n], y[self.n:]
         positions = self.projection == "position+velocity"
         if positions:
@@ -82,7 +113,65 @@ class _Run:
         if self.projection in ("position+velocity", "velocity"):
             v, k = project_velocities(self.ws, t, p, v, self.proj_tol, evaluated=positions)
             self.projection_iterations += k
+        self.check(t, p, v)
         return np.concatenate([p, v])
+
+    def check(self, t, p, v):
+        """Stop when a drive row is dropped (the mechanism locks) or, with position and
+        velocity projection, when any row, kept or dropped, exceeds the projection
+        tolerance; with the weaker stabilizations note when the residual first
+        exceeds ``drift_tol``."""
+        ws, model = self.ws, self.model
+        involved = self.locking()
+        if involved is not None:
+            raise _Abort(f"the mechanism locks at t = {t:.6g}: the constraint Jacobian "
+                         f"loses rank at the drive of {_joints(model, self.drive_rows)}, so "
+                         f"the prescribed motion cannot be followed; joints involved: "
+                         f"{_joints(model, involved)}; rows dropped: "
+                         f"{[model.row_labels[r] for r in ws.solver.dropped]}")
+        ws.constraints(t, p, v)
+        g, gv = ws.g, ws.velocity_residual(v)
+        if self.projection == "position+velocity":
+            for name, r, tol in (("‖g‖∞", g, threshold(ws, p, self.proj_tol)),
+                                 ("‖G v + g_t‖∞", gv, threshold(ws, v, self.proj_tol, ws.g_t))):
+                rows = np.flatnonzero(np.abs(r) > tol)
+                if rows.size:
+                    raise _Abort(f"constraint violation at t = {t:.6g}: {name} = "
+                                 f"{np.abs(r).max():.3e} > {tol:.1e} (proj_tol, or the "
+                                 f"round-off floor if larger) in rows\n"
+                                 f"{describe_rows(model, r, rows[:10])}\n(a dropped row "
+                                 f"that is not in fact redundant shows up here)")
+        elif self.drift is None:
+            size = max(np.abs(g).max(initial=0.0), np.abs(gv).max(initial=0.0))
+            if size > self.drift_tol:
+                self.drift = (f"projection={self.projection!r}: the constraint residual "
+                              f"{size:.2e} exceeds drift_tol = {self.drift_tol:g} at "
+                              f"t = {t:.6g}")
+                warnings.warn(self.drift, RuntimeWarning, stacklevel=4)
+
+    def locking(self):
+        """Rows of the dependency that makes a drive redundant, or ``None``.
+
+        A drive row dropped, or a row dropped since the start that is a
+        combination of the kept rows only with a drive row's help (its distance
+        to the span of the kept non-drive rows exceeds ``LOCKED`` times its norm).
+        """
+        dropped = self.ws.solver.dropped
+        new = np.setdiff1d(dropped, self.dropped_start)
+        if not self.drive_rows.size or not new.size or np.array_equal(dropped, self._unlocked):
+            return None
+        G = self.model.tables.csr(self.ws.G).toarray()
+        kept = np.setdiff1d(np.arange(self.model.n_rows), dropped)
+        free = np.setdiff1d(kept, self.drive_rows)
+        for r in new:
+            if r not in self.drive_rows:
+                c = np.linalg.lstsq(G[free].T, G[r], rcond=None)[0]
+                if np.linalg.norm(G[free].T @ c - G[r]) <= LOCKED * np.linalg.norm(G[r]):
+                    continue
+            c = np.linalg.lstsq(G[kept].T, G[r], rcond=None)[0]
+            return np.append(kept[np.abs(c) > 1e-6 * np.abs(c).max(initial=0.0)], r)
+        self._unlocked = dropped.copy()
+        return None
 
     def record(self, t, y):
         ws, model = self.ws, self.model
@@ -93,6 +182,41 @@ class _Run:
         ws.constraints(t, p, v)
         self.records.append((t, p, v, model.energy(p, v), float(np.abs(ws.g).max(initial=0)),
                              float(np.abs(ws.velocity_residual(v)).max(initial=0)), lam))
+
+    def stats(self):
+        """Counters; ``wall_time`` from after the first evaluation (Numba compilation
+        or cache loading and the symbolic phase excluded)."""
+        return {"solver": self.ws.solver.name, "steps": self.steps, "rejected": self.rejected,
+                "rhs": self.ws.n_rhs, "factorizations": self.ws.n_factorizations,
+                "projection_iterations": self.projection_iterations,
+                "active_set_changes": self.active_set_changes,
+                "wall_time": 0.0 if self.wall is None else time.perf_counter() - self.wall}
+
+    def solution(self):
+        return Solution(self.model, self.records, self.stats(), self.dropped_start,
+                        self.drift is None, self.drift or "ok")
+
+    def partial(self, message, t_eval):
+        """The solution so far after a failure: every output reached and, when that
+        is not the last accepted state, the last accepted state as a final record."""
+        last_is_step = False
+        if self.t is not None and (not self.records or self.records[-1][0] < self.t):
+            try:
+                self.record(self.t, self.y)
+                last_is_step = t_eval is not None
+            except Exception as exc:          # noqa: BLE001 - the failure is reported
+                message += f"; the last accepted state (t = {self.t:g}) could not be " \
+                           f"recorded: {exc}"
+        if last_is_step:
+            message += (f"; the last record (t = {self.t:g}) is the last accepted step, "
+                        f"not a t_eval point")
+        return Solution(self.model, self.records, self.stats(), self.dropped_start, False,
+                        message, last_record_is_step=last_is_step)
+
+
+def _joints(model, rows):
+    return ", ".join(sorted({repr(model.joints[model.row_owner[r]].name) for r in rows
+                             if model.row_kind[r] == JOINT})) or "none"
 
 
 def _initial_step(rhs, t, y, f0, rtol, atol, direction_end):
@@ -109,69 +233,119 @@ def _initial_step(rhs, t, y, f0, rtol, atol, direction_end):
 
 
 def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, solver=None,
-             projection="position+velocity", initial_state=None, t0=0.0, first_step=None,
+             projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
-             max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
-    """Integrate the equations of motion from ``t0`` to ``t_end``.
+             max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6):
+    """Integrate the equations of motion from ``t0`` to ``t_end`` (DESIGN §1.7).
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
-    ``rtol``: coordinates are O(1) in SI units); ``proj_tol``: tolerance of
-    ``‖g‖∞`` and ``‖G v + g_t‖∞`` after projection; ``t_eval``: output times
-    (default: every step); ``projection``: one of ``PROJECTIONS``;
+    ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:
+    tolerance of ``‖g‖∞`` and ``‖G v + g_t‖∞`` after projection, raised to the
+    round-off floor ``10 ε max(|G| |x|)`` where that is larger (fast bodies at a
+    tight ``proj_tol``, see :func:`~natcoord.projection.threshold`); ``t_eval``:
+    output times (default: every step); ``projection``: one of ``PROJECTIONS``;
     ``baumgarte=(α, β)``: stabilization ``γ − 2α ġ − β² g`` for
     ``projection="baumgarte"``; ``drop_tol``/``hold_tol``: relative pivot
-    thresholds of constraint partitioning (``hold_tol=0`` switches its
-    hysteresis off, see :class:`~natcoord.linalg.KKTSolver`). Returns a
-    :class:`Solution`; raises :class:`IntegrationError` carrying the partial
-    solution on failure.
+    thresholds of constraint partitioning, ``0 < drop_tol ≤ hold_tol < 1``
+    (``hold_tol=0`` switches its hysteresis off, see
+    :class:`~natcoord.linalg.KKTSolver`).
+
+    ``initial_state``: a consistent :class:`State` (default
+    ``model.initial_state(t=t0)``); its residuals must be within ``proj_tol``,
+    otherwise ``ValueError`` (assemble with ``model.initial_state(p=..., v=...)``).
+    ``t0`` defaults to ``initial_state.t`` (or 0) and must agree with it.
+
+    Checks: with ``projection="position+velocity"`` every projected state
+    (steps and outputs) must satisfy *all* rows, dropped ones included, within
+    the projection tolerance; otherwise :class:`IntegrationError` names the
+    rows. With the weaker stabilizations the run continues past
+    ``‖g‖∞`` or ``‖G v + g_t‖∞ > drift_tol`` but warns (``RuntimeWarning``) and
+    reports ``success=False`` with the time it happened. A drive row dropped as
+    redundant (the mechanism locks) is an :class:`IntegrationError`.
+
+    Returns a :class:`Solution`. Every failure, an exception raised by a force
+    or drive function included, raises :class:`IntegrationError` chained to its
+    cause, and Ctrl-C raises :class:`SimulationInterrupted` (a
+    ``KeyboardInterrupt``); both carry on ``.solution`` every output reached
+    and the last accepted state (``success=False``; with ``t_eval`` the last
+    accepted step is appended, ``solution.last_record_is_step``).
+    ``stats["wall_time"]`` excludes the first evaluation (compilation).
     """
-    if projection not in PROJECTIONS:
-        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-    if not t_end > t0:
-        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
-    atol = rtol if atol is None else atol
-    wall = time.perf_counter()
+    rtol, atol, proj_tol = validate.tolerances(rtol, rtol if atol is None else atol, proj_tol)
+    validate.choice("projection", projection, PROJECTIONS)
+    baumgarte = validate.baumgarte(baumgarte)
+    drift_tol = validate.positive("drift_tol", drift_tol, finite=False)
+    drop_tol, hold_tol = validate.partitioning(drop_tol, hold_tol)
+    first_step, max_step, max_steps = validate.steps(first_step, max_step, max_steps)
+    if initial_state is not None:
+        initial_state = validate.state(model, initial_state, "initial_state")
+        if t0 is not None and validate.finite("t0", t0) != initial_state.t:
+            raise ValueError(f"t0 ({t0!r}) differs from initial_state.t "
+                             f"({initial_state.t!r}); leave t0 out to start at the state's time")
+    t0 = initial_state.t if initial_state is not None else 0.0 if t0 is None else t0
+    t0, t_end = validate.interval(t0, t_end)
+    t_eval = validate.output_times(t_eval, t0, t_end)
     ws = Workspace(model, solver, drop_tol, hold_tol)
-    state = initial_state if initial_state is not None else model.initial_state(t=t0)
-    run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers)
-    t_eval = None if t_eval is None else np.asarray(t_eval, float)
-    if t_eval is not None and (np.any(np.diff(t_eval) <= 0) or t_eval[0] < t0
-                               or t_eval[-1] > t_end):
-        raise ValueError("t_eval must be increasing and inside [t0, t_end]")
+    if initial_state is None:
+        initial_state = model.initial_state(t=t0)
+    else:
+        _consistent(ws, initial_state, proj_tol)
+    run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol)
+    run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
+    try:
+        f = run.rhs(run.t, run.y)
+        run.dropped_start = ws.solver.dropped.copy()
+        run.check(run.t, initial_state.p, initial_state.v)
+        run.wall = time.perf_counter()
+        _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps, progress)
+    except KeyboardInterrupt as exc:
+        message = f"interrupted at t = {run.t:g}"
+        raise SimulationInterrupted(f"{message} (partial solution on .solution)",
+                                    run.partial(message, t_eval)) from exc
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, _Abort) else \
+            f"{type(exc).__name__} after t = {run.t:.6g}: {exc}"
+        sol = run.partial(message, t_eval)
+        raise IntegrationError(f"{message} (partial solution up to t = {run.t:g} kept on "
+                               f"the exception's .solution)", sol) from exc
+    return run.solution()
+
+
+def _consistent(ws, state, proj_tol):
+    """Raise ``ValueError`` unless ``state`` satisfies every constraint row within
+    ``proj_tol`` (or its round-off floor)."""
+    ws.constraints(state.t, state.p, state.v)
+    g, gv = np.abs(ws.g).max(initial=0.0), np.abs(ws.velocity_residual(state.v)).max(initial=0.0)
+    tol_p = threshold(ws, state.p, proj_tol)
+    tol_v = threshold(ws, state.v, proj_tol, ws.g_t)
+    if g > tol_p or gv > tol_v:
+        raise ValueError(f"initial_state violates the constraints: ‖g‖∞ = {g:.3e}, "
+                         f"‖G v + g_t‖∞ = {gv:.3e} (proj_tol = {proj_tol:.1e}); assemble "
+                         f"consistent values with model.initial_state(p=..., v=..., t=...)")
+
+
+def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps, progress):
+    """The driver: step from ``run.t`` to ``t_end``, record outputs, report progress.
+
+    Failures a smaller step may cure (a failed projection or linear solve, a
+    non-finite state) reject the step; the others propagate to ``simulate``.
+    """
+    t, y = run.t, run.y
     next_out = 0
-    t = t0
-    y = np.concatenate([state.p, state.v])
-    f = run.rhs(t, y)
-    dropped_start = ws.solver.dropped.copy()
-    if t_eval is None or (t_eval.size and t_eval[0] == t0):
+    if t_eval is None or t_eval[0] == t:
         run.record(t, y)
         next_out = 1 if t_eval is not None else 0
-    h = first_step or _initial_step(run.rhs, t, y, f, rtol, atol, t_end - t0)
+    h = first_step or _initial_step(run.rhs, t, y, f, rtol, atol, t_end - t)
     h = min(h, max_step)
-    steps = rejected = 0
     err_old, last_rejected = 1e-4, False
     K = np.empty((7, y.size))
     last_report = time.perf_counter()
-
-    def stats():
-        return {"solver": ws.solver.name, "steps": steps, "rejected": rejected,
-                "rhs": ws.n_rhs,
-                "factorizations": ws.n_factorizations,
-                "projection_iterations": run.projection_iterations,
-                "active_set_changes": run.active_set_changes,
-                "wall_time": time.perf_counter() - wall}
-
-    def fail(message):
-        sol = Solution(model, run.records, stats(), dropped_start, False, message)
-        raise IntegrationError(f"{message} (partial solution up to t = {t:g} kept on "
-                               f"the exception's .solution)", sol)
-
     while t < t_end:
-        if steps + rejected >= max_steps:
-            fail(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
+        if run.steps + run.rejected >= max_steps:
+            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
         h = min(h, t_end - t)
         if h < 10 * np.finfo(float).eps * max(abs(t), 1.0):
-            fail(f"step size underflow at t = {t:.6g} (h = {h:.3e})")
+            raise _Abort(f"step size underflow at t = {t:.6g} (h = {h:.3e})")
         try:
             K[0] = f
             for s in range(1, 7):
@@ -184,30 +358,30 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
             y_proj = run.project(t + h, y_new) if err <= 1.0 else None
         except (ProjectionError, FloatingPointError, np.linalg.LinAlgError) as exc:
             if h < 1e-12 * max(abs(t_end), 1.0):
-                fail(f"evaluation failed at t = {t:.6g}: {exc}")
+                raise _Abort(f"evaluation failed at t = {t:.6g}: {exc}") from exc
             h *= 0.25
-            rejected += 1
+            run.rejected += 1
             last_rejected = True
             continue
         if err > 1.0:
-            rejected += 1
+            run.rejected += 1
             h *= max(FAC_MIN, SAFETY * err ** -0.2)
             last_rejected = True
             continue
         # accepted step
-        steps += 1
+        run.steps += 1
         t_new = t + h
-        if t_eval is not None:
-            while next_out < t_eval.size and t_eval[next_out] <= t_new:
-                theta = (t_eval[next_out] - t) / h
-                y_out = dense_output(y, y_new, K, h, theta)
-                run.record(t_eval[next_out], run.project(t_eval[next_out], y_out))
-                next_out += 1
         f = K[6].copy()
         f[:run.n] = y_proj[run.n:]         # FSAL; ṗ = v exactly at the projected state
-        t, y = t_new, y_proj
+        t_old, y_old = t, y
+        run.t, run.y = t, y = t_new, y_proj
         if t_eval is None:
             run.record(t, y)
+        while t_eval is not None and next_out < t_eval.size and t_eval[next_out] <= t_new:
+            theta = (t_eval[next_out] - t_old) / h
+            y_out = dense_output(y_old, y_new, K, h, theta)
+            run.record(t_eval[next_out], run.project(t_eval[next_out], y_out))
+            next_out += 1
         fac = err ** (0.2 - 0.75 * BETA) / err_old ** BETA
         factor = min(FAC_MAX, max(FAC_MIN, SAFETY / max(fac, 1e-10)))
         if last_rejected:
@@ -216,6 +390,5 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         err_old, last_rejected = max(err, 1e-4), False
         if progress and time.perf_counter() - last_report > 1.0:
             last_report = time.perf_counter()
-            print(f"  t = {t:.4g} / {t_end:g} s, {steps} steps, {rejected} rejected",
+            print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",
                   file=sys.stderr, flush=True)
-    return Solution(model, run.records, stats(), dropped_start)

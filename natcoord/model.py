@@ -194,16 +194,21 @@ class Model:
     def initial_state(self, p=None, v=None, t=0.0, solver=None, proj_tol=None):
         """Consistent ``State`` assembled from an approximate ``(p, v)``.
 
-        Defaults to the mechanism's reference/``set_initial`` data. Raises
+        Defaults to the mechanism's reference/``set_initial`` data. ``p`` and
+        ``v`` must be finite arrays of shape ``(12 n,)``, ``t`` finite and
+        ``proj_tol`` positive (``ValueError``/``TypeError`` otherwise). Raises
         :class:`~natcoord.projection.AssemblyError` naming the joints when
         assembly fails.
         """
+        from . import validate
         from .projection import ASSEMBLY_TOL, assemble
         if p is None and v is None and t == 0.0 and solver is None and proj_tol is None:
             return self._default_initial[0]
-        return assemble(self, self.p_guess if p is None else p,
-                        self.v_guess if v is None else v, t, solver=solver,
-                        proj_tol=ASSEMBLY_TOL if proj_tol is None else proj_tol)[0]
+        p = self.p_guess if p is None else validate.coordinates(self, "p", p)
+        v = self.v_guess if v is None else validate.coordinates(self, "v", v)
+        proj_tol = ASSEMBLY_TOL if proj_tol is None else validate.positive("proj_tol", proj_tol)
+        return assemble(self, p, v, validate.finite("t", t), solver=solver,
+                        proj_tol=proj_tol)[0]
 
     @cached_property
     def _default_initial(self):

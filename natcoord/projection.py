@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dynamics import Workspace
+from .kernels import jacobian_times
 from .model import JOINT, State
 
 
@@ -21,6 +22,10 @@ CONTRACTION = 0.01
 #: kept rows are converged a decade past proj_tol: a dropped (redundant) row is
 #: not projected, its residual is an O(1) combination of the kept rows' ones.
 MARGIN = 0.1
+#: a residual row sums terms of size ``|G| |x|``; within this many machine
+#: epsilons of that scale it is round-off and cannot be reduced (fast bodies at
+#: a proj_tol near 1e-12)
+ROUNDOFF = 10.0
 
 
 class AssemblyError(ValueError):
@@ -37,27 +42,46 @@ def _kept_max(ws, residual):
     return float(np.abs(residual[keep]).max(initial=0.0))
 
 
+def threshold(ws: Workspace, x, tol, rate=None):
+    """The tolerance a residual ``G x + rate`` can be held to: ``max(tol, ROUNDOFF ε s)``
+    with the scale ``s = max_rows (|G| |x| + |rate|)`` of the terms it sums.
+
+    For positions ``x = p`` (``G p`` is of the size of the terms of ``g``), for
+    velocities ``x = v`` and ``rate = g_t``; ``ws`` holds ``G``.
+    """
+    tables = ws.model.tables
+    scale = np.empty(ws.model.n_rows)
+    jacobian_times(np.abs(ws.G), tables.pattern_row, tables.pattern_slot,
+                   np.abs(x).reshape(-1, 3), scale)
+    if rate is not None:
+        scale += np.abs(rate)
+    return max(tol, ROUNDOFF * np.finfo(float).eps * float(scale.max(initial=0.0)))
+
+
 def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what):
     """Iterate ``x ← x + Δx`` with ``[[M, Gᵀ], [G, 0]] [Δx; μ] = [0; −residual(x)]``.
 
     Starts from the factorization in ``ws`` (usually that of the last stage,
     evaluated at the unprojected point) and refactors at the current point
     when an iteration contracts the residual by less than ``CONTRACTION``.
+    Kept rows are converged to ``MARGIN`` times ``tol`` (``tol(x)``: the
+    tolerance, raised to the round-off floor at ``x``; see :func:`threshold`).
     Returns ``(x, iterations)``.
     """
     zero = np.zeros(x.size)
     previous = np.inf
     for it in range(max_iter):
         r = residual(x)
-        size = _kept_max(ws, r)
-        if size <= MARGIN * tol:
+        size, target = _kept_max(ws, r), MARGIN * tol(x)
+        if size <= target:
             return x, it
         if size > CONTRACTION * previous:
             ws.factor()
         previous = size
         dx, _ = ws.solver.solve(zero, -r)
         x = x + dx
-    raise ProjectionError(f"{what} projection: residual {size:.3e} > proj_tol = {tol:.1e} "
+    raise ProjectionError(f"{what} projection: residual of the kept rows {size:.3e} > "
+                          f"{target:.1e} (= {MARGIN:g} × max(proj_tol, round-off floor)) "
                           f"after {max_iter} iterations")
 
 
@@ -69,7 +93,8 @@ def project_positions(ws: Workspace, t, p, v, tol, max_iter=8):
     def g(p):
         ws.constraints(t, p, v)
         return ws.g
-    return _simplified_newton(ws, p, g, tol, max_iter, "position")
+    return _simplified_newton(ws, p, g, lambda p: threshold(ws, p, tol), max_iter,
+                              "position")
 
 
 def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False):
@@ -80,11 +105,12 @@ def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False)
     """
     if not evaluated:
         ws.constraints(t, p, v)
-    return _simplified_newton(ws, v, ws.velocity_residual, tol, max_iter, "velocity")
+    return _simplified_newton(ws, v, ws.velocity_residual,
+                              lambda v: threshold(ws, v, tol, ws.g_t), max_iter, "velocity")
 
 
-def _worst_rows(model, g, count=5):
-    rows = np.argsort(-np.abs(g))[:count]
+def describe_rows(model, g, rows):
+    """One line per row: label, owning joint or body, residual."""
     lines = []
     for r in rows:
         owner = model.row_owner[r]
@@ -92,6 +118,10 @@ def _worst_rows(model, g, count=5):
                  else f"body {model.bodies[owner].name!r}")
         lines.append(f"  {model.row_labels[r]} ({where}): {g[r]:+.3e}")
     return "\n".join(lines)
+
+
+def _worst_rows(model, g, count=5):
+    return describe_rows(model, g, np.argsort(-np.abs(g))[:count])
 
 
 def assemble(model, p, v, t=0.0, solver=None, proj_tol=ASSEMBLY_TOL, max_iter=50):

@@ -14,10 +14,13 @@ class Solution:
     (kinetic + gravity + springs); ``constraint_residual`` ``‖g‖∞`` and
     ``velocity_residual`` ``‖G v + g_t‖∞`` (k,); ``lam`` (k, m) multipliers
     when requested; ``stats`` counters; ``dropped`` labels of the redundant
-    rows dropped at the first output; ``success`` and ``message``.
+    rows dropped at the first output; ``success`` and ``message``;
+    ``last_record_is_step``: the run failed and its last record is the last
+    accepted step, not a ``t_eval`` point (see ``simulate``).
     """
 
-    def __init__(self, model, records, stats, dropped_rows, success=True, message="ok"):
+    def __init__(self, model, records, stats, dropped_rows, success=True, message="ok",
+                 last_record_is_step=False):
         self.model = model
         self.t = np.array([r[0] for r in records])
         shape = (len(records), model.n_coords)
@@ -33,6 +36,7 @@ class Solution:
         self.dropped = [model.row_labels[r] for r in self.dropped_rows]
         self.success = success
         self.message = message
+        self.last_record_is_step = last_record_is_step
 
     def __repr__(self):
         return (f"<natcoord.Solution {self.model.name!r}: {self.t.size} outputs, "
