@@ -286,6 +286,8 @@ class Mechanism:
             frame_body = self.body(frame)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
+        if not pa.terms and not pb.terms:
+            raise ValueError(f"{where}: both ends are on ground; a spring needs a moving body")
         values = {}
         for what, value, sign in (("stiffness", stiffness, True), ("damping", damping, True),
                                   ("rest", rest, False)):

@@ -434,6 +434,30 @@ def test_changed_initial_velocity_warns():
         model.initial_state()
 
 
+@pytest.mark.parametrize("kind", ["cylindrical", "prismatic", "point_on_line"])
+def test_slide_and_angle_rates(kind):
+    """Slide (and, cylindrical, angle) rates of a body on a tilted axis, both exact."""
+    mech = nc.Mechanism(gravity=(0, -9.81, 0))
+    mech.add_body("slider", mass=2.0, com=(0.1, 0.2, 0.3), inertia=np.diag([0.02, 0.03, 0.04]),
+                  axes=TUMBLE)
+    getattr(mech, f"add_{kind}")(nc.GROUND, "slider", point=POINT, axis=AXIS, name="j")
+    rates = {"slide": 0.7, "angle": -1.3} if kind == "cylindrical" else {"slide": 0.7}
+    mech.set_joint_rate("j", rates if kind == "cylindrical" else 0.7)
+    model = mech.build()
+    state = model.initial_state()
+    X, V = state.p.reshape(-1, 3), state.v.reshape(-1, 3)
+    for coordinate, rate in rates.items():
+        assert state_joint_rate(model, "j", X, V, coordinate) == pytest.approx(rate, abs=1e-12)
+    point_velocity = V[0] + (TUMBLE.T @ (POINT - 0)) @ V[1:4]
+    assert point_velocity @ AXIS == pytest.approx(0.7, abs=1e-12)
+    if kind == "cylindrical":
+        np.testing.assert_allclose(angular_velocity(X, V, 0), -1.3 * AXIS, atol=1e-12)
+    sol = nc.simulate(model, 0.5, rtol=1e-10, t_eval=np.linspace(0, 0.5, 6))
+    if kind != "point_on_line":   # slide along a fixed axis under gravity: s = ṡ0 t + ½ g·u t²
+        exact = 0.7 * sol.t + 0.5 * (-9.81 * AXIS[1]) * sol.t**2
+        np.testing.assert_allclose(sol.joint_coordinate("j"), exact, atol=1e-9)
+
+
 def test_joint_rate_errors():
     mech = four_bar()
     mech.set_joint_rate("A", 1.0)
@@ -447,6 +471,8 @@ def test_joint_rate_errors():
         mech.set_joint_rate("input", 1.0)
     with pytest.raises(ValueError, match="no joint coordinate"):
         mech.set_joint_rate("cross", 1.0)
+    with pytest.raises(ValueError, match="both ends are on ground"):
+        mech.add_cartesian_spring(nc.GROUND, nc.GROUND, (0, 0, 0), (1, 0, 0), stiffness=1.0)
 
 
 # ------------------------------------------------------------ Solution outputs
