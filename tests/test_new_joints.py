@@ -513,7 +513,7 @@ def test_spinning_body_orientation_and_angular_velocity():
 
 
 def test_tumbling_body_angular_velocity_vs_finite_differences():
-    """Torque-free asymmetric top: ω× = Ṙ Rᵀ (central differences), L = R I Rᵀ ω constant."""
+    """Torque-free asymmetric top: ω× = Ṙ Rᵀ (differences), L = R I Rᵀ ω constant."""
     inertia = np.diag([0.2, 0.3, 0.4])
     mech = nc.Mechanism()
     A0 = Rotation.from_rotvec([0.4, -0.3, 0.9]).as_matrix()
