@@ -200,23 +200,7 @@ def cmd_simulate(args):
 
 def cmd_info(args):
     model = build_model(args)
-    print(model)
-    print(f"bodies ({model.n_bodies}):")
-    for b in model.bodies:
-        print(f"  {b.name:12s} mass {b.mass:g} kg, com (body) {np.round(b.com, 6)}")
-    print(f"coordinates: {model.n_coords} (12 per body)")
-    print(f"constraints: {model.n_rows} = {6 * model.n_bodies} rigid-body + "
-          f"{model.n_rows - 6 * model.n_bodies} joint rows")
-    for j, joint in enumerate(model.joints):
-        start, stop = model.joint_rows[j]
-        names = ["ground" if b < 0 else model.bodies[b].name for b in joint.bodies]
-        drive = ", driven" if joint.drive is not None else ""
-        print(f"  {joint.name:14s} {joint.kind:11s} {names[0]} – {names[1]}: "
-              f"{stop - start} rows{drive}")
-    print(f"Jacobian rank at the initial state: {model.rank} of {model.n_rows}")
-    print(f"degrees of freedom: {model.dof}")
-    print(f"dropped (redundant) constraints: {len(model.dropped)}"
-          + "".join(f"\n  {label}" for label in model.dropped))
+    print(model.describe())
     if args.structure:
         from .linalg.structure import plot_structure
         Path(args.structure).parent.mkdir(parents=True, exist_ok=True)

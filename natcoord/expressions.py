@@ -96,6 +96,38 @@ class Quadratic:
     def __sub__(self, other):
         return self + (-1.0) * other
 
+    def value(self, X):
+        """Value for slot vectors ``X`` (shape (..., n_slots, 3)), shape (...)."""
+        X = np.asarray(X, float)
+        out = np.full(X.shape[:-2], self.const)
+        for (s, t), c in self.quad.items():
+            out = out + c * np.einsum("...k,...k->...", X[..., s, :], X[..., t, :])
+        for s, b in self.lin.items():
+            out = out + X[..., s, :] @ b
+        return out
+
+    def rate(self, X, V):
+        """Time derivative ``∇q(X)·V`` for slot velocities ``V`` (same shape as X)."""
+        X, V = np.asarray(X, float), np.asarray(V, float)
+        out = np.zeros(X.shape[:-2])
+        for (s, t), c in self.quad.items():
+            out = out + c * (np.einsum("...k,...k->...", V[..., s, :], X[..., t, :])
+                             + np.einsum("...k,...k->...", X[..., s, :], V[..., t, :]))
+        for s, b in self.lin.items():
+            out = out + V[..., s, :] @ b
+        return out
+
+    def gradient(self, X):
+        """``∂q/∂x_s`` as slot vectors (n_slots, 3) for one configuration ``X``."""
+        X = np.asarray(X, float)
+        out = np.zeros_like(X)
+        for (s, t), c in self.quad.items():
+            out[s] += c * X[t]
+            out[t] += c * X[s]
+        for s, b in self.lin.items():
+            out[s] += b
+        return out
+
     def pruned(self, tol=0.0):
         """Drop exactly-zero terms (they would only add work to the kernel)."""
         quad = {k: c for k, c in self.quad.items() if abs(c) > tol}

@@ -78,3 +78,33 @@ class SpringDamper:
     def potential(self, X):
         length = np.linalg.norm(self.b.evaluate(X) - self.a.evaluate(X))
         return 0.5 * self.k * (length - self.l0) ** 2
+
+
+class CartesianSpringDamper:
+    """Per-axis spring–damper between two points (no direction singularity).
+
+    With ``d_k = (r_b − r_a) · h_k`` along three directions ``h_k`` (constant for
+    a ground frame, body-fixed otherwise; each a quadratic form of the
+    coordinates), the energy is ``V = ½ Σ k_k (d_k − d0_k)²`` and the
+    generalized force ``f = −Σ_k (k_k (d_k − d0_k) + c_k ḋ_k) ∇d_k`` — exactly
+    ``−∂V/∂p`` plus damping, including the reaction on a moving frame body.
+    ``rest`` may be zero.
+    """
+
+    def __init__(self, components, stiffness, damping, rest):
+        self.components = tuple(components)       # Quadratic d_k, k = 0..2
+        self.k = np.asarray(stiffness, float)
+        self.c = np.asarray(damping, float)
+        self.rest = np.asarray(rest, float)
+
+    def apply(self, t, state, X, V, F):
+        for q, k, c, d0 in zip(self.components, self.k, self.c, self.rest):
+            tension = k * (q.value(X) - d0)
+            if c != 0.0:
+                tension = tension + c * q.rate(X, V)
+            if tension != 0.0:
+                F -= tension * q.gradient(X)
+
+    def potential(self, X):
+        return 0.5 * sum(k * (q.value(X) - d0) ** 2
+                         for q, k, d0 in zip(self.components, self.k, self.rest))

@@ -110,6 +110,9 @@ class Joint:
     bodies: tuple      # (index or -1 for ground, index or -1)
     rows: tuple        # ConstraintRow, ...
     drive: Drive | None = None
+    #: joint coordinates ``((name, quadratics), ...)``: ``("angle", (x, y))`` with
+    #: θ = atan2(y, x), ``("slide", (s,))`` (see :func:`axial_coordinates`)
+    coordinates: tuple = ()
 
     @property
     def drive_row(self):
@@ -212,10 +215,57 @@ def spherical_rows(name, fi, fj, x):
     return _coincidence_rows(name, fi, fj, x)
 
 
-def universal_rows(name, fi, fj, x, u_i, u_j):
-    """Point coincidence + perpendicular cross axes (4)."""
+def universal_rows(name, fi, fj, x, u_i, u_j, cos_angle=0.0):
+    """Point coincidence + cross axes at a constant angle (4).
+
+    ``u_i · u_j − cos α₀ = 0``: the perpendicularity primitive with a constant;
+    ``cos α₀ = 0`` is the standard (Cardan) joint.
+    """
+    if cos_angle == 0.0:
+        return _coincidence_rows(name, fi, fj, x) + _rows(
+            name, [("axes ⊥", perpendicular(fi.direction(u_i), fj.direction(u_j)))])
     return _coincidence_rows(name, fi, fj, x) + _rows(
-        name, [("axes ⊥", perpendicular(fi.direction(u_i), fj.direction(u_j)))])
+        name, [("axes angle", perpendicular(fi.direction(u_i), fj.direction(u_j))
+                + Quadratic(const=-float(cos_angle)))])
+
+
+def point_on_line_rows(name, fi, fj, x, u):
+    """A point x of body j stays on the line (x, u) fixed in body i (2 rows).
+
+    Two translation restrictions ``(r_j − r_i) · h_k = 0`` with ``h1 ⊥ h2 ⊥ u``
+    fixed in body i.
+    """
+    h1, h2 = perpendicular_basis(u)
+    return _rows(name, [
+        (f"on line ⊥ h{k + 1}", translation_restriction(fi.point(x), fj.point(x),
+                                                          fi.direction(h)))
+        for k, h in enumerate((h1, h2))])
+
+
+def point_on_plane_rows(name, fi, fj, x, n):
+    """A point x of body j stays on the plane (x, normal n) fixed in body i (1 row)."""
+    return _rows(name, [("on plane", translation_restriction(fi.point(x), fj.point(x),
+                                                             fi.direction(n)))])
+
+
+def axial_coordinates(fi, fj, x, u, kinds):
+    """Joint coordinates of body j relative to body i for a joint (x, u).
+
+    ``"angle"``: θ = atan2(a_j·h2_i, a_j·h1_i) with ``a_j = h1`` fixed in body j,
+    the convention of the revolute drive (right-handed about u, zero in the
+    reference configuration). ``"slide"``: s = (r_j − r_i)·u_i, the convention
+    of the prismatic drive.
+    """
+    h1, h2 = perpendicular_basis(u)
+    out = []
+    for kind in kinds:
+        if kind == "angle":
+            a_j = fj.direction(h1)
+            out.append(("angle", (dot(a_j, fi.direction(h1)), dot(a_j, fi.direction(h2)))))
+        else:
+            out.append(("slide", (translation_restriction(fi.point(x), fj.point(x),
+                                                          fi.direction(u)),)))
+    return tuple(out)
 
 
 def cylindrical_rows(name, fi, fj, x, u):

@@ -6,8 +6,8 @@ import numpy as np
 from . import joints as J
 from .body import Body, validate_axes, validate_conditioning, validate_mass_properties
 from .checks import float_array, number
-from .expressions import Affine
-from .forces import PointForce, SpringDamper, Torque
+from .expressions import Affine, dot
+from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
 
 
 class _Ground:
@@ -33,6 +33,11 @@ def _vector(value, what, where, unit=False):
     return v
 
 
+#: joint coordinates of the axial joints (the first is the default)
+_AXIAL_COORDINATES = {"revolute": ("angle",), "prismatic": ("slide",),
+                      "cylindrical": ("slide", "angle")}
+
+
 class Mechanism:
     """Builder of a multibody model in natural coordinates.
 
@@ -52,6 +57,8 @@ class Mechanism:
         self.joints: list[J.Joint] = []
         self.forces: list = []
         self._initial: dict[int, dict] = {}
+        #: prescribed initial joint rates ``{(joint, coordinate): rate}``
+        self.joint_rates: dict[str, tuple] = {}
         self._names: set[str] = set()
         self._by_name: dict[str, Body] = {}
 
@@ -137,9 +144,9 @@ class Mechanism:
         body = fi.body or fj.body
         return body.to_world_direction(v) if direction else body.to_world_point(v)
 
-    def _add(self, kind, label, fi, fj, rows, drive=None):
+    def _add(self, kind, label, fi, fj, rows, drive=None, coordinates=()):
         bodies = tuple(-1 if f.body is None else f.body.index for f in (fi, fj))
-        self.joints.append(J.Joint(label, kind, bodies, tuple(rows), drive))
+        self.joints.append(J.Joint(label, kind, bodies, tuple(rows), drive, coordinates))
         self._names.add(label)
         return label
 
@@ -150,7 +157,9 @@ class Mechanism:
         u = self._world(fi, fj, axis, "axis", where, local, direction=True)
         drive = J.Drive.coerce(drive, where)
         driven = () if drive is None else (drive,)
-        return self._add(kind, label, fi, fj, rows(label, fi, fj, x, u, *driven), drive)
+        coordinates = J.axial_coordinates(fi, fj, x, u, _AXIAL_COORDINATES[kind])
+        return self._add(kind, label, fi, fj, rows(label, fi, fj, x, u, *driven), drive,
+                         coordinates)
 
     def add_revolute(self, a, b, point, axis, name=None, local=False, drive=None):
         """Revolute joint (5 rows); ``drive`` prescribes the angle θ(t) of b relative to a."""
@@ -164,15 +173,47 @@ class Mechanism:
         return self._add("spherical", label, fi, fj, J.spherical_rows(label, fi, fj, x))
 
     def add_universal(self, a, b, point, axis_a, axis_b, name=None, local=False):
-        """Universal joint (4 rows): ``axis_a`` fixed in a, ``axis_b`` in b, perpendicular."""
+        """Universal joint (4 rows): cross axes ``axis_a`` fixed in a, ``axis_b`` in b.
+
+        The angle α₀ between the cross axes in the reference configuration is
+        kept: ``u_a · u_b = cos α₀`` (90° for the standard Cardan joint; other
+        angles model a non-perpendicular cross). Parallel axes are rejected:
+        the angle constraint is then stationary (rank-deficient).
+        """
         label, where, fi, fj = self._joint_frames("universal", a, b, name)
         x = self._world(fi, fj, point, "point", where, local)
         ua = self._world(fi, fj, axis_a, "axis_a", where, local, direction=True)
         ub = self._world(fi, fj, axis_b, "axis_b", where, local, direction=True)
-        if abs(ua @ ub) > 1e-9:
-            raise ValueError(f"{where}: axis_a and axis_b must be perpendicular in the "
-                             f"reference configuration (cos angle = {ua @ ub:.3g})")
-        return self._add("universal", label, fi, fj, J.universal_rows(label, fi, fj, x, ua, ub))
+        cos_angle = float(ua @ ub)
+        if abs(cos_angle) <= 1e-9:
+            cos_angle = 0.0
+        elif abs(cos_angle) > np.cos(np.radians(1.0)):
+            raise ValueError(f"{where}: axis_a and axis_b are (nearly) parallel "
+                             f"(angle {np.degrees(np.arccos(min(abs(cos_angle), 1.0))):.3g}°); "
+                             f"cross axes need an angle of at least 1°, usually 90°")
+        return self._add("universal", label, fi, fj,
+                         J.universal_rows(label, fi, fj, x, ua, ub, cos_angle))
+
+    def add_point_on_line(self, a, b, point, axis, name=None, local=False):
+        """Point-on-line joint (2 rows): ``point`` of b stays on the line (point, axis) of a.
+
+        Body b may rotate freely about the point and slide along the line;
+        ``Solution.joint_coordinate`` reports the slide along ``axis``.
+        """
+        label, where, fi, fj = self._joint_frames("point_on_line", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
+        return self._add("point_on_line", label, fi, fj,
+                         J.point_on_line_rows(label, fi, fj, x, u),
+                         coordinates=J.axial_coordinates(fi, fj, x, u, ("slide",)))
+
+    def add_point_on_plane(self, a, b, point, normal, name=None, local=False):
+        """Point-on-plane joint (1 row): ``point`` of b stays on the plane (point, normal) of a."""
+        label, where, fi, fj = self._joint_frames("point_on_plane", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        n = self._world(fi, fj, normal, "normal", where, local, direction=True)
+        return self._add("point_on_plane", label, fi, fj,
+                         J.point_on_plane_rows(label, fi, fj, x, n))
 
     def add_cylindrical(self, a, b, point, axis, name=None, local=False):
         """Cylindrical joint (4 rows): rotation about and sliding along ``axis``."""
@@ -239,13 +280,80 @@ class Mechanism:
             raise ValueError(
                 f"{where}: point_a and point_b coincide in the reference configuration, where "
                 f"the direction of the spring force is undefined; attach the spring at points "
-                f"apart, or model a zero-length spring as a Cartesian force "
-                f"(add_force with f(t, state) = −k (r_b − r_a) on b, and its opposite on a)")
+                f"apart, or model a zero-length spring with add_cartesian_spring")
         rest = length if rest_length is None else number(rest_length, "rest_length", where,
                                                          "non-negative")
         k = number(stiffness, "stiffness", where, "non-negative")
         c = number(damping, "damping", where, "non-negative")
         self.forces.append(SpringDamper(pa, pb, k, rest, c, where))
+
+    def add_cartesian_spring(self, a, b, point_a, point_b, stiffness, damping=(0.0, 0.0, 0.0),
+                             rest=(0.0, 0.0, 0.0), frame=GROUND, name=None):
+        """Per-axis spring–damper between ``point_a`` (on a) and ``point_b`` (on b).
+
+        Components ``d_k = (r_b − r_a) · h_k`` along the world axes x, y, z
+        (``frame=GROUND``) or along directions fixed in body ``frame`` that are
+        the world axes in the reference configuration. Force components
+        ``−k_k (d_k − rest_k) − c_k ḋ_k`` on b (and the opposite on a); energy
+        ``½ Σ k_k (d_k − rest_k)²``. ``stiffness``, ``damping``, ``rest``: 3 numbers
+        each (or one number for all axes); zero rest length is fine.
+        """
+        where = self._force_label("cartesian spring", name)
+        pa = self._point_expr(a, point_a, where, what="point_a")
+        pb = self._point_expr(b, point_b, where, what="point_b")
+        try:
+            frame_body = self.body(frame)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if not pa.terms and not pb.terms:
+            raise ValueError(f"{where}: both ends are on ground; a spring needs a moving body")
+        values = {}
+        for what, value, sign in (("stiffness", stiffness, True), ("damping", damping, True),
+                                  ("rest", rest, False)):
+            v = np.broadcast_to(np.asarray(value, float), (3,)) if np.ndim(value) == 0 \
+                else np.asarray(value, float)
+            if v.shape != (3,) or not np.all(np.isfinite(v)) or (sign and np.any(v < 0)):
+                raise ValueError(f"{where}: {what} must be one or three finite"
+                                 f"{' non-negative' if sign else ''} numbers, got {value!r}")
+            values[what] = v.copy()
+        E = np.eye(3)
+        h = [Affine.constant(E[k]) if frame_body is None else
+             Affine.body_direction(frame_body.index, frame_body.to_local_direction(E[k]))
+             for k in range(3)]
+        components = [dot(pb - pa, hk) for hk in h]
+        self.forces.append(CartesianSpringDamper(components, values["stiffness"],
+                                                 values["damping"], values["rest"]))
+
+    def set_joint_rate(self, joint, rate):
+        """Prescribe the initial rate of a joint coordinate exactly.
+
+        Revolute: angle rate θ̇ (rad/s, right-handed about the axis, body b
+        relative to body a); prismatic, cylindrical, point-on-line: slide rate
+        ṡ (m/s). For a cylindrical joint pass ``rate={"slide": ṡ, "angle": θ̇}``
+        to set either or both. Assembly adds ``θ̇(p, v) = rate`` to the velocity
+        constraints of the M-orthogonal velocity projection (the consistent
+        velocity nearest to the ``set_initial`` guess with that joint rate).
+        """
+        spec = next((j for j in self.joints if j.name == joint), None)
+        if spec is None:
+            raise ValueError(f"set_joint_rate: unknown joint {joint!r}; joints: "
+                             f"{[j.name for j in self.joints]}")
+        where = f"set_joint_rate of {spec.kind} joint {joint!r}"
+        available = [c for c, _ in spec.coordinates]
+        if not available:
+            raise ValueError(f"{where}: the joint has no joint coordinate; rates can be "
+                             f"set for revolute, prismatic, cylindrical and point-on-line "
+                             f"joints")
+        if spec.drive is not None:
+            raise ValueError(f"{where}: the joint is driven; its rate is the drive's s'(t)")
+        rates = dict(rate) if isinstance(rate, dict) else {available[0]: rate}
+        for coordinate, value in rates.items():
+            if coordinate not in available:
+                raise ValueError(f"{where}: coordinate {coordinate!r} not in {available}")
+            value = float(value)
+            if not np.isfinite(value):
+                raise ValueError(f"{where}: rate must be finite, got {value!r}")
+            self.joint_rates[(joint, coordinate)] = value
 
     def _load(self, body, what, value, name):
         """The moving body a force or torque acts on, its label and the value."""

@@ -140,6 +140,11 @@ class Model:
             fg[4 * b.index] = b.mass * self.gravity
             fg[4 * b.index + 1:4 * b.index + 4] = b.mass * np.outer(b.com, self.gravity)
         self.gravity_force = _frozen(fg)
+        # prescribed joint rates and set_initial velocities (checked after assembly)
+        self.joint_rates = dict(getattr(mech, "joint_rates", {}))
+        self.velocity_requests = {
+            i: {k: e[k] for k in ("velocity", "angular_velocity") if k in e}
+            for i, e in mech._initial.items() if "velocity" in e or "angular_velocity" in e}
         p0, v0 = mech.initial_guess()
         self.p_guess, self.v_guess = _frozen(p0), _frozen(v0)
         self.p_reference = _frozen(np.concatenate([b.coordinates().ravel()
@@ -150,6 +155,26 @@ class Model:
         return (f"<natcoord.Model {self.name!r}: {self.n_bodies} bodies, "
                 f"{len(self.joints)} joints, {self.n_coords} coordinates, "
                 f"{self.n_rows} constraints>")
+
+    def describe(self):
+        """Text summary (what ``natcoord info`` prints): bodies, joints, rank, DOF."""
+        lines = [repr(self), f"bodies ({self.n_bodies}):"]
+        lines += [f"  {b.name:12s} mass {b.mass:g} kg, com (body) {np.round(b.com, 6)}"
+                  for b in self.bodies]
+        lines += [f"coordinates: {self.n_coords} (12 per body)",
+                  f"constraints: {self.n_rows} = {6 * self.n_bodies} rigid-body + "
+                  f"{self.n_rows - 6 * self.n_bodies} joint rows"]
+        for j, joint in enumerate(self.joints):
+            start, stop = self.joint_rows[j]
+            names = ["ground" if b < 0 else self.bodies[b].name for b in joint.bodies]
+            drive = ", driven" if joint.drive is not None else ""
+            lines.append(f"  {joint.name:14s} {joint.kind:11s} {names[0]} – {names[1]}: "
+                         f"{stop - start} rows{drive}")
+        lines += [f"Jacobian rank at the initial state: {self.rank} of {self.n_rows}",
+                  f"degrees of freedom: {self.dof}",
+                  f"dropped (redundant) constraints: {len(self.dropped)}"
+                  + "".join(f"\n  {label}" for label in self.dropped)]
+        return "\n".join(lines)
 
     @cached_property
     def mass_matrix(self):
@@ -201,19 +226,24 @@ class Model:
         assembly fails.
         """
         from . import validate
+        from .kinematics import finish_assembly
         from .projection import ASSEMBLY_TOL, assemble
         if p is None and v is None and t == 0.0 and solver is None and proj_tol is None:
             return self._default_initial[0]
+        defaults = v is None
         p = self.p_guess if p is None else validate.coordinates(self, "p", p)
         v = self.v_guess if v is None else validate.coordinates(self, "v", v)
         proj_tol = ASSEMBLY_TOL if proj_tol is None else validate.positive("proj_tol", proj_tol)
-        return assemble(self, p, v, validate.finite("t", t), solver=solver,
-                        proj_tol=proj_tol)[0]
+        state = assemble(self, p, v, validate.finite("t", t), solver=solver,
+                         proj_tol=proj_tol)[0]
+        return finish_assembly(self, state, solver, defaults=defaults)
 
     @cached_property
     def _default_initial(self):
+        from .kinematics import finish_assembly
         from .projection import assemble
-        return assemble(self, self.p_guess, self.v_guess, 0.0)
+        state, dropped = assemble(self, self.p_guess, self.v_guess, 0.0)
+        return finish_assembly(self, state), dropped
 
     @property
     def dropped(self):

@@ -156,6 +156,130 @@ class Solution:
         sol.success, sol.message = metadata["success"], metadata["message"]
         return sol
 
+    # ------------------------------------------------------------------
+    # Derived outputs: orientation, angular velocity, accelerations, joint
+    # coordinates, figures and tables (natcoord.kinematics does the math).
+    def _slots(self):
+        k = self.t.size
+        return self.p.reshape(k, -1, 3), self.v.reshape(k, -1, 3)
+
+    def _body(self, body):
+        if body not in self.model.body_index:
+            raise KeyError(f"unknown body {body!r}; bodies: {list(self.model.body_index)}")
+        return self.model.body_index[body]
+
+    def rotation(self, body):
+        """Rotation matrices ``R = [e1 e2 e3]`` (k, 3, 3) of a body.
+
+        ``R`` maps body to world coordinates; in the reference configuration it
+        is the ``axes`` given to ``add_body``. Orthonormal to the projection
+        tolerance (the rigid-body constraints of §1.3).
+        """
+        from .kinematics import rotation
+        return rotation(self._slots()[0], self._body(body)).copy()
+
+    def quaternion(self, body):
+        """Unit quaternions (k, 4), scalar first ``(w, x, y, z)``, sign-continuous.
+
+        The first has ``w ≥ 0``; each next one has the sign nearest its predecessor.
+        """
+        from scipy.spatial.transform import Rotation
+        q = Rotation.from_matrix(self.rotation(body)).as_quat()[:, [3, 0, 1, 2]]
+        if q.shape[0]:
+            signs = np.ones(q.shape[0])
+            signs[0] = -1.0 if q[0, 0] < 0 else 1.0
+            for i in range(1, q.shape[0]):
+                signs[i] = signs[i - 1] * (1.0 if q[i] @ q[i - 1] >= 0 else -1.0)
+            q *= signs[:, None]
+        return q
+
+    def angular_velocity(self, body, frame="world"):
+        """Angular velocity (k, 3): ``ω = ½ Σ_k e_k × ė_k`` (from ``ω× = Ṙ Rᵀ``).
+
+        ``frame="world"`` (default) or ``"body"`` (components ``Rᵀ ω`` along e1, e2, e3).
+        """
+        from .kinematics import angular_velocity
+        X, V = self._slots()
+        omega = angular_velocity(X, V, self._body(body))
+        if frame == "world":
+            return omega
+        if frame == "body":
+            return np.einsum("kji,kj->ki", self.rotation(body), omega)
+        raise ValueError(f"frame must be 'world' or 'body', got {frame!r}")
+
+    def accelerations(self, solver=None):
+        """Accelerations ``a`` (k, 12 n) at every output, stored as ``self.a``.
+
+        Evaluated post hoc with :func:`natcoord.accelerations` (one KKT solve per
+        output) with the run's solver unless ``solver`` is given; the
+        multipliers of the same solves are stored as ``self.lam`` if the run did
+        not record them.
+        """
+        from .dynamics import Workspace
+        from .model import State
+        ws = Workspace(self.model, solver or self.stats.get("solver"))
+        a = np.empty_like(self.v)
+        lam = np.empty((self.t.size, self.model.n_rows))
+        for i, t in enumerate(self.t):
+            a[i], lam[i] = ws.accelerations(float(t), np.ascontiguousarray(self.p[i]),
+                                            np.ascontiguousarray(self.v[i]))
+        self.a = a
+        if self.lam is None:
+            self.lam = lam
+        return a
+
+    def point_acceleration(self, body, point, local=False):
+        """World acceleration (k, 3) of a body point (computes ``accelerations()`` once)."""
+        if getattr(self, "a", None) is None:
+            self.accelerations()
+        expr = self.model.point_expression(body, point, local)
+        A = self.a.reshape(self.t.size, -1, 3)
+        return sum(c * A[:, s] for s, c in expr.terms.items())
+
+    def joint_coordinate(self, joint, coordinate=None):
+        """Joint coordinate (k,) of body b relative to body a.
+
+        Revolute: angle (rad), unwrapped, zero in the reference configuration,
+        right-handed about the axis (the revolute drive's θ). Prismatic,
+        point-on-line: slide (m) along the axis (the prismatic drive's s).
+        Cylindrical: ``coordinate="slide"`` (default) or ``"angle"``.
+        """
+        from .kinematics import joint_coordinate
+        return joint_coordinate(self.model, joint, self._slots()[0], coordinate)
+
+    def joint_rate(self, joint, coordinate=None):
+        """Rate (k,) of :meth:`joint_coordinate` (rad/s or m/s), exact in ``v``."""
+        from .kinematics import joint_rate
+        X, V = self._slots()
+        return joint_rate(self.model, joint, X, V, coordinate)
+
+    def plot(self, path=None, **kwargs):
+        """Overview figure: :func:`natcoord.plotting.plot_solution` of this solution."""
+        from .plotting import plot_solution
+        return plot_solution(self, path, **kwargs)
+
+    def animate(self, **kwargs):
+        """``FuncAnimation`` of this solution: :func:`natcoord.animate.animate`."""
+        from .animate import animate
+        return animate(self, **kwargs)
+
+    def to_dataframe(self):
+        """A ``pandas.DataFrame``: t, each body's origin x/y/z, energy, residuals."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Solution.to_dataframe needs pandas: pip install pandas "
+                              "(or use sol.t, sol.p, sol.energy, ... directly)") from None
+        X, _ = self._slots()
+        columns = {"t": self.t}
+        for b in self.model.bodies:
+            for k, c in enumerate("xyz"):
+                columns[f"{b.name}.{c}"] = X[:, 4 * b.index, k]
+        columns["energy"] = self.energy
+        columns["constraint_residual"] = self.constraint_residual
+        columns["velocity_residual"] = self.velocity_residual
+        return pd.DataFrame(columns)
+
 
 FORMAT, VERSION = "natcoord-solution", 1
 COORDINATES = ("p and v (k, 12 n): 12 coordinates per body in body order, (o, e1, e2, e3): "
