@@ -9,8 +9,10 @@ from .dynamics import AccelerationInfo, Workspace, accelerations
 from .integrate import PROJECTIONS, IntegrationError, simulate
 from .joints import Drive
 from .linalg import available_solvers, default_solver
+from .importers import load_mjcf, load_urdf
 from .mechanism import GROUND, Mechanism
 from .model import Model, State
+from .modelfile import load_mechanism
 from .projection import AssemblyError, ProjectionError
 from .solution import Solution
 
@@ -18,4 +20,5 @@ __version__ = "0.1.0"
 __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive",
            "simulate", "accelerations", "AccelerationInfo", "IntegrationError",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
-           "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia"]
+           "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia",
+           "load_mechanism", "load_urdf", "load_mjcf"]

@@ -15,8 +15,9 @@ from .linalg import available_solvers
 
 
 def _model_arguments(parser):
-    parser.add_argument("model", choices=sorted(models.REGISTRY),
-                        help="benchmark mechanism (see ../shared/BENCHMARKS.md)")
+    parser.add_argument("model", metavar="MODEL",
+                        help=f"benchmark mechanism ({', '.join(sorted(models.REGISTRY))}) or "
+                             f"a model file (.json/.yaml, .urdf, MJCF .xml)")
     parser.add_argument("--scenario", help="scenario of the model (e.g. hexapod: passive|driven)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument of the model factory, e.g. --param n=100")
@@ -33,6 +34,8 @@ def _parse_value(text):
 
 def build_model(args):
     """The model named on the command line, with its factory's keyword arguments."""
+    if args.model not in models.REGISTRY:
+        return _model_file(args)
     factory = models.REGISTRY[args.model]
     kwargs = {}
     for item in args.param:
@@ -48,6 +51,21 @@ def build_model(args):
         raise SystemExit(f"natcoord: model {args.model!r} takes {sorted(accepted) or 'no'} "
                          f"parameters, not {unknown}")
     return factory(**kwargs).build()
+
+
+def _model_file(args):
+    """A MODEL that is not a registry name: a model file (natcoord.modelfile)."""
+    path = Path(args.model)
+    if not path.is_file():
+        raise ValueError(f"MODEL {args.model!r} is neither a benchmark "
+                         f"({', '.join(sorted(models.REGISTRY))}) nor an existing file")
+    if args.param or args.scenario is not None:
+        raise ValueError(f"--param and --scenario apply to benchmark models, not to the "
+                         f"file {args.model}")
+    from .importers import load_mjcf, load_urdf
+    from .modelfile import load_mechanism
+    load = {".urdf": load_urdf, ".xml": load_mjcf}.get(path.suffix.lower(), load_mechanism)
+    return load(path).build()
 
 
 def cmd_simulate(args):
