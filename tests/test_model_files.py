@@ -208,7 +208,7 @@ def hexapod_urdf():
                f'<child link="platform"/><origin xyz="{_v(p.origin)}"/></joint>')
     for k in range(1, 7):
         c, s = B[f"cylinder{k}"], B[f"piston{k}"]
-        length = np.linalg.norm(s.origin - c.origin)
+        length = float(np.linalg.norm(s.origin - c.origin))
         out += [f'<link name="cross{k}"/>',
                 f'<link name="cylinder{k}">{_urdf_inertial(c.mass, c.com, c.inertia)}</link>',
                 f'<link name="piston{k}">{_urdf_inertial(s.mass, s.com, s.inertia)}</link>',
@@ -240,7 +240,7 @@ def hexapod_mjcf():
            f'<geom type="cylinder" size="0.5 0.025"/></body>']
     for k in range(1, 7):
         c, s = B[f"cylinder{k}"], B[f"piston{k}"]
-        length = np.linalg.norm(s.origin - c.origin)
+        length = float(np.linalg.norm(s.origin - c.origin))
         out.append(f'<body name="cylinder{k}" pos="{_v(c.origin)}" quat="{_v(_quat(c.axes))}">'
                    f'<joint name="U{k}" type="hinge" axis="1 0 0" damping="0.1"/>'
                    f'<joint name="U{k}b" type="hinge" axis="0 1 0"/>'
