@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .joints import Drive
-from .mechanism import Mechanism
+from .mechanism import Mechanism, _snapshot
 
 FORMAT = "natcoord-mechanism"
 FORMAT_VERSION = 1
@@ -69,7 +69,7 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
     a drive without a declarative form (unless ``sample_drives`` is given),
     a force or torque given as a callable.
     """
-    scenario = dict(mech.scenario)
+    scenario = _snapshot(dict(mech.scenario))
     t_end = float(scenario.get("t_end", 10.0))
     if "output_point" in scenario:
         body, point = scenario["output_point"]
@@ -194,10 +194,9 @@ def from_dict(data, source="model") -> Mechanism:
         _replay(mech.add_body, entry, what, source)
     for what, entry in entries("joints"):
         kind = entry.pop("type", None)
-        method = getattr(mech, f"add_{kind}", None) if isinstance(kind, str) else None
-        if method is None or kind in ("body",) or f"add_{kind}" in FORCE_METHODS.values():
-            joints = sorted(m[4:] for m in vars(Mechanism) if m.startswith("add_")
-                            and m != "add_body" and m not in FORCE_METHODS.values())
+        joints = sorted(m[len("add_"):] for m in vars(Mechanism) if m.startswith("add_")
+                        and m != "add_body" and m not in FORCE_METHODS.values())
+        if kind not in joints:
             raise ValueError(f"{source}: {what}: unknown joint type {kind!r}; "
                              f"known: {joints}")
         if entry.get("drive") is not None:
@@ -205,7 +204,7 @@ def from_dict(data, source="model") -> Mechanism:
                 entry["drive"] = Drive.from_spec(entry["drive"])
             except ValueError as err:
                 raise ValueError(f"{source}: {what}: {err}") from None
-        _replay(method, entry, what, source)
+        _replay(getattr(mech, f"add_{kind}"), entry, what, source)
     for what, entry in entries("forces"):
         kind = entry.pop("type", None)
         method = getattr(mech, FORCE_METHODS.get(kind, ""), None)
