@@ -15,7 +15,8 @@ no meaning here (limits, dynamics, actuators, collision, visual) is ignored.
   ``<robot>``, with ``<parent link>``, ``<child link>``, ``<origin>`` (in the
   parent link frame) and ``<axis>``.
 * MJCF: nested ``<body>`` (pos; quat, axisangle, euler, xyaxes or zaxis;
-  ``<inertial>`` required), ``<joint>`` hinge/slide/ball/free and
+  ``<inertial>``, or the inertia of box/sphere/cylinder/capsule/ellipsoid
+  geoms as MuJoCo derives it), ``<joint>`` hinge/slide/ball/free and
   ``<freejoint>``: no joint welds the body to its parent, one joint connects
   it, two hinges at one point with perpendicular axes make a universal joint,
   a hinge and a slide along one axis a cylindrical one; ``<equality>``
@@ -276,6 +277,8 @@ class _Compiler:
         c = root.find("compiler")
         self.degrees = (c.get("angle", "degree") if c is not None else "degree") == "degree"
         self.eulerseq = c.get("eulerseq", "xyz") if c is not None else "xyz"
+        self.inertiafromgeom = c.get("inertiafromgeom", "auto") if c is not None else "auto"
+        self.default_geom = any(d.find("geom") is not None for d in root.iter("default"))
         if c is not None and c.get("coordinate", "local") != "local":
             raise ValueError(f"{path}: <compiler coordinate=\"{c.get('coordinate')}\"> is not "
                              f"supported; use local coordinates")
@@ -315,7 +318,11 @@ class _Compiler:
             y = v[3:] - (v[3:] @ x) * x
             y = _unit(y, where, attr)
             return np.column_stack([x, y, np.cross(x, y)])
-        z = _unit(_floats(elem, attr, 3, None, where), where, attr)   # zaxis: minimal rotation
+        return self.zaxis(_unit(_floats(elem, attr, 3, None, where), where, attr))
+
+    @staticmethod
+    def zaxis(z):
+        """The minimal rotation taking ẑ to the unit ``z`` (MJCF zaxis, fromto)."""
         c = z[2]
         axis = np.cross([0.0, 0.0, 1.0], z)
         if np.linalg.norm(axis) < 1e-12:
@@ -331,10 +338,10 @@ def _unit(v, where, attr):
 
 
 def _mjcf_inertial(body, compiler, where):
+    """``(mass, com, inertia about com in body axes)`` from <inertial> or the geoms."""
     e = body.find("inertial")
-    if e is None:
-        raise ValueError(f"{where}: has no <inertial>; natcoord does not derive inertia from "
-                         f"geoms: add <inertial pos mass diaginertia|fullinertia/>")
+    if e is None or compiler.inertiafromgeom == "true":
+        return _geom_inertial(body, compiler, where)
     w = f"{where} <inertial>"
     mass = _floats(e, "mass", 1, None, w)[0]
     com = _floats(e, "pos", 3, None, w)
@@ -347,10 +354,87 @@ def _mjcf_inertial(body, compiler, where):
     return mass, com, R @ I @ R.T
 
 
+def _geom_mass_properties(kind, size, where):
+    """Volume and central principal inertia per unit mass (geom axes) of a solid."""
+    need = {"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}[kind]
+    if size.size < need or np.any(size[:need] <= 0):
+        raise ValueError(f"{where}: a {kind} needs {need} positive size numbers")
+    if kind == "sphere":
+        r = size[0]
+        return 4 / 3 * np.pi * r**3, np.full(3, 0.4 * r * r)
+    if kind == "box":
+        a, b, c = size[:3] ** 2
+        return 8 * np.prod(size[:3]), np.array([b + c, a + c, a + b]) / 3
+    if kind == "ellipsoid":
+        a, b, c = size[:3] ** 2
+        return 4 / 3 * np.pi * np.prod(size[:3]), np.array([b + c, a + c, a + b]) / 5
+    r, h = size[0], 2 * size[1]                  # radius, cylinder height
+    v_cyl = np.pi * r * r * h
+    if kind == "cylinder":
+        return v_cyl, np.array([(3 * r * r + h * h) / 12] * 2 + [r * r / 2])
+    v_sph = 4 / 3 * np.pi * r**3                 # capsule: cylinder + two hemispheres
+    lateral = (v_cyl * (h * h / 12 + r * r / 4)
+               + v_sph * (0.4 * r * r + h * h / 4 + 3 * h * r / 8))
+    axial = (v_sph * 0.4 + v_cyl / 2) * r * r
+    v = v_cyl + v_sph
+    return v, np.array([lateral, lateral, axial]) / v
+
+
+def _geom_inertial(body, compiler, where):
+    """MuJoCo's inertia from geoms: solids of density 1000 kg/m³ (or ``density``,
+    or the geom's ``mass``), combined by the parallel-axis theorem."""
+    geoms = body.findall("geom")
+    if not geoms:
+        raise ValueError(f"{where}: has no <inertial> and no geoms to derive one from; add "
+                         f"<inertial pos mass diaginertia|fullinertia/>")
+    if compiler.default_geom:
+        raise ValueError(f"{where}: inertia from geoms with <default> geom settings is not "
+                         f"supported; give <inertial> or the geom attributes explicitly")
+    parts = []
+    for k, g in enumerate(geoms):
+        kind = g.get("type", "sphere")
+        w = f"{where} <geom name=\"{g.get('name', k + 1)}\" type=\"{kind}\">"
+        if kind not in ("sphere", "capsule", "cylinder", "box", "ellipsoid"):
+            raise ValueError(f"{w}: inertia from {kind} geoms is not supported; give the body "
+                             f"an <inertial>")
+        size = np.array([float(x) for x in g.get("size", "").split()]) if g.get("size") \
+            else np.array([])
+        if "fromto" in g.attrib:
+            if kind not in ("capsule", "cylinder", "box", "ellipsoid"):
+                raise ValueError(f"{w}: fromto applies to capsules, cylinders, boxes and "
+                                 f"ellipsoids")
+            ends = _floats(g, "fromto", 6, None, w)
+            z = ends[3:] - ends[:3]
+            half = np.linalg.norm(z) / 2
+            Rg = _Compiler.zaxis(_unit(z, w, "fromto"))
+            pos = (ends[:3] + ends[3:]) / 2
+            size = np.concatenate([size[:1], [half]]) if kind in ("capsule", "cylinder") \
+                else np.concatenate([size[:2], [half]])
+        else:
+            pos = _floats(g, "pos", 3, (0, 0, 0), w)
+            Rg = compiler.orientation(g, w)
+        volume, unit_inertia = _geom_mass_properties(kind, size, w)
+        if "mass" in g.attrib:
+            mass = _floats(g, "mass", 1, None, w)[0]
+        else:
+            mass = _floats(g, "density", 1, (1000.0,), w)[0] * volume
+        parts.append((mass, pos, Rg @ np.diag(mass * unit_inertia) @ Rg.T))
+    mass = sum(m for m, _, _ in parts)
+    if not mass > 0:
+        raise ValueError(f"{where}: the geoms have no mass")
+    com = sum(m * x for m, x, _ in parts) / mass
+    I = sum(Ig + m * ((x - com) @ (x - com) * np.eye(3) - np.outer(x - com, x - com))
+            for m, x, Ig in parts)
+    return mass, com, I
+
+
 def load_mjcf(path, t_end=10.0) -> Mechanism:
     """A :class:`Mechanism` from an MJCF (MuJoCo XML) file; ``<worldbody>`` is ground.
 
-    Every body needs an ``<inertial>``. Joint stiffness, damping, armature,
+    A body without ``<inertial>`` (or every body, with ``<compiler
+    inertiafromgeom="true">``) gets the mass properties of its geoms: solid
+    spheres, capsules, cylinders, boxes and ellipsoids of the geom's
+    ``density`` (default 1000 kg/m³) or ``mass``. Joint stiffness, damping, armature,
     limits, actuators, tendons, sensors, contacts and geoms are ignored.
     ``<default>`` classes are not applied (a ``<default>`` with joint or
     inertial settings is an error), nor are ``<include>`` files.

@@ -425,3 +425,50 @@ def test_cli_model_file(tmp_path):
     result = subprocess.run([sys.executable, "-m", "natcoord.cli", "info", "no-such-model"],
                             capture_output=True, text=True)
     assert result.returncode == 2 and "neither a benchmark" in result.stderr
+
+
+# -------------------------------------------------------- MJCF geom inertia
+def _capsule_by_quadrature(r, half, density):
+    """Mass and central (lateral, axial) inertia of a capsule by slicing into discs."""
+    from scipy.integrate import quad
+    top = half + r
+
+    def radius2(z):
+        return r * r if abs(z) <= half else max(r * r - (abs(z) - half) ** 2, 0.0)
+
+    pts = [-half, half]
+    m = quad(lambda z: density * np.pi * radius2(z), -top, top, points=pts)[0]
+    lateral = quad(lambda z: density * np.pi * radius2(z) * (radius2(z) / 4 + z * z),
+                   -top, top, points=pts, epsabs=1e-14)[0]
+    axial = quad(lambda z: density * np.pi * radius2(z) ** 2 / 2, -top, top, points=pts,
+                 epsabs=1e-14)[0]
+    return m, lateral, axial
+
+
+def test_mjcf_inertia_from_geoms(tmp_path):
+    """A body of a box, a cylinder given by fromto and a capsule, without <inertial>:
+    mass, centre of mass and inertia from the solids, checked against natcoord's
+    box/cylinder formulas, a quadrature of the capsule and the parallel-axis theorem."""
+    text = ('<mujoco><compiler angle="radian"/><worldbody><body name="b" pos="0 0 1">'
+            '<joint type="ball"/>'
+            '<geom type="box" size="0.1 0.2 0.3" pos="0.5 0 0" density="500"/>'
+            '<geom type="cylinder" size="0.05" fromto="0 0 0 0 0 -0.8" mass="2.0"/>'
+            '<geom type="capsule" size="0.04 0.15" pos="0 0.3 0" euler="1.5707963267948966 0 0"/>'
+            '</body></worldbody></mujoco>')
+    body = nc.load_mjcf(_write(tmp_path, "geoms.xml", text)).bodies[0]
+    box_m = 500 * 0.2 * 0.4 * 0.6
+    cap_m, cap_lat, cap_ax = _capsule_by_quadrature(0.04, 0.15, 1000.0)
+    parts = [(box_m, np.array([0.5, 0, 0]), nc.box_inertia(box_m, (0.2, 0.4, 0.6))),
+             (2.0, np.array([0, 0, -0.4]), nc.cylinder_inertia(2.0, 0.05, 0.8)),
+             # capsule axis along world −y after rotating +90° about x
+             (cap_m, np.array([0, 0.3, 0]), np.diag([cap_lat, cap_ax, cap_lat]))]
+    m = sum(p[0] for p in parts)
+    c = sum(p[0] * p[1] for p in parts) / m
+    I = sum(Ig + mk * ((x - c) @ (x - c) * np.eye(3) - np.outer(x - c, x - c))
+            for mk, x, Ig in parts)
+    assert body.mass == pytest.approx(m, rel=1e-12)
+    assert np.allclose(body.com, c, rtol=0, atol=1e-14)
+    assert np.allclose(body.inertia, I, rtol=0, atol=1e-10 * np.abs(I).max())
+    with pytest.raises(ValueError, match=r'<geom name="1" type="mesh">: inertia from mesh'):
+        nc.load_mjcf(_write(tmp_path, "mesh.xml", '<mujoco><worldbody><body name="x">'
+                            '<geom type="mesh" mesh="m"/></body></worldbody></mujoco>'))
