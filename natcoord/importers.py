@@ -235,8 +235,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), t_end=10.0) -> Mechanism:
         if j["parent"] in crosses:       # second revolute of a universal joint
             first = crosses[j["parent"]]
             a = body_of[first["parent"]]
-            xa, Ra = pose[first["parent"]]
-            axis_a = Ra @ first["R"] @ first["axis"]
+            axis_a = pose[first["parent"]][1] @ first["R"] @ first["axis"]
             _wrap(j["where"], lambda: mech.add_universal(
                 a, b, point=point, axis_a=axis_a, axis_b=axis, name=j["name"]))
             continue

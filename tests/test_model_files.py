@@ -99,7 +99,7 @@ def test_declarative_drives_and_yaml(tmp_path):
     mech.set_initial("b2", angular_velocity=(0, 0, 0.1))
     data = json.loads(json.dumps(mech.to_dict()))
     loaded = from_dict(data)
-    for j, joint in enumerate(loaded.joints):
+    for joint in loaded.joints:
         for t in (0.0, 0.37, 1.9):
             assert np.allclose(joint.drive(t), drives[joint.name](t), rtol=0, atol=1e-15)
     w = 2 * np.pi * 1.5
@@ -184,7 +184,8 @@ def _quat(R):
 def _urdf_inertial(mass, com, I):
     return (f'<inertial><origin xyz="{_v(com)}"/><mass value="{mass!r}"/>'
             f'<inertia ixx="{float(I[0, 0])!r}" iyy="{float(I[1, 1])!r}" izz="{float(I[2, 2])!r}" '
-            f'ixy="{float(I[0, 1])!r}" ixz="{float(I[0, 2])!r}" iyz="{float(I[1, 2])!r}"/></inertial>')
+            f'ixy="{float(I[0, 1])!r}" ixz="{float(I[0, 2])!r}" '
+            f'iyz="{float(I[1, 2])!r}"/></inertial>')
 
 
 def _mjcf_inertial(mass, com, I):
@@ -351,7 +352,7 @@ def test_four_bar_import(fmt, tmp_path):
     model = (nc.load_urdf(path, gravity=(0, -9.81, 0)) if fmt == "urdf"
              else nc.load_mjcf(path)).build()
     native = nc.models.four_bar().build()
-    a, b = _compare_at_initial_state(native, model, 1e-12)
+    _compare_at_initial_state(native, model, 1e-12)
     assert len(model.dropped) == (3 if fmt == "urdf" else 1)
 
 
@@ -397,7 +398,8 @@ def test_mjcf_weld_and_nested_weld(tmp_path):
     ("urdf", '<mujoco/>', "expected <robot>"),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint/></body></worldbody></mujoco>',
      r'<body name="x">: has no <inertial>'),
-    ("mjcf", '<mujoco><worldbody><body name="x"><joint type="hinge"/><joint type="slide" axis="1 0 0"/>'
+    ("mjcf", '<mujoco><worldbody><body name="x"><joint type="hinge"/>'
+             '<joint type="slide" axis="1 0 0"/>'
              '<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/></body></worldbody>'
              '</mujoco>', r"joints \['hinge', 'slide'\] are not supported"),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint/><inertial pos="0 0 0" mass="1" '
