@@ -23,6 +23,21 @@ def _model_arguments(parser):
                         help="keyword argument of the model factory, e.g. --param n=100")
 
 
+def _model_file(args):
+    """A MODEL that is not a registry name: a model file (natcoord.modelfile)."""
+    path = Path(args.model)
+    if not path.is_file():
+        raise ValueError(f"MODEL {args.model!r} is neither a benchmark "
+                         f"({', '.join(sorted(models.REGISTRY))}) nor an existing file")
+    if args.param or args.scenario is not None:
+        raise ValueError(f"--param and --scenario apply to benchmark models, not to the "
+                         f"file {args.model}")
+    from .importers import load_mjcf, load_urdf
+    from .modelfile import load_mechanism
+    load = {".urdf": load_urdf, ".xml": load_mjcf}.get(path.suffix.lower(), load_mechanism)
+    return load(path).build()
+
+
 def _parse_value(text):
     for cast in (int, float):
         try:
@@ -51,21 +66,6 @@ def build_model(args):
         raise SystemExit(f"natcoord: model {args.model!r} takes {sorted(accepted) or 'no'} "
                          f"parameters, not {unknown}")
     return factory(**kwargs).build()
-
-
-def _model_file(args):
-    """A MODEL that is not a registry name: a model file (natcoord.modelfile)."""
-    path = Path(args.model)
-    if not path.is_file():
-        raise ValueError(f"MODEL {args.model!r} is neither a benchmark "
-                         f"({', '.join(sorted(models.REGISTRY))}) nor an existing file")
-    if args.param or args.scenario is not None:
-        raise ValueError(f"--param and --scenario apply to benchmark models, not to the "
-                         f"file {args.model}")
-    from .importers import load_mjcf, load_urdf
-    from .modelfile import load_mechanism
-    load = {".urdf": load_urdf, ".xml": load_mjcf}.get(path.suffix.lower(), load_mechanism)
-    return load(path).build()
 
 
 def cmd_simulate(args):
