@@ -20,5 +20,6 @@ __version__ = "0.1.0"
 __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive",
            "simulate", "accelerations", "AccelerationInfo", "IntegrationError",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
-           "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia",
-           "load_mechanism", "load_urdf", "load_mjcf"]
+           "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia"]
+# model files (docs/model-format.md)
+__all__ += ["load_mechanism", "load_urdf", "load_mjcf"]
