@@ -143,14 +143,36 @@ def _urdf_inertial(link, where):
     return mass, com, R @ I @ R.T
 
 
-def load_urdf(path, gravity=(0.0, 0.0, -9.81), t_end=10.0) -> Mechanism:
+def _loop_joint_element(spec, path):
+    """A ``<loop_joint>`` element from a dict (``load_urdf(loop_joints=…)``)."""
+    known = {"name", "type", "parent", "child", "xyz", "rpy", "axis"}
+    if not isinstance(spec, dict) or not known >= set(spec):
+        raise ValueError(f"{path}: loop_joints entries are dicts with keys {sorted(known)}, "
+                         f"got {spec!r}")
+    e = ET.Element("loop_joint", {k: str(spec[k]) for k in ("name", "type") if k in spec})
+    for role in ("parent", "child"):
+        if role in spec:
+            ET.SubElement(e, role, link=str(spec[role]))
+    ET.SubElement(e, "origin", {k: " ".join(repr(float(x)) for x in spec[k])
+                                for k in ("xyz", "rpy") if k in spec})
+    if "axis" in spec:
+        ET.SubElement(e, "axis", xyz=" ".join(repr(float(x)) for x in spec["axis"]))
+    return e
+
+
+def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0) -> Mechanism:
     """A :class:`Mechanism` from a URDF file (the root link is ground).
 
     URDF has no gravity: ``gravity`` gives it (world frame). Closed loops are
-    ``<loop_joint>`` elements (see the module docstring). Limits, dynamics,
+    ``<loop_joint>`` elements in the file (see the module docstring) and/or
+    ``loop_joints``: dicts with the same content, ``{"name", "type",
+    "parent", "child", "xyz", "rpy", "axis"}`` (xyz/rpy of the joint frame in
+    the parent link frame, axis in the joint frame). Limits, dynamics,
     transmissions, collision and visual elements are ignored.
     """
     path, robot = _parse(path, "robot")
+    for spec in loop_joints:
+        robot.append(_loop_joint_element(spec, path))
     links = {}
     for link in robot.findall("link"):
         name = link.get("name")

@@ -356,6 +356,19 @@ def test_four_bar_import(fmt, tmp_path):
     assert len(model.dropped) == (3 if fmt == "urdf" else 1)
 
 
+def test_urdf_loop_joints_argument(tmp_path):
+    """Loop closures passed to load_urdf instead of <loop_joint> elements."""
+    text = "\n".join(line for line in four_bar_urdf().splitlines()
+                     if not line.startswith("<loop_joint"))
+    path = _write(tmp_path, "tree.urdf", text)
+    loop = {"name": "top1.1", "type": "revolute", "parent": "coupler1", "child": "crank1",
+            "xyz": (1, 0, 0), "axis": (0, 0, 1)}
+    model = nc.load_urdf(path, gravity=(0, -9.81, 0), loop_joints=[loop]).build()
+    _compare_at_initial_state(nc.models.four_bar().build(), model, 1e-12)
+    with pytest.raises(ValueError, match="loop_joints entries"):
+        nc.load_urdf(path, loop_joints=[{"name": "x", "colour": "red"}])
+
+
 def test_mjcf_weld_and_nested_weld(tmp_path):
     """A pendulum made of two bodies: welded by <equality><weld> (second body on a
     freejoint) and by nesting without a joint both equal the native add_fixed."""
