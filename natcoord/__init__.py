@@ -9,8 +9,10 @@ from .dynamics import AccelerationInfo, Workspace, accelerations
 from .integrate import PROJECTIONS, IntegrationError, SimulationInterrupted, simulate
 from .joints import Drive
 from .linalg import available_solvers, default_solver
+from .importers import load_mjcf, load_urdf
 from .mechanism import GROUND, Mechanism
 from .model import Model, State
+from .modelfile import load_mechanism
 from .projection import AssemblyError, ProjectionError
 from .solution import Solution
 from .plotting import plot_solution as plot
@@ -23,3 +25,5 @@ __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Dr
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
            "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia",
            "plot", "animate"]
+# model files (docs/model-format.md)
+__all__ += ["load_mechanism", "load_urdf", "load_mjcf"]

@@ -74,11 +74,30 @@ def writable(path, suffixes, flag):
 
 
 def _model_arguments(parser):
-    parser.add_argument("model", choices=sorted(models.REGISTRY),
-                        help="benchmark mechanism (see ../shared/BENCHMARKS.md)")
+    parser.add_argument("model", metavar="MODEL",
+                        help=f"benchmark mechanism ({', '.join(sorted(models.REGISTRY))}) or "
+                             f"a model file (.json/.yaml, .urdf, MJCF .xml)")
     parser.add_argument("--scenario", help="scenario of the model (e.g. hexapod: passive|driven)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument of the model factory, e.g. --param n=100")
+
+
+def _model_file(args):
+    """A MODEL that is not a registry name: a model file (natcoord.modelfile)."""
+    path = Path(args.model)
+    if not path.is_file():
+        raise BadInput(f"MODEL {args.model!r} is neither a benchmark "
+                         f"({', '.join(sorted(models.REGISTRY))}) nor an existing file")
+    if args.param or args.scenario is not None:
+        raise BadInput(f"--param and --scenario apply to benchmark models, not to the "
+                         f"file {args.model}")
+    from .importers import load_mjcf, load_urdf
+    from .modelfile import load_mechanism
+    load = {".urdf": load_urdf, ".xml": load_mjcf}.get(path.suffix.lower(), load_mechanism)
+    try:
+        return load(path).build()
+    except (ValueError, TypeError) as err:
+        raise BadInput(f"{path}: {err}") from None
 
 
 def _parse_value(text):
@@ -109,6 +128,8 @@ def build_model(args):
     Raises :class:`BadInput` for parameters the factory does not take and for
     any ``ValueError``/``TypeError`` the factory or the builder raises.
     """
+    if args.model not in models.REGISTRY:
+        return _model_file(args)
     factory = models.REGISTRY[args.model]
     accepted = inspect.signature(factory).parameters
     text = {}

@@ -53,8 +53,62 @@ class Drive:
 
     @classmethod
     def spline(cls, t, s):
-        spl = CubicSpline(np.asarray(t, float), np.asarray(s, float))
-        return cls(spl, spl.derivative(1), spl.derivative(2))
+        """C² cubic spline (not-a-knot) through the samples ``s`` at times ``t``."""
+        t, s = np.asarray(t, float), np.asarray(s, float)
+        spl = CubicSpline(t, s)
+        return cls(spl, spl.derivative(1), spl.derivative(2))._declare(
+            "spline", t=t.tolist(), s=s.tolist())
+
+    # Declarative drives: each carries ``spec``, the dictionary a model file
+    # stores (docs/model-format.md); ``Drive.from_spec`` rebuilds it.
+    def _declare(self, kind, **parameters):
+        self.spec = {"type": kind, **parameters}
+        return self
+
+    @classmethod
+    def constant_rate(cls, rate, start=0.0):
+        """``s(t) = start + rate·t``."""
+        rate, start = float(rate), float(start)
+        return cls(lambda t: (start + rate * t, rate, 0.0))._declare(
+            "constant_rate", rate=rate, start=start)
+
+    @classmethod
+    def sinusoid(cls, amplitude, frequency, phase=0.0, offset=0.0):
+        """``s(t) = offset + amplitude·sin(2π·frequency·t + phase)`` (frequency in Hz)."""
+        a, f, phi, c = (float(x) for x in (amplitude, frequency, phase, offset))
+        w = 2.0 * np.pi * f
+
+        def triple(t):
+            sin, cos = np.sin(w * t + phi), np.cos(w * t + phi)
+            return c + a * sin, a * w * cos, -a * w * w * sin
+
+        return cls(triple)._declare("sinusoid", amplitude=a, frequency=f, phase=phi, offset=c)
+
+    @classmethod
+    def polynomial(cls, coefficients):
+        """``s(t) = Σ_k c_k t^k`` for ``coefficients = (c_0, c_1, …)``."""
+        from numpy.polynomial import polynomial as P
+        c = np.atleast_1d(np.asarray(coefficients, float))
+        if c.ndim != 1 or c.size == 0 or not np.all(np.isfinite(c)):
+            raise ValueError(f"Drive.polynomial: coefficients must be finite numbers "
+                             f"(c_0, c_1, …), got {coefficients!r}")
+        c1, c2 = P.polyder(c), P.polyder(c, 2)
+        return cls(lambda t: (P.polyval(t, c), P.polyval(t, c1), P.polyval(t, c2)))._declare(
+            "polynomial", coefficients=c.tolist())
+
+    @classmethod
+    def from_spec(cls, spec):
+        """The drive a model file's ``{"type": …, parameters}`` describes."""
+        makers = {"constant_rate": cls.constant_rate, "sinusoid": cls.sinusoid,
+                  "polynomial": cls.polynomial, "spline": cls.spline}
+        if not isinstance(spec, dict) or spec.get("type") not in makers:
+            raise ValueError(f"drive must be an object with \"type\" one of {sorted(makers)}, "
+                             f"got {spec!r}")
+        parameters = {k: v for k, v in spec.items() if k != "type"}
+        try:
+            return makers[spec["type"]](**parameters)
+        except TypeError as err:
+            raise ValueError(f"{spec['type']} drive: {err}") from None
 
     @classmethod
     def coerce(cls, drive, where):
