@@ -13,9 +13,10 @@ from .mechanism import GROUND, Mechanism
 from .model import Model, State
 from .projection import AssemblyError, ProjectionError
 from .solution import Solution
+from .study import sweep
 
 __version__ = "0.1.0"
 __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive",
            "simulate", "accelerations", "AccelerationInfo", "IntegrationError",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
-           "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia"]
+           "default_solver", "models", "sweep", "box_inertia", "rod_inertia", "cylinder_inertia"]
