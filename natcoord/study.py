@@ -411,6 +411,15 @@ class _Log:
         self.file.close()
 
 
+def read(path):
+    """The table of a study's CSV (as ``sweep`` returns it, in file order)."""
+    with Path(path).open(newline="") as f:
+        reader = csv.DictReader(line for line in f if not line.startswith("#"))
+        rows = [{k: _parse(v) for k, v in row.items()} for row in reader
+                if None not in row and None not in row.values()]
+        return _table(rows, reader.fieldnames)
+
+
 def _table(rows, columns, use_pandas=True):
     """pandas DataFrame, or a NumPy structured array without pandas."""
     try:
