@@ -17,13 +17,14 @@ from .projection import AssemblyError, ProjectionError
 from .solution import Solution
 from .plotting import plot_solution as plot
 from .animate import animate
+from .study import sweep
 
 __version__ = "0.1.0"
 __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive",
            "simulate", "accelerations", "AccelerationInfo", "IntegrationError",
            "SimulationInterrupted",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
-           "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia",
-           "plot", "animate"]
+           "default_solver", "models", "sweep", "box_inertia", "rod_inertia",
+           "cylinder_inertia", "plot", "animate"]
 # model files (docs/model-format.md)
 __all__ += ["load_mechanism", "load_urdf", "load_mjcf"]

@@ -284,6 +284,12 @@ def main(argv=None):
         module.configure(p)
         p.set_defaults(func=module.run)
 
+    from . import study
+    study.configure(sub.add_parser(
+        "sweep", help="parameter and Monte Carlo studies on Dask (CSV, resumable)",
+        description=study.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+    sub.choices["sweep"].set_defaults(func=study.run)
+
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.error(f"bench {args.experiment} is unavailable in this installation")

@@ -2,10 +2,16 @@
 
 ``natcoord bench tolerance MODEL`` simulates MODEL on the grid of integration
 tolerances ``--rtol`` × projection tolerances ``--proj-tol`` (× ``--solver`` ×
-``--projection``), one simulation at a time so that timings are undisturbed,
-and writes one CSV row per grid point (``COLUMNS``). Each grid point is run
-``--repeat`` times; the counters are those of the (deterministic) runs, the
-wall time is reported as median, minimum and maximum. Accuracy is measured
+``--projection``) and writes one CSV row per grid point (``COLUMNS``). The
+grid runs on Dask (:func:`natcoord.study.sweep`; ``--scheduler ADDR`` or a
+LocalCluster of ``--workers`` single-threaded processes, default one per
+core): each grid point is one task whose ``--repeat`` runs are timed one
+after the other on one worker, after an untimed warm-up run on that worker;
+the counters are those of the (deterministic) runs, the wall time is
+reported as median, minimum and maximum, and the row names the host and CPU
+that timed it. Runs on other workers execute meanwhile and compete for the
+machine: for undisturbed timings use ``--workers 1``, and compare runtimes
+only between rows of the same CPU (see :mod:`natcoord.study`). Accuracy is measured
 against a reference run at ``rtol = 1e-12``, ``proj_tol = 1e-12``,
 interpolated to the accepted steps of each run: the largest distance of the
 model's output point (its scenario's ``output_point``: P3 = (1, −1, 0) on
@@ -25,9 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scipy.interpolate import CubicHermiteSpline, CubicSpline
 
-from .. import __version__
+from .. import __version__, study
 from ..integrate import PROJECTIONS, IntegrationError, simulate
 from ..linalg import available_solvers, default_solver
 from ..linalg.base import HOLD_TOL
@@ -37,7 +42,7 @@ COLUMNS = ("model", "solver", "projection", "rtol", "proj_tol", "hold_tol", "t_e
            "success", "wall_time_median", "wall_time_min", "wall_time_max", "steps",
            "rejected", "rhs", "factorizations", "projection_iterations",
            "active_set_changes", "dropped", "max_constraint_residual",
-           "max_velocity_residual", "energy_error", "output_error")
+           "max_velocity_residual", "energy_error", "output_error", "host", "cpu")
 #: projections that use ``proj_tol`` (the others run once, with ``proj_tol`` empty)
 PROJECTING = ("position+velocity", "velocity")
 REFERENCE_TOL = 1e-12
@@ -80,7 +85,7 @@ class Progress:
                 print(file=self.stream)
 
 
-class Reference:
+class Reference(study.Reference):
     """A reference run at ``rtol = proj_tol = 1e-12``, interpolated to any time.
 
     The output point by cubic Hermite interpolation of its positions and
@@ -91,10 +96,7 @@ class Reference:
     def __init__(self, model, t_end, solver=None):
         self.solution = sol = simulate(model, t_end, rtol=REFERENCE_TOL,
                                        proj_tol=REFERENCE_TOL, solver=solver)
-        body, point = model.scenario["output_point"]
-        self.point = CubicHermiteSpline(sol.t, sol.point(body, point),
-                                        sol.point_velocity(body, point))
-        self.energy = CubicSpline(sol.t, sol.energy)
+        super().__init__(**self.arrays(sol))
 
 
 def output_error(sol, reference):
@@ -146,47 +148,80 @@ def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
 
 
 def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=True,
-             hold_tol=HOLD_TOL):
-    """Rows of ``measure`` over ``combos`` (solver, projection) × ``proj_tols`` × ``rtols``.
+             hold_tol=HOLD_TOL, client=None, workers=None):
+    """Rows (``COLUMNS``) over ``combos`` (solver, projection) × ``proj_tols`` × ``rtols``.
 
-    Projections that do not use ``proj_tol`` run once per ``rtol``. Before
-    timing, each combination is run briefly so that compilation and caches
-    do not count.
+    Projections that do not use ``proj_tol`` run once per ``rtol``. The grid
+    runs on Dask through :func:`natcoord.study.sweep` (``client``: a Client,
+    a scheduler address, or None for a LocalCluster of ``workers`` processes):
+    one task per grid point, the ``repeat`` timed runs of a point one after
+    the other on one single-threaded worker, after an untimed warm-up run per
+    worker so that compilation and caches do not count; the reference run is
+    a task too. Each row records the host and CPU that timed it; see
+    :mod:`natcoord.study` on timing several runs at once.
     """
     t_end = model.scenario["t_end"] if t_end is None else t_end
     points = [(s, p, tol, rtol) for s, p in combos
               for tol in (proj_tols if p in PROJECTING else [proj_tols[0]]) for rtol in rtols]
-    bar = Progress(len(points) + 1, enabled=progress)
-    bar.show(f"{model.name}: reference run (rtol={REFERENCE_TOL:g})")
-    reference = Reference(model, t_end, combos[0][0])
-    for solver, projection in combos:
-        simulate(model, min(t_end, 0.05), rtol=rtols[0], solver=solver, projection=projection)
-    bar.advance(f"reference: {reference.solution.stats['steps']} steps")
-    rows = []
-    for solver, projection, tol, rtol in points:
-        rows.append(measure(model, rtol, tol, t_end, reference, solver, projection, repeat,
-                            hold_tol))
-        r = rows[-1]
-        bar.advance(f"{solver}/{projection} proj_tol={tol:g} rtol={rtol:g}: "
-                    f"{r['wall_time_median']:.3f} s, error {r['output_error']:.1e} m")
-    return rows
+    grid = [dict(solver=s or default_solver(), projection=p, proj_tol=tol, rtol=rtol, hold_tol=hold_tol,
+                 t_end=t_end) for s, p, tol, rtol in points]
+    reference = dict(rtol=REFERENCE_TOL, proj_tol=REFERENCE_TOL, solver=combos[0][0])
+    table = study.sweep(model, grid, measures=("error", "drift", "stats", "time"),
+                        reference=reference, repeat=repeat, warmup=True, client=client,
+                        workers=workers, progress=progress)
+    records = table.to_dict("records") if hasattr(table, "to_dict") else \
+        [dict(zip(table.dtype.names, r.tolist())) for r in table]
+    return [grid_row(model, r) for r in records]
 
 
-def machine():
-    """A one-line description of the machine and software versions."""
+def grid_row(model, r):
+    """A row of ``COLUMNS`` from a row of :func:`natcoord.study.sweep`."""
+    nan, ok = float("nan"), bool(r["success"])
+    row = dict(model=model.name, solver=r["solver"],
+               projection=r["projection"], rtol=r["rtol"],
+               proj_tol=r["proj_tol"] if r["projection"] in PROJECTING else nan,
+               hold_tol=r["hold_tol"], t_end=r["t_end"], repeat=_int(r["repeat"]), success=ok,
+               wall_time_median=r["wall_time"], wall_time_min=r["wall_time_min"],
+               wall_time_max=r["wall_time_max"],
+               **{k: _int(r[k]) for k in ("steps", "rejected", "rhs", "factorizations",
+                                          "projection_iterations", "active_set_changes",
+                                          "dropped")},
+               max_constraint_residual=r["max_constraint_residual"] if ok else nan,
+               max_velocity_residual=r["max_velocity_residual"] if ok else nan,
+               energy_error=r["energy_error"], output_error=r["output_error"],
+               host=r["host"], cpu=r["cpu"])
+    return {k: row[k] for k in COLUMNS}
+
+
+def _int(value):
+    """Counters as int (they come back as float when a failed row leaves them empty)."""
+    return int(value) if isinstance(value, (int, float)) and value == value else value
+
+
+def cpu_name():
+    """The CPU model (``/proc/cpuinfo``), or what ``platform`` knows."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return cpu
+
+
+def machine():
+    """A one-line description of the machine and software versions."""
     import numba
     import scipy
-    return (f"{cpu} ({os.cpu_count()} cores); Python {platform.python_version()}, "
+    return (f"{cpu_name()} ({os.cpu_count()} cores); Python {platform.python_version()}, "
             f"natcoord {__version__}, NumPy {np.__version__}, SciPy {scipy.__version__}, "
             f"Numba {numba.__version__}")
+
+
+def csv_header(command):
+    """The ``#`` lines opening every CSV natcoord writes: machine, date and command."""
+    return f"# {machine()}\n# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: {command}\n"
 
 
 def write_csv(path, rows, columns, command):
@@ -194,8 +229,7 @@ def write_csv(path, rows, columns, command):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        f.write(f"# {machine()}\n# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: "
-                f"{command}\n")
+        f.write(csv_header(command))
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         for row in rows:
@@ -236,6 +270,7 @@ def describe(args, proj_tols):
               f"--repeat {args.repeat} --solver {','.join(args.solver)}"]
     words += [f"--t-end {args.t_end:g}"] if args.t_end is not None else []
     words += [f"--hold-tol {args.hold_tol:g}"] if args.hold_tol != HOLD_TOL else []
+    words += [f"--workers {args.workers}"] if args.workers else []
     words += ["--work-precision"] if args.work_precision else \
         [f"--projection {','.join(args.projection)}"]
     return " ".join(words)
@@ -266,6 +301,11 @@ def configure(parser):
     parser.add_argument("--work-precision", action="store_true",
                         help="compare every backend (position+velocity projection) and every "
                              "stabilization (first --solver) instead of the proj-tol grid")
+    parser.add_argument("--scheduler", metavar="ADDR",
+                        help="address of a running Dask scheduler (default: a LocalCluster)")
+    parser.add_argument("--workers", type=int,
+                        help="workers of the LocalCluster (default: one per core; 1 for "
+                             "undisturbed timings)")
     parser.add_argument("--out", help="CSV file (default: data/<model>_tolerance.csv, or "
                                       "data/<model>_precision.csv with --work-precision)")
 
@@ -287,7 +327,7 @@ def run(args):
         combos = [(s, p) for p in args.projection for s in args.solver]
         proj_tols = args.proj_tol or parse_tolerances("1e-4,1e-6,1e-8,1e-10,1e-12")
     rows = run_grid(model, args.rtol, proj_tols, combos, args.t_end, args.repeat,
-                    hold_tol=args.hold_tol)
+                    hold_tol=args.hold_tol, client=args.scheduler, workers=args.workers)
     out = args.out or default_out(args.model, "precision" if args.work_precision else "tolerance")
     path = write_csv(out, rows, COLUMNS, describe(args, proj_tols))
     print(f"{len(rows)} grid points written to {path}")

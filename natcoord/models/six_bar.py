@@ -30,18 +30,26 @@ def rod_frame(start, end):
     return start, np.column_stack([e1, e2, np.cross(e1, e2)])
 
 
-def six_bar(mass=1.0, section=0.1, gravity=9.81):
-    """The 6-bar mechanism, released at rest; simulate 10 s (BENCHMARKS.md)."""
+def six_bar(mass=1.0, section=0.1, gravity=9.81, length=1.0):
+    """The 6-bar mechanism, released at rest; simulate 10 s (BENCHMARKS.md).
+
+    ``mass`` [kg] and ``section`` [m] are one value for every rod or a
+    sequence of five (rods 1..5, e.g. manufacturing tolerances); ``length``
+    [m] scales the whole geometry (the loop stays closed), the output point
+    P3 with it.
+    """
+    masses, sections = np.broadcast_to(mass, 5), np.broadcast_to(section, 5)
     mech = Mechanism(gravity=(0.0, -gravity, 0.0), name="six-bar")
     previous = GROUND
     for k, (start, end, axis) in enumerate(RODS, start=1):
+        start, end = length * np.asarray(start, float), length * np.asarray(end, float)
         origin, axes = rod_frame(start, end)
-        length = np.linalg.norm(np.subtract(end, start))
-        name = mech.add_body(f"rod{k}", mass=mass, com=0.5 * (np.add(start, end)),
-                             inertia=rod_inertia(mass, length, section, axis=0),
+        m = float(masses[k - 1])
+        name = mech.add_body(f"rod{k}", mass=m, com=0.5 * (np.add(start, end)),
+                             inertia=rod_inertia(m, length, float(sections[k - 1]), axis=0),
                              origin=origin, axes=axes)
         mech.add_revolute(previous, name, point=start, axis=axis, name=f"joint{k}")
         previous = name
-    mech.add_revolute("rod5", GROUND, point=(0, 0, 1), axis=(1, 0, 0), name="joint6")
-    mech.scenario = {"t_end": 10.0, "output_point": ("rod2", P3)}
+    mech.add_revolute("rod5", GROUND, point=(0, 0, length), axis=(1, 0, 0), name="joint6")
+    mech.scenario = {"t_end": 10.0, "output_point": ("rod2", tuple(length * np.asarray(P3)))}
     return mech
