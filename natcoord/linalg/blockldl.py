@@ -41,7 +41,7 @@ numeric phase loops over nodes without Python and without allocating.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..model import JOINT as JOINT_ROW
 from ..model import RIGID
