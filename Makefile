@@ -83,6 +83,12 @@ $(STAMP):
 	if [ -n "$$reason" ]; then \
 	  echo "natcoord: CHOLMOD backend unavailable (scikit-sparse could not be built: $$reason); tests for it will be skipped"; \
 	fi
+	@# ---- Numba kernels into their on-disk cache (natcoord/__pycache__, the place
+	@# natcoord.jit pins them to whatever NUMBA_CACHE_DIR says), so that the first
+	@# call of a later process -- make target, shell or notebook -- loads them
+	@# instead of compiling for 10-20 s
+	@echo "natcoord: compiling the Numba kernels into their disk cache (python -m natcoord.warmup, about 30 s)"
+	$(BIN)/python -m natcoord.warmup
 	@rm -f $(VENV)/.stamp-*
 	@touch $@
 
@@ -102,6 +108,8 @@ data: venv
 	$(BIN)/python benchmarks/tolerance.py
 	$(BIN)/python benchmarks/hexapod_speed.py
 	$(BIN)/natcoord bench chain
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[peers]' || echo "natcoord: peers (pin, mujoco, exudyn) not installable; benchmarks/peers.py leaves out what is missing"
+	$(BIN)/python benchmarks/peers.py
 	$(BIN)/python paper/figures.py
 
 clean:

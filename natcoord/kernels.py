@@ -14,7 +14,7 @@ DESIGN §1.3, §1.5). Linear and constant terms follow the same pattern.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 
 @njit(cache=True)

@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..model import JOINT as JOINT_ROW
 from ..model import RIGID

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from ..jit import njit
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
 from ..kernels import jacobian_times, jacobian_transpose_times, mass_times
