@@ -163,8 +163,10 @@ def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=Tru
     t_end = model.scenario["t_end"] if t_end is None else t_end
     points = [(s, p, tol, rtol) for s, p in combos
               for tol in (proj_tols if p in PROJECTING else [proj_tols[0]]) for rtol in rtols]
-    grid = [dict(solver=s or default_solver(), projection=p, proj_tol=tol, rtol=rtol, hold_tol=hold_tol,
-                 t_end=t_end) for s, p, tol, rtol in points]
+    # the study measures the drift of the weaker stabilizations: not a failure here
+    grid = [dict(solver=s or default_solver(), projection=p, proj_tol=tol, rtol=rtol,
+                 hold_tol=hold_tol, t_end=t_end, drift_tol=np.inf)
+            for s, p, tol, rtol in points]
     reference = dict(rtol=REFERENCE_TOL, proj_tol=REFERENCE_TOL, solver=combos[0][0])
     table = study.sweep(model, grid, measures=("error", "drift", "stats", "time"),
                         reference=reference, repeat=repeat, warmup=True, client=client,
