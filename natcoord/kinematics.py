@@ -82,7 +82,7 @@ def impose_joint_rates(model, t, p, v, rates, solver=None):
     rate is fixed by the constraints (a locked or driven joint).
     """
     from .dynamics import Workspace
-    from .projection import AssemblyError
+    from .projection import ASSEMBLY_TOL, AssemblyError, project_velocities
     keys = list(rates)
     target = np.array([rates[k] for k in keys], float)
     X = p.reshape(-1, 3)
@@ -93,17 +93,21 @@ def impose_joint_rates(model, t, p, v, rates, solver=None):
     zero = np.zeros(model.n_rows)
     Z = np.column_stack([ws.solver.solve(c, zero)[0] for c in C])
     S = C @ Z
-    # free part of each rate: S relative to the unconstrained C M⁻¹ Cᵀ (in [0, 1])
-    J4 = np.asarray(model.J4)
-    Minv_C = np.linalg.solve(J4[None], C.reshape(len(keys), model.n_bodies, 4, 3))
-    scale = np.sqrt(np.einsum("rk,rk->r", C, Minv_C.reshape(len(keys), -1)))
-    free = np.linalg.eigvalsh(S / np.outer(scale, scale)).min()
-    if not free > 1e-10:
+    # Is C independent of the constraints on their null space? Z spans the part
+    # of null(G) that C sees, so C Z is singular iff some rate is fixed by G.
+    # Rows and columns normalized in the Euclidean norm: a geometric test (not
+    # relative to C M⁻¹ Cᵀ, which bodies of very different mass make tiny).
+    unit = S / np.outer(np.linalg.norm(C, axis=1), np.linalg.norm(Z, axis=0))
+    if not np.linalg.svd(unit, compute_uv=False).min() > 1e-8:
         names = ", ".join(f"{j!r} ({c})" for j, c in keys)
         raise AssemblyError(f"joint rates of {names} cannot be prescribed: the constraints "
                             f"(or the other prescribed rates) already determine them")
-    for _ in range(2):              # one correction plus one refinement sweep
+    # Correct the rates, then re-project onto G v + g_t = 0: with bodies of very
+    # different mass Z is in null(G) only to ~1e-4 relative, and the projection
+    # (M-orthogonal, so it barely moves the rates) restores the constraints.
+    for _ in range(3):
         v = v + Z @ np.linalg.solve(S, target - C @ v)
+        v, _ = project_velocities(ws, t, p, v, ASSEMBLY_TOL, evaluated=True)
     return v
 
 

@@ -50,9 +50,10 @@ def two_link(mass_a, mass_b, omega=1.0):
     mech.add_body("a", mass=mass_a, com=(0.5, 0, 0), inertia=rod_inertia(mass_a, 1, 0.1))
     mech.add_body("b", mass=mass_b, com=(1.5, 0, 0), inertia=rod_inertia(mass_b, 1, 0.1),
                   origin=(1, 0, 0))
-    mech.add_revolute(nc.GROUND, "a", point=(0, 0, 0), axis=(0, 0, 1))
-    mech.add_revolute("a", "b", point=(1, 0, 0), axis=(0, 0, 1))
-    mech.set_initial("a", angular_velocity=(0, 0, omega))
+    mech.add_revolute(nc.GROUND, "a", point=(0, 0, 0), axis=(0, 0, 1), name="shoulder")
+    mech.add_revolute("a", "b", point=(1, 0, 0), axis=(0, 0, 1), name="elbow")
+    mech.set_joint_rate("shoulder", omega)
+    mech.set_joint_rate("elbow", 0.0)
     return mech.build()
 
 
@@ -103,7 +104,7 @@ def spatial_slider_crank(cross_mass):
     mech = nc.Mechanism(gravity=(0, 0, -9.81), name="spatial slider-crank")
     A, B = np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.3, 0.2])
     mech.add_body("crank", mass=0.5, com=A / 2, inertia=rod_inertia(0.5, 0.1, 0.02))
-    mech.add_revolute(nc.GROUND, "crank", point=(0, 0, 0), axis=(0, 0, 1))
+    mech.add_revolute(nc.GROUND, "crank", point=(0, 0, 0), axis=(0, 0, 1), name="crank pin")
     origin, axes = rod_frame(A, B)
     length = np.linalg.norm(B - A)
     mech.add_body("rod", mass=1.0, com=(A + B) / 2, inertia=rod_inertia(1.0, length, 0.02),
@@ -116,7 +117,7 @@ def spatial_slider_crank(cross_mass):
     mech.add_revolute("rod", "cross", point=B, axis=(1, 0, 0))
     mech.add_revolute("cross", "slider", point=B, axis=(np.cos(1.2), np.sin(1.2), 0))
     mech.add_prismatic(nc.GROUND, "slider", point=B, axis=(0, 1, 0.3))
-    mech.set_initial("crank", angular_velocity=(0, 0, 2 * np.pi))
+    mech.set_joint_rate("crank pin", 2 * np.pi)
     return mech.build()
 
 
@@ -160,12 +161,18 @@ def test_random_mass_scalings_drop_the_rank_deficiency(family, exponents):
 
 @pytest.mark.parametrize("exponent", [-9, -3, 3, 9])
 def test_uniformly_scaled_six_bar_moves_identically(exponent):
-    """All bodies 10^k times heavier: the same motion (gravity is the only load)."""
-    reference = nc.simulate(nc.models.six_bar().build(), 2.0, rtol=1e-8)
+    """All bodies 10^k times heavier: the same motion (gravity is the only load).
+
+    Equal to the integration accuracy, not bitwise: the first step's error
+    estimate is at round-off level, so the step sizes differ by ~1e-7
+    relative after it (the same happens for any perturbation of 1 ulp).
+    """
+    t_eval = np.linspace(0.0, 2.0, 21)
+    reference = nc.simulate(nc.models.six_bar().build(), 2.0, rtol=1e-10, t_eval=t_eval)
     mech = nc.models.six_bar()
     model = scaled(mech, [10.0**exponent] * len(mech.bodies)).build()
-    sol = nc.simulate(model, 2.0, rtol=1e-8)
+    sol = nc.simulate(model, 2.0, rtol=1e-10, t_eval=t_eval)
     assert sol.dropped == reference.dropped and model.dof == 1
-    assert sol.stats["steps"] == reference.stats["steps"]
+    assert abs(sol.stats["steps"] - reference.stats["steps"]) <= 2
     assert np.abs(sol.point("rod2", (1, -1, 0)) - reference.point("rod2", (1, -1, 0))).max() \
-        < 1e-10
+        < 1e-8

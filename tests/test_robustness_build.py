@@ -132,7 +132,7 @@ def test_zero_length_spring_is_rejected():
     mech = hinged_rod()
     raises(lambda: mech.add_spring(nc.GROUND, "rod", point_a=(1, 0, 0), point_b=(1, 0, 0),
                                    stiffness=10.0, rest_length=0.0, name="coil"),
-           "spring 'coil'", "coincide", "direction", "Cartesian")
+           "spring 'coil'", "coincide", "direction", "add_cartesian_spring")
     assert not mech.forces
 
 

@@ -171,6 +171,24 @@ class CholmodKKT(KKTSolver):
         return True
 
     def solve(self, r, s):
+        """Range-space solve plus two steps of iterative refinement: the Schur
+        complement ``G M⁻¹ Gᵀ`` of bodies whose masses differ by 1e9 or more
+        is so badly scaled that a single solve loses up to seven digits."""
+        x, lam = self._solve_once(r, s)
+        tables = self.model.tables
+        gt_lam, g_x = np.empty(self.model.n_coords), np.empty(self.model.n_rows)
+        for _ in range(2):
+            jacobian_transpose_times(self._G, tables.pattern_row, tables.pattern_slot, lam,
+                                     gt_lam.reshape(-1, 3))
+            jacobian_times(self._G, tables.pattern_row, tables.pattern_slot,
+                           x.reshape(-1, 3), g_x)
+            rs = s - g_x
+            rs[self.dropped] = 0.0
+            dx, dlam = self._solve_once(r - self.model.mass_matrix @ x - gt_lam, rs)
+            x, lam = x + dx, lam + dlam
+        return x, lam
+
+    def _solve_once(self, r, s):
         tables, m = self.model.tables, self.model.n_rows
         mass_times(self.plan.Minv, np.reshape(r, (-1, 3)), self._slots)          # M⁻¹ r
         u = np.empty(m)

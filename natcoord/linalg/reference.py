@@ -11,7 +11,14 @@ from .redundancy import redundant_rows
 
 
 class _WholeKKT(KKTSolver):
-    """Shared part: drop redundant rows, factor ``[[M, G_kᵀ], [G_k, 0]]``."""
+    """Shared part: drop redundant rows, factor ``K = [[M, G_kᵀ], [G_k, 0]]``.
+
+    Solves take two steps of iterative refinement with ``K``: bodies whose
+    masses differ by 1e9–1e12 make ``K`` so badly scaled that LU with partial
+    (dense) or threshold (SuperLU) pivoting alone loses up to seven digits.
+    """
+
+    _REFINEMENTS = 2
 
     def _kept(self):
         keep = np.ones(self.model.n_rows, bool)
@@ -20,7 +27,10 @@ class _WholeKKT(KKTSolver):
 
     def solve(self, r, s):
         n = self.model.n_coords
-        z = self._solve(np.concatenate([r, s[self.keep]]))
+        rhs = np.concatenate([r, s[self.keep]])
+        z = self._solve(rhs)
+        for _ in range(self._REFINEMENTS):
+            z += self._solve(rhs - self._K @ z)
         lam = np.zeros(self.model.n_rows)
         lam[self.keep] = z[n:]
         return z[:n], lam
@@ -43,7 +53,7 @@ class DenseKKT(_WholeKKT):
         Gk = G[self.keep].toarray()
         K = np.block([[self._M, Gk.T],
                       [Gk, np.zeros((Gk.shape[0], Gk.shape[0]))]])
-        self._lu = la.lu_factor(K, check_finite=False)
+        self._K, self._lu = K, la.lu_factor(K, check_finite=False)
 
     def _solve(self, rhs):
         return la.lu_solve(self._lu, rhs, check_finite=False)
@@ -55,10 +65,7 @@ class SuperLUKKT(_WholeKKT):
     A full-rank Jacobian is factored directly. A tiny or failed pivot means
     redundant rows: they are found by dense elimination in the range space and
     dropped, and while any are dropped that check runs at each factorization
-    (the redundant set may change along the motion). Solves take two steps of
-    iterative refinement: bodies whose masses differ by 1e12 make the KKT
-    matrix so badly scaled that SuperLU's threshold pivoting alone loses up
-    to five digits.
+    (the redundant set may change along the motion).
     """
 
     name = "superlu"
@@ -95,7 +102,4 @@ class SuperLUKKT(_WholeKKT):
         self._lu = lu
 
     def _solve(self, rhs):
-        z = self._lu.solve(rhs)
-        for _ in range(2):
-            z += self._lu.solve(rhs - self._K @ z)
-        return z
+        return self._lu.solve(rhs)
