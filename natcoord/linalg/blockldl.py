@@ -73,7 +73,7 @@ PlanArrays = namedtuple("PlanArrays", [
     "side_size"])
 #: Per-solver buffers of the numeric phase (see :func:`make_work`).
 WorkBuffers = namedtuple("WorkBuffers", [
-    "B", "inv", "E", "F", "Gj", "bound", "dropped", "decided", "I6", "y", "S3", "z", "ap"])
+    "B", "inv", "E", "F", "Gj", "floor", "bound", "dropped", "decided", "I6", "y", "S3", "z", "ap"])
 
 
 # ------------------------------------------------------------------ symbolic
@@ -299,15 +299,19 @@ def _twist_bound(J4_min, E):
 
 
 @njit(cache=True)
-def _cholesky(A, d, inv):
+def _cholesky(A, d, inv, floor):
     """In-place lower Cholesky of the leading d×d block, ``inv = 1/diag(L)``.
 
-    False if not positive definite.
+    A pivot below ``floor`` (a lower bound of ``λ_min(A)`` in exact arithmetic,
+    hence of every pivot) is round-off and raised to it. False if not
+    positive definite.
     """
     for r in range(d):
         s = A[r, r]
         for c in range(r):
             s -= A[r, c] * A[r, c]
+        if s < floor:
+            s = floor
         if not s > 0.0:
             return False
         A[r, r] = np.sqrt(s)
@@ -337,7 +341,7 @@ def _exact_reference(G, J4, e_index, jp, jp_slot, start, stop, I6, y, E):
                 _cross_add(y, 3, E[k - 1], g)
             t += 1
         _spatial_inertia(J4[body], E, I6)
-        if not _cholesky(I6, 6, y[6:]):
+        if not _cholesky(I6, 6, y[6:], 0.0):
             return 0.0
         for r in range(6):
             acc = y[r]
@@ -440,6 +444,8 @@ def _assemble(G, J4, J4_min, P, W):
         flat[o] += g0
         flat[o + st] += g1
         flat[o + 2 * st] += g2
+    for i in range(J4.shape[0]):    # λ_min(TᵀM̃T) ≥ λ_min(TᵀMT) ≥ 1 / bound
+        W.floor[P.body_node[i]] = 1.0 / _twist_bound(J4_min[i], E[i])
     bound = W.bound
     bound[:] = 0.0                  # ref ≤ Σ_i |ĉ_i|² ‖(TᵀM_iT)⁻¹‖
     for t in range(P.side_block.size):
@@ -468,7 +474,7 @@ def _eliminate(G, J4, threshold, ratio, forced, P, W):
     for k in range(N):
         d, L, iv = size[k], B[k], W.inv[k]
         if P.sign[k] > 0.0:
-            if not _cholesky(L, d, iv):
+            if not _cholesky(L, d, iv, W.floor[k]):
                 return k, count, ambiguous
         else:
             ambiguous += _cholesky_monitored(L, d, iv, P.node_row0[k], G, J4, threshold,
@@ -636,6 +642,7 @@ def make_work(plan: BlockPlan) -> WorkBuffers:
         B=np.zeros((plan.n_blocks, 6, 6)),       # blocks, then L and V in place
         inv=np.zeros((N, 6)),                    # 1 / diag(L), 0 on dropped rows
         E=np.zeros((n, 3, 3)), F=np.zeros((n, 3, 3)), Gj=np.zeros((plan.jp.size, 3)),
+        floor=np.zeros(N),
         bound=np.zeros(m_joint), dropped=np.zeros(m_joint, np.int64),
         decided=np.zeros(m_joint, np.bool_), I6=np.zeros((6, 6)), y=np.zeros(12),
         S3=np.zeros((3, 3)), z=np.zeros((N, 6)), ap=np.zeros((4 * n, 3)))
