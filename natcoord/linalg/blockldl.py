@@ -60,7 +60,7 @@ from ..jit import njit
 
 from ..model import JOINT as JOINT_ROW
 from ..model import RIGID
-from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, unit_mass_blocks
+from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve, unit_mass_blocks
 from .symbolic import BODY, structure
 
 #: The kernels' read-only arrays (fields of :class:`BlockPlan`, documented there),
@@ -364,7 +364,10 @@ def _cholesky_monitored(A, d, inv, row0, G, J4, threshold, ratio, forced, P, W):
     factor ``ratio`` of its value in the mass-free metric, so an unambiguous
     decision is the mass-free one. The exact ``ref`` is computed only when
     ``s ≤ threshold · ratio · bound`` (``bound ≥ ref``). ``forced``: the decision
-    is ``W.decided[row]`` instead (a row that cannot be pivoted is dropped).
+    is ``W.decided[row]`` instead, and a row kept on geometry whose pivot is
+    not positive in the true metric stops the elimination (returns 1): the
+    masses then span more than the fixed elimination order resolves in double
+    precision (its pivot error is ~ε·ratio of its size).
     A dropped row gets a zero column of L and ``inv[r] = 0``.
     """
     ambiguous = 0
@@ -374,7 +377,9 @@ def _cholesky_monitored(A, d, inv, row0, G, J4, threshold, ratio, forced, P, W):
             s -= A[r, c] * A[r, c]
         row = row0 + r
         if forced:
-            dropped = W.decided[row] or not s > 0.0
+            dropped = W.decided[row]
+            if not dropped and not s > 0.0:
+                return 1
         else:
             dropped = s <= threshold[row] * ratio * W.bound[row]
             if dropped:
@@ -479,6 +484,8 @@ def _eliminate(G, J4, threshold, ratio, forced, P, W):
         else:
             ambiguous += _cholesky_monitored(L, d, iv, P.node_row0[k], G, J4, threshold,
                                              ratio, forced, P, W)
+            if forced and ambiguous:
+                return k, count, ambiguous
             for r in range(d):
                 if iv[r] == 0.0:
                     W.dropped[count] = P.node_row0[k] + r
@@ -510,13 +517,16 @@ def _factor_pass(G, J4, J4_min, threshold, ratio, forced, P, W):
 
     Returns ``(status, where, dropped count, ambiguous decisions)``: status 0
     ok, 1 a singular frame (body ``where``), 2 a body pivot not positive
-    definite (node ``where``).
+    definite (node ``where``), 3 (``forced``) a joint row kept on geometry
+    that cannot be pivoted in the true metric (joint node ``where``).
     """
     bad = _assemble(G, J4, J4_min, P, W)
     if bad >= 0:
         return 1, bad, 0, 0
     node, count, ambiguous = _eliminate(G, J4, threshold, ratio, forced, P, W)
-    return (2 if node >= 0 else 0), node, count, ambiguous
+    if node < 0:
+        return 0, node, count, ambiguous
+    return (3 if forced and ambiguous else 2), node, count, ambiguous
 
 
 @njit(cache=True)
@@ -652,6 +662,9 @@ class BlockLDL(KKTSolver):
     """Block rational Cholesky, O(n) for trees and a fixed number of loops."""
 
     name = "block"
+    #: with refinement ~1e-8 up to a spread of 1e12; at 1e15 a pivot of a light
+    #: body's loop is pure round-off (ε times the spread)
+    max_mass_ratio = 1e12
 
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
@@ -659,6 +672,7 @@ class BlockLDL(KKTSolver):
         self.work = make_work(self.plan)
         self._none = np.zeros(0, np.int64)
         self._joint_threshold = self.row_threshold[6 * model.n_bodies:]   # a view
+        self._G = np.zeros((model.tables.pattern_row.size, 3)) if self.refine else None
 
     def _fail(self, body, why):
         raise np.linalg.LinAlgError(
@@ -666,6 +680,8 @@ class BlockLDL(KKTSolver):
             f"must stay linearly independent (is the state far off the constraints?)")
 
     def factor(self, G):
+        if self.refine:
+            self._G[:] = G        # the Jacobian of this factorization, for refinement
         self._update_thresholds()
         status, where, count = factor_kernel(G, self._joint_threshold, self.plan.arrays,
                                              self.work)
@@ -673,10 +689,21 @@ class BlockLDL(KKTSolver):
             self._fail(where, "singular frame")
         if status == 2:
             self._fail(structure(self.model).index[where], "pivot not positive definite")
+        if status == 3:
+            joint = self.model.joints[structure(self.model).index[where]]
+            raise np.linalg.LinAlgError(
+                f"block: the rows of joint {joint.name!r} are independent (decided on the "
+                f"geometry) but cannot be pivoted in the mass metric: the body masses span "
+                f"a factor {self.plan.arrays.mass_ratio:.1e}, more than the fixed "
+                f"elimination order resolves in double precision; use solver='superlu' "
+                f"or 'dense' (pivoted LU), or rescale the lightest or heaviest bodies")
         self.dropped = (np.sort(self.work.dropped[:count]) + 6 * self.plan.n_bodies if count
                         else self._none)
 
     def solve(self, r, s):
+        return refined_solve(self, self._G, r, s)
+
+    def _solve_once(self, r, s):
         x = np.empty(self.model.n_coords)
         lam = np.empty(self.model.n_rows)
         solve_kernel(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
