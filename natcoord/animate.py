@@ -43,7 +43,8 @@ def animate(sol, segments=None, frames=60, fps=15, trace=None, frame_length=0.2,
     draws that point's path. ``vertical_axis`` names the world axis drawn
     upwards (``"y"`` for gravity along −y).
     """
-    import matplotlib.pyplot as plt
+    from ._optional import pyplot
+    plt = pyplot("animate")
     from matplotlib.animation import FuncAnimation
     from matplotlib.ticker import MaxNLocator
 

@@ -11,7 +11,8 @@ def plot_solution(sol, path=None, point=None, proj_tol=None, title=None):
     point. Panels: point coordinates vs t, its path in the plane of its two
     largest motions, ``‖g‖∞`` and ``‖G v + g_t‖∞`` (log scale), energy drift.
     """
-    import matplotlib.pyplot as plt
+    from ._optional import pyplot
+    plt = pyplot("plot_solution")
 
     body, x = point or sol.model.scenario["output_point"]
     r = sol.point(body, x)

@@ -248,7 +248,8 @@ def _label(text, n, values):
 
 def plot_scaling(csv_path, png_path):
     """Log–log time per evaluation and block flops against n (fitted slopes)."""
-    import matplotlib.pyplot as plt
+    from .._optional import pyplot
+    plt = pyplot("plot_scaling")
 
     rows = read_rows(csv_path)
     families = [f for f in FAMILIES if any(r["family"] == f for r in rows)]
