@@ -1,7 +1,7 @@
 """Matplotlib animation of a simulated mechanism.
 
 Each body is drawn as line segments between body points (``r = C(r̄) p``,
-DESIGN §1.1) or as its frame ``o, o + ℓ e_k``; in a notebook, show the result
+docs/method.md#11-coordinates) or as its frame ``o, o + ℓ e_k``; in a notebook, show the result
 with ``IPython.display.HTML(anim.to_jshtml())``.
 """
 from __future__ import annotations

@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import re
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ from .linalg import available_solvers
 
 def _model_arguments(parser):
     parser.add_argument("model", choices=sorted(models.REGISTRY),
-                        help="benchmark mechanism (see ../shared/BENCHMARKS.md)")
+                        help="benchmark mechanism (see docs/benchmarks.md)")
     parser.add_argument("--scenario", help="scenario of the model (e.g. hexapod: passive|driven)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument of the model factory, e.g. --param n=100")
@@ -130,7 +132,8 @@ def main(argv=None):
     sim.add_argument("--atol", type=float, help="absolute tolerance (default: rtol)")
     sim.add_argument("--proj-tol", type=float, default=1e-10, help="projection tolerance")
     sim.add_argument("--solver", choices=available_solvers(), help="linear solver backend")
-    sim.add_argument("--projection", choices=PROJECTIONS, default=PROJECTIONS[0])
+    sim.add_argument("--projection", choices=PROJECTIONS, default=PROJECTIONS[0],
+                     help="stabilization of the constraints")
     sim.add_argument("--outputs", type=int, default=1000,
                      help="number of equidistant output intervals (0: every step)")
     sim.add_argument("--out", help="write the trajectory to this .npz file")
@@ -162,6 +165,7 @@ def main(argv=None):
         module.configure(p)
         p.set_defaults(func=module.run)
 
+    plain_help(parser)
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.error(f"bench {args.experiment} is unavailable in this installation")
@@ -170,6 +174,47 @@ def main(argv=None):
     except ValueError as err:
         print(f"natcoord: {err}", file=sys.stderr)
         return 2
+
+
+# ---- help text: plain text (no reST markup) and defaults shown ---------------
+_REST_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|ref|doc|term):"
+                        r"`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def plain_text(text):
+    """``text`` without reST markup: ``:func:`~a.b``` becomes ``b``, double backquotes go."""
+    text = _REST_ROLE.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], text or "")
+    return re.sub(r"``([^`]*)``", r"\1", text)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Plain-text descriptions (paragraphs kept) and ``(default: …)`` after every option
+    that has a default and does not already describe it."""
+
+    def _fill_text(self, text, width, indent):
+        paragraphs = re.split(r"\n\s*\n", plain_text(text).strip())
+        return "\n\n".join(textwrap.fill(" ".join(p.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent) for p in paragraphs)
+
+    def _get_help_string(self, action):
+        text = plain_text(action.help)
+        default = action.default
+        if ("%(default)" in text or "default" in text.lower() or not action.option_strings
+                or default is None or default is False or default == argparse.SUPPRESS
+                or (isinstance(default, (list, tuple)) and not default)):
+            return text
+        if isinstance(default, (list, tuple)):           # as typed: nargs lists or a comma list
+            default = (" " if action.nargs not in (None, "?") else ",").join(map(str, default))
+        return text + f" (default: {str(default).replace('%', '%%')})"
+
+
+def plain_help(parser):
+    """Give ``parser`` and all its sub-parsers the :class:`HelpFormatter`."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                plain_help(sub)
 
 
 if __name__ == "__main__":

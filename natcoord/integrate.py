@@ -1,4 +1,4 @@
-"""Dormand–Prince 5(4) with projection: the index-1 integrator of DESIGN §1.7.
+"""Dormand–Prince 5(4) with projection: the index-1 integrator of docs/method.md#17-integration.
 
 The explicit pair (Dormand & Prince 1980; coefficients and dense output as
 in Hairer, Nørsett & Wanner, *Solving ODEs I*, II.5–II.6) integrates

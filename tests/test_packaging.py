@@ -63,3 +63,24 @@ def test_metadata_declares_license_and_python_versions():
     assert "matplotlib" in cfg["options.extras_require"]["plot"]
     assert "matplotlib" in cfg["options.extras_require"]["test"]
     assert (ROOT / "CITATION.cff").exists() and (ROOT / "CHANGELOG.md").exists()
+
+
+@pytest.mark.parametrize("command", [[], ["simulate"], ["info"], ["bench"], ["bench", "scaling"],
+                                     ["bench", "tolerance"], ["bench", "chain"]])
+def test_cli_help_is_plain_text_with_defaults(command, capsys):
+    from natcoord.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(command + ["--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for markup in ("``", ":func:", ":class:", ":mod:", ":meth:", "§", "shared/"):
+        assert markup not in text, f"{' '.join(command)} --help shows {markup!r}"
+    if command == ["simulate"]:
+        assert "(default: 1e-06)" in text and "(default: 1e-10)" in text
+        assert "(default: position+velocity)" in text and "(default: [])" not in text
+
+
+def test_plain_text_strips_rest_roles():
+    from natcoord.cli import plain_text
+    assert plain_text("see :class:`~natcoord.dynamics.Workspace` and :mod:`natcoord.models`, "
+                      "``rtol = 1e-12``") == "see Workspace and natcoord.models, rtol = 1e-12"

@@ -31,7 +31,7 @@ def rod_frame(start, end):
 
 
 def six_bar(mass=1.0, section=0.1, gravity=9.81):
-    """The 6-bar mechanism, released at rest; simulate 10 s (BENCHMARKS.md)."""
+    """The 6-bar mechanism, released at rest; simulate 10 s (docs/benchmarks.md)."""
     mech = Mechanism(gravity=(0.0, -gravity, 0.0), name="six-bar")
     previous = GROUND
     for k, (start, end, axis) in enumerate(RODS, start=1):
