@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow          # builds both artefacts (~10 s); still part of make test
 
 
 def _package_files():
@@ -66,5 +67,6 @@ def test_sdist_contents(artefacts):
     _, sdist = artefacts
     with tarfile.open(sdist) as t:
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
-    for needed in ["LICENSE", "README.md", "setup.cfg", "pyproject.toml", *_package_files()]:
+    for needed in ["LICENSE", "README.md", "setup.cfg", "pyproject.toml", "CHANGELOG.md",
+                   "CITATION.cff", "mkdocs.yml", "docs/method.md", *_package_files()]:
         assert needed in names, f"sdist lacks {needed}"
