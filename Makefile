@@ -26,6 +26,7 @@ export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS      := 1
 
 .PHONY: help venv demo test paper data clean
+.PHONY: dist docs
 
 help:
 	@echo "natcoord make targets:"
@@ -34,6 +35,8 @@ help:
 	@echo "  make paper  regenerate paper/figures/ and tables from data/"
 	@echo "  make data   rerun the benchmarks that write data/*.csv, then make paper (slow)"
 	@echo "  make clean  remove .venv/, out/ and caches"
+	@echo "  make docs   build the documentation (MkDocs, --strict) into site/"
+	@echo "  make dist   build sdist + wheel, install each in a clean venv, smoke-test (slow)"
 	@echo "  make venv   (internal) create/update .venv; used by the targets above"
 
 venv: $(STAMP)
@@ -113,5 +116,13 @@ data: venv
 	$(BIN)/python paper/figures.py
 
 clean:
-	rm -rf $(VENV) out .numba_cache .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) out site dist .numba_cache .pytest_cache .hypothesis build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# ---- distribution and documentation (issue 11) ------------------------------
+dist: venv
+	PYTHON=$(BIN)/python .ci/dist-check
+
+docs: venv
+	$(BIN)/python -m mkdocs build --strict --site-dir site
+	@echo "Documentation written to site/index.html"

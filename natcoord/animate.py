@@ -1,7 +1,7 @@
 """Matplotlib animation of a simulated mechanism.
 
 Each body is drawn as line segments between body points (``r = C(r̄) p``,
-DESIGN §1.1) or as its frame ``o, o + ℓ e_k``; in a notebook, show the result
+docs/method.md#11-coordinates) or as its frame ``o, o + ℓ e_k``; in a notebook, show the result
 with ``IPython.display.HTML(anim.to_jshtml())``.
 """
 from __future__ import annotations
@@ -34,16 +34,20 @@ def _resample(t, path, times):
 
 
 def animate(sol, segments=None, frames=60, fps=15, trace=None, frame_length=0.2,
-            vertical_axis="z", ax=None, title=None):
+            vertical_axis="z", ax=None, title=None, ground=None, figsize=(7.0, 6.0), dpi=90):
     """A ``FuncAnimation`` of the solution ``sol`` with ``frames`` equally spaced frames.
 
     ``segments``: items ``(body, point_a, point_b)`` (reference-world points,
     drawn as a bar) or a body name (drawn as its frame, axes of length
     ``frame_length`` m); default: every body's frame. ``trace=(body, point)``
     draws that point's path. ``vertical_axis`` names the world axis drawn
-    upwards (``"y"`` for gravity along −y).
+    upwards (``"y"`` for gravity along −y). ``ground``: world points fixed to
+    ground (e.g. its joint points), drawn as fixed anchors joined by the ground
+    link (a closed polygon for more than two points). ``figsize``, ``dpi``:
+    size of a new figure (ignored with ``ax``).
     """
-    import matplotlib.pyplot as plt
+    from ._optional import pyplot
+    plt = pyplot("animate")
     from matplotlib.animation import FuncAnimation
     from matplotlib.ticker import MaxNLocator
 
@@ -52,10 +56,12 @@ def animate(sol, segments=None, frames=60, fps=15, trace=None, frame_length=0.2,
     times = np.linspace(sol.t[0], sol.t[-1], frames)
     paths = [_resample(sol.t, path, times) for path in paths]
     if ax is None:
-        fig = plt.figure(figsize=(5, 4.5), dpi=80)
+        fig = plt.figure(figsize=figsize, dpi=dpi)
         ax = fig.add_subplot(projection="3d")
     fig = ax.figure
-    everything = np.concatenate([p.reshape(-1, 3) for p in paths])
+    ground = None if ground is None else np.atleast_2d(np.asarray(ground, float))
+    everything = np.concatenate([p.reshape(-1, 3) for p in paths]
+                                + ([] if ground is None else [ground]))
     lo, hi = everything.min(axis=0), everything.max(axis=0)
     centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo).max() + 0.05
     ax.set(xlim=(centre[0] - half, centre[0] + half), ylim=(centre[1] - half, centre[1] + half),
@@ -65,6 +71,10 @@ def animate(sol, segments=None, frames=60, fps=15, trace=None, frame_length=0.2,
     for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
         axis.set_major_locator(MaxNLocator(4))
     ax.view_init(elev=20, azim=-60, vertical_axis=vertical_axis)
+    if ground is not None:                      # fixed: drawn once, under the bodies
+        link = np.vstack([ground, ground[:1]]) if len(ground) > 2 else ground
+        ax.plot(*link.T, color="0.55", lw=4, alpha=0.6, solid_capstyle="round", zorder=1)
+        ax.plot(*ground.T, ls="none", marker="^", ms=9, color="0.3", label="ground")
     lines = [ax.plot(*path[0].T, **style)[0] for path, style in zip(paths, styles)]
     if trace is not None:
         r = _resample(sol.t, sol.point(*trace), times)

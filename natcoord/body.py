@@ -1,4 +1,5 @@
-"""Rigid bodies in natural coordinates: the constant mass matrix (DESIGN §1.2)."""
+"""Rigid bodies in natural coordinates: the constant mass matrix
+(docs/method.md#12-mass-matrix)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""Input checks shared by the builder, forces and drives (DESIGN §4).
+"""Input checks shared by the builder, forces and drives (docs/method.md#3-conventions).
 
 Bad input fails where it enters, with a message naming the body, joint or
 force (``where``) and the field (``what``).

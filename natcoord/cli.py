@@ -9,7 +9,9 @@ import argparse
 import importlib
 import inspect
 import math
+import re
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -249,7 +251,8 @@ def main(argv=None):
     sim.add_argument("--proj-tol", type=positive_float, default=1e-10,
                      help="projection tolerance")
     sim.add_argument("--solver", choices=available_solvers(), help="linear solver backend")
-    sim.add_argument("--projection", choices=PROJECTIONS, default=PROJECTIONS[0])
+    sim.add_argument("--projection", choices=PROJECTIONS, default=PROJECTIONS[0],
+                     help="stabilization of the constraints")
     sim.add_argument("--outputs", type=non_negative_int, default=1000,
                      help="number of equidistant output intervals (0: every step)")
     sim.add_argument("--out", metavar="F.npz",
@@ -290,6 +293,7 @@ def main(argv=None):
         description=study.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
     sub.choices["sweep"].set_defaults(func=study.run)
 
+    plain_help(parser)
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.error(f"bench {args.experiment} is unavailable in this installation")
@@ -301,6 +305,47 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("natcoord: interrupted", file=sys.stderr)
         return INTERRUPTED
+
+
+# ---- help text: plain text (no reST markup) and defaults shown ---------------
+_REST_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|ref|doc|term):"
+                        r"`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def plain_text(text):
+    """``text`` without reST markup: ``:func:`~a.b``` becomes ``b``, double backquotes go."""
+    text = _REST_ROLE.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], text or "")
+    return re.sub(r"``([^`]*)``", r"\1", text)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Plain-text descriptions (paragraphs kept) and ``(default: …)`` after every option
+    that has a default and does not already describe it."""
+
+    def _fill_text(self, text, width, indent):
+        paragraphs = re.split(r"\n\s*\n", plain_text(text).strip())
+        return "\n\n".join(textwrap.fill(" ".join(p.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent) for p in paragraphs)
+
+    def _get_help_string(self, action):
+        text = plain_text(action.help)
+        default = action.default
+        if ("%(default)" in text or "default" in text.lower() or not action.option_strings
+                or default is None or default is False or default == argparse.SUPPRESS
+                or (isinstance(default, (list, tuple)) and not default)):
+            return text
+        if isinstance(default, (list, tuple)):           # as typed: nargs lists or a comma list
+            default = (" " if action.nargs not in (None, "?") else ",").join(map(str, default))
+        return text + f" (default: {str(default).replace('%', '%%')})"
+
+
+def plain_help(parser):
+    """Give ``parser`` and all its sub-parsers the :class:`HelpFormatter`."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                plain_help(sub)
 
 
 if __name__ == "__main__":

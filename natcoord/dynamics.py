@@ -1,4 +1,4 @@
-"""The descriptor form (DESIGN §1.5) evaluated into a preallocated workspace.
+"""The descriptor form (docs/method.md#15-descriptor-form) evaluated into a preallocated workspace.
 
     ṗ = v,   [[M, Gᵀ], [G, 0]] [a; λ] = [f(p, v, t); γ(p, v, t)]
 """
@@ -90,7 +90,7 @@ class AccelerationInfo:
 def accelerations(model, state, solver=None, workspace=None):
     """Accelerations ``a`` (12 n,) and multipliers ``λ`` (m,) at ``state``.
 
-    Solves ``[[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]`` (DESIGN §1.5) with the given
+    Solves ``[[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]`` (docs/method.md#15-descriptor-form) with the given
     backend; returns ``(a, λ, info)``. Pass a :class:`Workspace` to reuse
     buffers and the symbolic phase across calls. ``state`` must be a
     :class:`State` with finite ``(12 n,)`` arrays (``TypeError``/``ValueError``).

@@ -1,6 +1,6 @@
 """Affine vector expressions and scalar quadratic forms in natural coordinates.
 
-Every quantity a joint or force needs is linear in the coordinates (DESIGN §1.1):
+Every quantity a joint or force needs is linear in the coordinates (docs/method.md#11-coordinates):
 a body-fixed point is ``r = C(r̄) p_i = o + r̄1 e1 + r̄2 e2 + r̄3 e3``. We index
 the 3-vectors of all bodies as *slots* ``x_s`` (``s = 4 i + k``, k = 0 for the
 origin, 1..3 for the axes), so a point or direction is an :class:`Affine`

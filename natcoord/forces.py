@@ -1,4 +1,4 @@
-"""Applied forces as generalized forces on natural coordinates (DESIGN §1.2).
+"""Applied forces as generalized forces on natural coordinates (docs/method.md#12-mass-matrix).
 
 A force ``F`` at body point ``r̄`` contributes ``C(r̄)ᵀ F`` (slot k receives
 ``c̄_k F``); a torque ``τ`` contributes ``½ τ × e_k`` to each axis ``e_k``, whose

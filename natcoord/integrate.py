@@ -1,4 +1,4 @@
-"""Dormand–Prince 5(4) with projection: the index-1 integrator of DESIGN §1.7.
+"""Dormand–Prince 5(4) with projection: the index-1 integrator of docs/method.md#17-integration.
 
 The explicit pair (Dormand & Prince 1980; coefficients and dense output as
 in Hairer, Nørsett & Wanner, *Solving ODEs I*, II.5–II.6) integrates
@@ -74,7 +74,7 @@ def dense_output(y0, y1, K, h, theta):
 
 class _Run:
     """One integration: state, workspace, counters, recorded outputs and the checks
-    every projected state passes (DESIGN §1.7)."""
+    every projected state passes (docs/method.md#17-integration)."""
 
     def __init__(self, model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol):
         self.model, self.ws, self.n = model, ws, model.n_coords
@@ -236,7 +236,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
              max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6):
-    """Integrate the equations of motion from ``t0`` to ``t_end`` (DESIGN §1.7).
+    """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
     ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:

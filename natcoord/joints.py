@@ -1,4 +1,5 @@
-"""Joints as full-rank sets of quadratic constraints (DESIGN §1.3–1.4).
+"""Joints as full-rank sets of quadratic constraints (docs/method.md#13-rigid-body,
+docs/method.md#14-joints).
 
 A joint never uses the vector product (whose three components have rank 2);
 it is assembled from four primitives, each a :class:`Quadratic` in the slot

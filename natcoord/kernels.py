@@ -9,7 +9,8 @@ For one quadratic term ``c x_a·x_b`` with weight ``w`` (and ``ẇ``, ``ẅ``):
     γ   −= c (2 w v_a·v_b + 2 ẇ (x_a·v_b + x_b·v_a) + ẅ x_a·x_b)
 
 which is ``G ẍ = −(ġ̇ − G ẍ)`` differentiated twice (eq. 8–10 of the paper and
-DESIGN §1.3, §1.5). Linear and constant terms follow the same pattern.
+docs/method.md#13-rigid-body, docs/method.md#15-descriptor-form). Linear and constant terms
+follow the same pattern.
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def jacobian_transpose_times(G, pattern_row, pattern_slot, lam, out):
 
 @njit(cache=True)
 def mass_times(J4, V, out):
-    """``out = M V`` with ``M_i = J4_i ⊗ I3`` (slot vectors, DESIGN §1.2)."""
+    """``out = M V`` with ``M_i = J4_i ⊗ I3`` (slot vectors, docs/method.md#12-mass-matrix)."""
     for i in range(J4.shape[0]):
         for a in range(4):
             for j in range(3):

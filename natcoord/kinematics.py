@@ -1,6 +1,6 @@
 """Joint coordinates, body orientation and angular velocity; joint rates at assembly.
 
-Everything here is evaluated from the natural coordinates of DESIGN §1.1:
+Everything here is evaluated from the natural coordinates of docs/method.md#11-coordinates:
 the rotation of a body is ``R = [e1 e2 e3]`` (the body axes were the columns
 of ``axes`` in the reference configuration), its angular velocity
 ``ω = ½ Σ_k e_k × ė_k`` (from ``ω× = Ṙ Rᵀ``, exact for orthonormal axes); a

@@ -1,4 +1,5 @@
-"""Projection onto the position and velocity constraints, and assembly (DESIGN §1.7).
+"""Projection onto the position and velocity constraints, and assembly
+(docs/method.md#17-integration).
 
 Positions: simplified Newton on ``min ‖Δp‖_M  s.t.  g(p + Δp) = 0``; each
 iterate solves ``[[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −g]`` with the current KKT

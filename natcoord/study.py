@@ -715,7 +715,7 @@ class _Sampler:
 def configure(parser):
     from .linalg import available_solvers
     parser.add_argument("model", choices=sorted(_models.REGISTRY),
-                        help="benchmark mechanism (see ../shared/BENCHMARKS.md)")
+                        help="benchmark mechanism (see docs/benchmarks.md)")
     parser.add_argument("--scenario", help="scenario of the model (e.g. hexapod: passive|driven)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUES",
                         help="a factory or simulate keyword and its values: a:b:n (linspace), "

@@ -49,11 +49,12 @@ def structure(stem, width):
 def residuals(energy_title):
     return code(f"""
         fig, ax = plt.subplots(1, 2, figsize=(11, 3.5), constrained_layout=True)
-        ax[0].semilogy(sol.t, sol.constraint_residual, label="‖g‖∞ [m]")
-        ax[0].semilogy(sol.t, sol.velocity_residual, label="‖G v + g_t‖∞ [m/s]")
+        positive = lambda x: np.ma.masked_less_equal(x, 0.0)   # exact zeros: no point on a log axis
+        ax[0].semilogy(sol.t, positive(sol.constraint_residual), label="‖g‖∞ [m]")
+        ax[0].semilogy(sol.t, positive(sol.velocity_residual), label="‖G v + g_t‖∞ [m/s]")
         ax[0].axhline(PROJ_TOL, color="k", ls="--", lw=0.8, label="proj_tol")
         ax[0].set(xlabel="t [s]", title="constraint residuals after projection")
-        ax[0].legend()
+        ax[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
         ax[1].plot(sol.t, sol.energy - sol.energy[0])
         ax[1].set(xlabel="t [s]", ylabel="E(t) − E(0) [J]", title="{energy_title}");
     """)
@@ -124,7 +125,7 @@ def six_bar():
             for k, c in enumerate("xyz"):
                 ax[0].plot(sol.t, P3[:, k], label=c)
             ax[0].set(xlabel="t [s]", ylabel="position [m]", title="P3 = (1, −1, 0) on rod 2")
-            ax[0].legend()
+            ax[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))   # outside the data
             ax[1].plot(P3[:, 0], P3[:, 2])
             ax[1].set(xlabel="x [m]", ylabel="z [m]", title="path of P3", aspect="equal");
         """),
@@ -139,8 +140,9 @@ def six_bar():
             rods = [(f"rod{k + 1}", start, end) for k, (start, end, _) in enumerate(RODS)]
             short = nc.simulate(model, t_end=5.0, rtol=1e-6, solver=SOLVER,
                                 t_eval=np.linspace(0.0, 5.0, 101))
+            ground = [(0.0, 0.0, 0.0), (0.0, 0.0, 1.0)]   # rod 1 and rod 5 pivot on ground here
             anim = animate(short, rods, frames=40, trace=("rod2", (1.0, -1.0, 0.0)),
-                           vertical_axis="y")
+                           vertical_axis="y", ground=ground)
             HTML(anim.to_jshtml())
         """),
         md("""
@@ -196,7 +198,9 @@ def hexapod():
                 ax[0].plot(sol.t, centre[:, k], label=c)
             ax[0].set(xlabel="t [s]", ylabel="position [m]", title="platform centre")
             ax[0].legend()
-            ax[1].semilogy(sol.t, np.linalg.norm(centre - prescribed, axis=1) + 1e-300)
+            error = np.linalg.norm(centre - prescribed, axis=1)
+            # exact zeros (t = 0) are masked: no floor that would stretch the log axis
+            ax[1].semilogy(sol.t, np.ma.masked_less_equal(error, 0.0))
             ax[1].set(xlabel="t [s]", ylabel="distance [m]",
                       title="platform centre − prescribed path");
         """),
@@ -230,7 +234,8 @@ def hexapod():
                          for k in range(6)]
             short = nc.simulate(model, t_end=1.0, rtol=1e-6, solver=SOLVER,
                                 t_eval=np.linspace(0.0, 1.0, 51))
-            anim = animate(short, segments, frames=25, trace=("platform", (0.0, 0.0, 1.0)))
+            anim = animate(short, segments, frames=25, trace=("platform", (0.0, 0.0, 1.0)),
+                           ground=BASE_POINTS)   # the base: ground points of the universal joints
             HTML(anim.to_jshtml())
         """),
         md("""

@@ -227,7 +227,7 @@ def tolerance_results(table, stem):
          "rtol_loosest": fmt_exp(loose["rtol"][0]),
          "rhs_loosest": f"{loose['rhs'][0]:.0f}"}
     holds = np.sum(ratio < 1) > ratio.size / 2
-    r["observation"] = "holds" if holds else "is refuted"
+    r["observation"] = "is reproduced" if holds else "is not reproduced"
     ok = table["output_error"] <= TARGET_ERROR
     if ok.any():
         k = np.flatnonzero(ok)[np.argmin(table["wall_time_median"][ok])]
@@ -293,7 +293,8 @@ def scaling_results(path):
             common = [k for k in n if (other, k) in times]
             if common:
                 k = max(common)
-                r[f"scaling_{family}_{other}_ratio"] = f"{times[other, k] / times['block', k]:.0f}"
+                ratio = times[other, k] / times["block", k]
+                r[f"scaling_{family}_{other}_ratio"] = f"{ratio:.1f}" if ratio < 10 else f"{ratio:.0f}"
                 r[f"scaling_{family}_{other}_ratio_n"] = f"{k}"
     return r
 

@@ -26,7 +26,7 @@ def test_structure(model):
 
 def test_published_configuration_is_consistent(model):
     """The published angles close all loops of our geometry: assembly does not
-    move them, and F, E are where BENCHMARKS.md says."""
+    move them, and F, E are where docs/benchmarks.md says."""
     state = model.initial_state()
     assert np.abs(state.p - model.p_reference).max() < 1e-14
     p = points()

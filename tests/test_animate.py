@@ -42,3 +42,15 @@ def test_body_frames_are_orthonormal_at_outputs(sol):
         d = np.array([axis[1] - axis[0] for axis in lines]) / 0.3
         np.testing.assert_allclose(d @ d.T, np.eye(3), atol=1e-9)
         assert np.linalg.det(d) == pytest.approx(1.0)
+
+
+def test_ground_is_drawn_fixed_where_the_rods_are_pinned(sol):
+    """``ground=``: anchors drawn once and never moved; the pinned rod ends stay on them."""
+    ground = np.array([(0.0, 0.0, 0.0), (0.0, 0.0, 1.0)])
+    anim = animate(sol, RODS_DRAWN, frames=5, ground=ground)
+    assert anim._fig.get_size_inches()[0] >= 7                   # the larger default figure
+    for lines in frames(anim, 5):
+        anchors, bars = lines[1], lines[2:]                      # [link, anchors, rods...]
+        np.testing.assert_allclose(anchors, ground)
+        np.testing.assert_allclose(bars[0][0], ground[0], atol=1e-9)
+        np.testing.assert_allclose(bars[4][1], ground[1], atol=1e-9)

@@ -55,7 +55,7 @@ def test_csv_schema_and_round_trip(grid, tmp_path):
     assert [r["rtol"] for r in rows] == RTOLS
     for row in rows:
         assert row["success"] is True and row["model"] == "six-bar"
-        assert row["dropped"] == 1                                   # BENCHMARKS.md
+        assert row["dropped"] == 1                                   # docs/benchmarks.md
         assert row["max_constraint_residual"] <= 1e-10
         assert row["wall_time_min"] <= row["wall_time_median"] <= row["wall_time_max"]
         assert row["rhs"] >= 6 * row["steps"]                        # DOPRI5: 6 stages/step
@@ -114,5 +114,5 @@ def test_hexapod_speed_row(tmp_path):
     model = nc.models.hexapod(scenario="driven").build()
     row = hexapod_speed.realtime_factor(model, t_end=0.1, repeat=2)
     assert row["success"] and row["repeat"] == 2
-    assert row["dropped"] == 0                                       # BENCHMARKS.md
+    assert row["dropped"] == 0                                       # docs/benchmarks.md
     assert row["max_constraint_residual"] <= 1e-10 and row["max_velocity_residual"] <= 1e-10

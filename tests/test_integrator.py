@@ -1,4 +1,4 @@
-"""The Dormand–Prince 5(4) integrator (DESIGN §1.7) on a closed-form mechanism.
+"""The Dormand–Prince 5(4) integrator (docs/method.md#17-integration) on a closed-form mechanism.
 
 A body on a prismatic joint to ground, pulled back by a spring along the
 joint axis (gravity acts across the axis and is carried by the joint), is a

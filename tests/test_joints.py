@@ -1,4 +1,5 @@
-"""Constraint rows ``g``, their Jacobian ``G``, ``g_t`` and ``γ`` (DESIGN §1.3–1.5).
+"""Constraint rows ``g``, their Jacobian ``G``, ``g_t`` and ``γ``
+(docs/method.md#13-rigid-body, #14-joints, #15-descriptor-form).
 
 Each joint type, between two bodies and to ground on either side, is checked
 against independent truths:

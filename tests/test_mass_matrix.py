@@ -1,4 +1,5 @@
-"""The constant mass matrix ``M_i = J4 ⊗ I3`` (DESIGN §1.2) against its definition.
+"""The constant mass matrix ``M_i = J4 ⊗ I3`` (docs/method.md#12-mass-matrix) against its
+definition.
 
 ``T = ½ ṗᵀ M ṗ = ∫ ½ |ṙ|² dm`` with ``r = C(r̄) p``, hence ``M = ∫ C(r̄)ᵀ C(r̄) ρ dV``
 over the body, and gravity's generalized force is ``∫ C(r̄)ᵀ ρ g dV``. Both
@@ -34,7 +35,7 @@ def box_quadrature(size, centre, R_box, order=3):
 
 
 def C(r_bar):
-    """``C(r̄) = c̄ᵀ ⊗ I3`` (3 × 12), ``c̄ = (1, r̄)`` (DESIGN §1.1)."""
+    """``C(r̄) = c̄ᵀ ⊗ I3`` (3 × 12), ``c̄ = (1, r̄)`` (docs/method.md#11-coordinates)."""
     return np.kron(np.concatenate([[1.0], r_bar])[None, :], np.eye(3))
 
 

@@ -1,6 +1,6 @@
 """Trust at run time (issue 8): bad arguments are refused where they enter, nothing
 integrated is lost on failure, and no run reports success for a trajectory that
-leaves the constraint manifold (DESIGN §1.7)."""
+leaves the constraint manifold (docs/method.md#17-integration)."""
 import time
 import warnings
 

@@ -1,4 +1,4 @@
-"""The 6-bar (Bricard) mechanism end to end (BENCHMARKS.md "six_bar").
+"""The 6-bar (Bricard) mechanism end to end (docs/benchmarks.md "six_bar").
 
 Five rods and ground in one loop of six revolutes: 30 rigid-body + 30 joint
 rows on 60 coordinates. Grübler's count gives 0 DOF, but Bricard's linkage
@@ -12,7 +12,7 @@ import natcoord as nc
 from natcoord.model import JOINT
 
 PROJ_TOL = 1e-10
-P3 = (1.0, -1.0, 0.0)      # output point on rod 2 (BENCHMARKS.md)
+P3 = (1.0, -1.0, 0.0)      # output point on rod 2 (docs/benchmarks.md)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""All KKT backends solve the same system (issue 3, DESIGN §1.6).
+"""All KKT backends solve the same system (issue 3, docs/method.md#16-linear-solve).
 
 ``block`` (the O(n) block LDLᵀ), ``cholmod`` (range space, sparse Cholesky),
 ``superlu`` and ``dense`` (whole KKT) must give the same accelerations and

@@ -1,4 +1,4 @@
-"""Bad input fails early and says where and what to change (DESIGN §4).
+"""Bad input fails early and says where and what to change (docs/method.md#3-conventions).
 
 Modelling errors raise ``ValueError`` at ``add_*``/``build()`` time naming the
 body or joint; an impossible assembly raises ``AssemblyError`` with the

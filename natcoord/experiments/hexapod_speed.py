@@ -1,4 +1,4 @@
-"""Real-time factor of the driven hexapod (BENCHMARKS.md, scenario b).
+"""Real-time factor of the driven hexapod (docs/benchmarks.md, scenario b).
 
 Simulated time over wall time for the Stewart–Gough platform whose six legs
 follow the closed-form inverse kinematics of the prescribed platform path,

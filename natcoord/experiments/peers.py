@@ -2,7 +2,7 @@
 
 Three experiments, one run, one CSV (``data/peers.csv``), one figure:
 
-(a) ``call``: one forward-dynamics evaluation of ``chain(n)`` (BENCHMARKS.md:
+(a) ``call``: one forward-dynamics evaluation of ``chain(n)`` (docs/benchmarks.md:
     rods 1 kg, 0.5 m, square section 0.05 m, revolute axes alternating x, y,
     joint angles 0.1 rad, gravity −z): natcoord ``accelerations`` with a
     reused Workspace and its bare numeric phase (factor + solve; both timed by

@@ -1,7 +1,8 @@
-"""Time per evaluation versus the number of bodies: the O(n) evidence (DESIGN §1.6).
+"""Time per evaluation versus the number of bodies: the O(n) evidence
+(docs/method.md#16-linear-solve).
 
 ``natcoord bench scaling`` times one evaluation of the accelerations for the
-scalable families of BENCHMARKS.md — ``chain(n)``, ``tree(depth)`` (n = 2^depth − 1)
+scalable families of docs/benchmarks.md — ``chain(n)``, ``tree(depth)`` (n = 2^depth − 1)
 and ``chain(n, loops=4)`` — with every backend in the same run. Each model is
 built and its :class:`~natcoord.dynamics.Workspace` created (and warmed up)
 before timing, so the symbolic phase is excluded. Two medians of ``--repeat``
@@ -248,7 +249,8 @@ def _label(text, n, values):
 
 def plot_scaling(csv_path, png_path):
     """Log–log time per evaluation and block flops against n (fitted slopes)."""
-    import matplotlib.pyplot as plt
+    from .._optional import pyplot
+    plt = pyplot("plot_scaling")
 
     rows = read_rows(csv_path)
     families = [f for f in FAMILIES if any(r["family"] == f for r in rows)]

@@ -1,4 +1,5 @@
-"""Solvers for the descriptor system ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` (DESIGN §1.6).
+"""Solvers for the descriptor system ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]``
+(docs/method.md#16-linear-solve).
 
 Every backend has the same small interface (:class:`~natcoord.linalg.base.KKTSolver`):
 construction is the *symbolic* phase (once per model), ``factor(G)`` the

@@ -1,4 +1,4 @@
-"""The O(n) block rational Cholesky with constraint partitioning (DESIGN §1.6).
+"""The O(n) block rational Cholesky with constraint partitioning (docs/method.md#16-linear-solve).
 
 Block LDLᵀ of ``K = [[M, Gᵀ], [G, 0]]`` over body and joint nodes in the
 order and with the fill of :mod:`natcoord.linalg.symbolic`.

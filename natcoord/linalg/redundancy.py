@@ -7,7 +7,7 @@ in the mass-free metric (``M`` with every body scaled to unit mass,
 dropped), the joint rows' Schur complement is ``S_J = G_J P G_Jᵀ``. Its
 Cholesky factorization in row order drops row k when the pivot is below
 ``threshold_k · (S_J)_kk``: the row is then (numerically) a combination of the
-rows kept before it. This is the constraint partitioning of DESIGN §1.6,
+rows kept before it. This is the constraint partitioning of docs/method.md#16-linear-solve,
 done densely.
 """
 from __future__ import annotations

@@ -25,7 +25,8 @@ def _node_sizes(model, s):
 
 def plot_structure(model, path):
     """Draw the block pattern with fill-in to ``path`` (any Matplotlib format)."""
-    import matplotlib.pyplot as plt
+    from .._optional import pyplot
+    plt = pyplot("plot_structure")
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle
 

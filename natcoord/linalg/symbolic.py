@@ -1,4 +1,5 @@
-"""Symbolic phase of the block LDLᵀ (DESIGN §1.6): elimination order and fill, once per model.
+"""Symbolic phase of the block LDLᵀ (docs/method.md#16-linear-solve): elimination order and
+fill, once per model.
 
 The KKT matrix ``[[M, Gᵀ], [G, 0]]`` is viewed as a graph of *nodes*: a body
 node is the 18×18 augmented block ``[[M_i, G_RC,iᵀ], [G_RC,i, 0]]`` (its 12

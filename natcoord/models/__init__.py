@@ -1,4 +1,4 @@
-"""Benchmark mechanisms (../shared/BENCHMARKS.md): each returns a ``Mechanism``."""
+"""Benchmark mechanisms (docs/benchmarks.md): each returns a ``Mechanism``."""
 from .andrews import andrews
 from .families import chain, tree
 from .four_bar import four_bar, n_four_bar

@@ -1,4 +1,4 @@
-"""Scalable families for the O(n) evidence (BENCHMARKS.md): chain, tree, loops.
+"""Scalable families for the O(n) evidence (docs/benchmarks.md): chain, tree, loops.
 
 Rods: 1 kg, 0.5 m, square section 0.05 m, hanging along −z, revolute axes
 alternating x and y. The reference configuration is the initial one (every

@@ -1,4 +1,4 @@
-"""The N-four-bar mechanism: IFToMM multibody benchmark A02 (BENCHMARKS.md).
+"""The N-four-bar mechanism: IFToMM multibody benchmark A02 (docs/benchmarks.md).
 
 N + 1 vertical cranks (rods 1 kg, 1 m) pinned to ground at x = 0, 1, …, N,
 their tops joined by N horizontal couplers (1 kg, 1 m): N parallelogram

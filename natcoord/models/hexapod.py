@@ -1,4 +1,4 @@
-"""Stewart–Gough platform: 13 moving bodies, six UPS legs (BENCHMARKS.md).
+"""Stewart–Gough platform: 13 moving bodies, six UPS legs (docs/benchmarks.md).
 
 Base = ground. Leg k runs from the base point ``B_k`` to the platform point
 ``P_k``: a cylinder hinged to ground by a universal joint at ``B_k``, a piston

@@ -31,7 +31,7 @@ def rod_frame(start, end):
 
 
 def six_bar(mass=1.0, section=0.1, gravity=9.81, length=1.0):
-    """The 6-bar mechanism, released at rest; simulate 10 s (BENCHMARKS.md).
+    """The 6-bar mechanism, released at rest; simulate 10 s (docs/benchmarks.md).
 
     ``mass`` [kg] and ``section`` [m] are one value for every rod or a
     sequence of five (rods 1..5, e.g. manufacturing tolerances); ``length``
