@@ -19,3 +19,8 @@ __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Dr
            "simulate", "accelerations", "AccelerationInfo", "IntegrationError",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
            "default_solver", "models", "box_inertia", "rod_inertia", "cylinder_inertia"]
+
+from .derivatives import Linearization, linearize  # noqa: E402
+from .reactions import Reaction, joint_reaction  # noqa: E402
+
+__all__ += ["linearize", "Linearization", "joint_reaction", "Reaction"]

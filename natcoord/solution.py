@@ -99,3 +99,12 @@ class Solution:
                             velocity_residual=self.velocity_residual,
                             dropped=np.array(self.dropped, dtype=str),
                             **{f"stats_{k}": v for k, v in self.stats.items()})
+
+    def joint_reaction(self, joint, frame="world"):
+        """Force and torque (k, 3) ``joint`` exerts on its body b at each output.
+
+        Torque about the joint point (``.point``, (k, 3)); minimum-norm
+        multipliers on redundant loops. See :mod:`natcoord.reactions`.
+        """
+        from .reactions import joint_reactions
+        return joint_reactions(self.model, self.t, self.p, self.v, joint, frame)
