@@ -65,22 +65,32 @@ def linearize(model, state, params=(), solver=None, workspace=None):
 
     ``state`` is a :class:`~natcoord.State` or a tuple ``(t, p, v)``;
     ``params`` names model parameters (see :func:`parameter_direction`).
-    One factorization, one solve per column. Returns a :class:`Linearization`.
+    One factorization, one solve per column; constraint and spring terms
+    exact, other applied forces by central differences (module docstring).
+    Returns a :class:`Linearization`.
+    """
+    at = linearization_point(model, state, solver, workspace)
+    unit = np.eye(model.n_coords)
+    d_p = [at.derivative(dp=e) for e in unit]
+    d_v = [at.derivative(dv=e) for e in unit]
+    d_th = [at.derivative(param=name) for name in params]
+    N, m = model.n_coords, model.n_rows
+    return Linearization(at.a, at.lam, _stack(d_p, 0, N), _stack(d_v, 0, N),
+                         _stack(d_p, 1, m), _stack(d_v, 1, m), _stack(d_th, 0, N),
+                         _stack(d_th, 1, m), tuple(params), at.ws.solver.dropped.copy())
+
+
+def linearization_point(model, state, solver=None, workspace=None):
+    """Solve for ``(a, λ)`` at ``state`` and keep the factorization for directions.
+
+    Returns a :class:`LinearizationPoint`, whose ``derivative(dp, dv, param)``
+    costs one solve: the building block of sensitivities and Newton matrices.
     """
     t, p, v = state if isinstance(state, tuple) else (state.t, state.p, state.v)
     p, v = (np.array(x, float) for x in (p, v))
     ws = workspace if workspace is not None else Workspace(model, solver)
     a, lam = (x.copy() for x in ws.accelerations(t, p, v))
-    at = _Point(model, ws, t, p, v, a, lam)
-    unit = np.eye(model.n_coords)
-    d_p = [at.derivative(dp=e) for e in unit]
-    d_v = [at.derivative(dv=e) for e in unit]
-    d_th = [at.derivative(**parameter_direction(model, name, at)) for name in params]
-
-    N, m = model.n_coords, model.n_rows
-    return Linearization(a, lam, _stack(d_p, 0, N), _stack(d_v, 0, N), _stack(d_p, 1, m),
-                         _stack(d_v, 1, m), _stack(d_th, 0, N), _stack(d_th, 1, m),
-                         tuple(params), ws.solver.dropped.copy())
+    return LinearizationPoint(model, ws, t, p, v, a, lam)
 
 
 def _stack(pairs, k, rows):
@@ -88,25 +98,28 @@ def _stack(pairs, k, rows):
     return np.column_stack([pair[k] for pair in pairs]) if pairs else np.zeros((rows, 0))
 
 
-class _Point:
+class LinearizationPoint:
     """The base point ``(t, p, v, a, λ)`` with ``K`` factored in ``ws``."""
 
     def __init__(self, model, ws, t, p, v, a, lam):
         self.model, self.ws, self.t = model, ws, t
-        self.X, self.V = p.reshape(-1, 3), v.reshape(-1, 3)
-        self.A, self.lam = a.reshape(-1, 3), lam
+        self.a, self.lam = a, lam
+        self.X, self.V, self.A = p.reshape(-1, 3), v.reshape(-1, 3), a.reshape(-1, 3)
         self.W = model.tables.weight_table(t, np.zeros((model.n_weights, 3)))
 
-    def derivative(self, dp=None, dv=None, dM=(), df=None):
-        """``(da, dλ)`` along ``(dp, dv)`` plus a parameter's ``dM``, ``df``.
+    def derivative(self, dp=None, dv=None, param=None):
+        """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
 
-        ``dM`` lists ``(body, dJ4)``; ``df`` (4 n, 3) is ``∂f/∂θ``.
+        ``[da; dλ] = K⁻¹ [df − dM a − dGᵀ λ;  dγ − dG a]``.
         """
         dX = np.zeros_like(self.X) if dp is None else np.reshape(dp, (-1, 3))
         dV = np.zeros_like(self.V) if dv is None else np.reshape(dv, (-1, 3))
         r = self.force_derivative(dX, dV)
-        if df is not None:
-            r += df
+        dM = ()
+        if param is not None:
+            theta = parameter_direction(self.model, param, self)
+            r += theta.get("df", 0.0)
+            dM = theta.get("dM", ())
         for body, dJ4 in dM:
             r[4 * body:4 * body + 4] -= dJ4 @ self.A[4 * body:4 * body + 4]
         dgamma, dG = self.constraint_derivative(dX, dV)
@@ -116,10 +129,18 @@ class _Point:
         return da.copy(), dlam.copy()
 
     def constraint_derivative(self, dX, dV):
-        """``(dγ, dG)``: exact central differences (γ quadratic, G affine)."""
+        """``(dγ, dG)``: exact central differences (γ quadratic, G affine).
+
+        The odd part of a quadratic is linear: ``dγ = s (γ(x + u) − γ(x − u)) / 2``
+        for ``(dX, dV) = s u``, u scaled to unit max-norm against round-off.
+        """
+        scale = max(np.abs(dX).max(), np.abs(dV).max())
+        if scale == 0.0:
+            return np.zeros(self.model.n_rows), np.zeros((self.model.tables.pattern_row.size, 3))
+        dX, dV = dX / scale, dV / scale
         gamma_p, G_p = self._constraint_terms(self.X + dX, self.V + dV)
         gamma_m, G_m = self._constraint_terms(self.X - dX, self.V - dV)
-        return 0.5 * (gamma_p - gamma_m), 0.5 * (G_p - G_m)
+        return 0.5 * scale * (gamma_p - gamma_m), 0.5 * scale * (G_p - G_m)
 
     def _constraint_terms(self, X, V):
         tables, m = self.model.tables, self.model.n_rows

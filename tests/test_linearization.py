@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from test_solver_agreement import mechanism_specs, random_mechanism
 
 import natcoord as nc
-from natcoord.derivatives import linearize, springs
+from natcoord.derivatives import linearization_point, linearize, springs
 from natcoord.models.hexapod import BASE_POINTS, PLATFORM_POINTS
 
 STEP, RTOL = 1e-3, 1e-7
@@ -128,6 +128,24 @@ def test_dropped_rows_stay_dropped():
     assert lin.dropped.size == 1
     assert not lin.lam[lin.dropped].any()
     assert not lin.dlam_dp[lin.dropped].any() and not lin.dlam_dv[lin.dropped].any()
+
+
+def test_one_factorization_serves_every_direction():
+    """``linearization_point`` factors once; a direction's derivative is linear
+    in it at any scale, and ``linearize`` is its columns (state as a tuple)."""
+    model = nc.models.six_bar().build()
+    state = moving_state(model)
+    at = linearization_point(model, state)
+    factorizations = at.ws.n_factorizations
+    u = unit(np.random.default_rng(4).standard_normal(model.n_coords))
+    da, dlam = at.derivative(dp=u, dv=u)
+    for scale in (1e-9, 1e6):
+        da_s, dlam_s = at.derivative(dp=scale * u, dv=scale * u)
+        np.testing.assert_allclose(da_s / scale, da, atol=1e-12 * np.abs(da).max())
+        np.testing.assert_allclose(dlam_s / scale, dlam, atol=1e-12 * np.abs(dlam).max())
+    assert at.ws.n_factorizations == factorizations
+    lin = linearize(model, (state.t, state.p, state.v))
+    np.testing.assert_allclose(lin.da_dp @ u + lin.da_dv @ u, da, atol=1e-12 * np.abs(da).max())
 
 
 # ------------------------------------------------------------- parameters
