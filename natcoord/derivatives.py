@@ -171,8 +171,12 @@ class LinearizationPoint:
         return F
 
     def _force_difference(self, force, dX, dV, F):
-        """``F += (f(x + h dx) − f(x − h dx)) / 2h`` for one applied force."""
-        h = FORCE_STEP * max(1.0, np.abs(self.X).max(), np.abs(self.V).max())
+        """``F += (f(x + h dx) − f(x − h dx)) / 2h`` for one applied force.
+
+        ``h dx`` has max-norm ``FORCE_STEP · max(1, |x|∞)``.
+        """
+        size = max(np.abs(dX).max(), np.abs(dV).max())
+        h = FORCE_STEP * max(1.0, np.abs(self.X).max(), np.abs(self.V).max()) / size
         for sign in (1.0, -1.0):
             X, V = self.X + sign * h * dX, self.V + sign * h * dV
             out = np.zeros_like(F)
