@@ -28,3 +28,8 @@ __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Dr
            "cylinder_inertia", "plot", "animate"]
 # model files (docs/model-format.md)
 __all__ += ["load_mechanism", "load_urdf", "load_mjcf"]
+
+from .derivatives import Linearization, linearize  # noqa: E402
+from .reactions import Reaction, joint_reaction  # noqa: E402
+
+__all__ += ["linearize", "Linearization", "joint_reaction", "Reaction"]

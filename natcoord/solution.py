@@ -280,6 +280,15 @@ class Solution:
         columns["velocity_residual"] = self.velocity_residual
         return pd.DataFrame(columns)
 
+    def joint_reaction(self, joint, frame="world"):
+        """Force and torque (k, 3) ``joint`` exerts on its body b at each output.
+
+        Torque about the joint point (``.point``, (k, 3)); minimum-norm
+        multipliers on redundant loops. See :mod:`natcoord.reactions`.
+        """
+        from .reactions import joint_reactions
+        return joint_reactions(self.model, self.t, self.p, self.v, joint, frame)
+
 
 FORMAT, VERSION = "natcoord-solution", 1
 COORDINATES = ("p and v (k, 12 n): 12 coordinates per body in body order, (o, e1, e2, e3): "

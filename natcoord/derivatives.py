@@ -1,0 +1,273 @@
+"""Linearization of the descriptor form (issue 10, item 1).
+
+The index-1 system ``M a + Gᵀ λ = f(p, v; θ)``, ``G a = γ(p, v)`` (dynamics.py)
+differentiated along a direction ``(dp, dv, dθ)``:
+
+    [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a]
+
+The matrix is the one already factored for ``(a, λ)``, so every direction
+costs one solve, O(n) with the block solver (Pinocchio's
+``computeABADerivatives`` in spirit: ``∂a/∂p, ∂a/∂v`` and here also ``∂λ``
+and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap:
+
+* ``G`` is affine in p and ``γ`` quadratic in ``(p, v)``, so the central
+  difference ``dG = (G(p + dp) − G(p − dp)) / 2`` (likewise ``dγ`` with
+  ``(p ± dp, v ± dv)``) has no truncation error: it is the derivative.
+* ``M`` depends on the mass parameters only; gravity is constant in p.
+* Spring–dampers are differentiated analytically. Other applied forces
+  (point forces, torques, possibly user callables of ``(t, state)``) by
+  central differences of their ``apply`` alone, step ``FORCE_STEP``: exact
+  for constant forces and torques (affine in p), O(step²) for callables.
+
+Rows dropped as redundant at the base point stay dropped: the derivative is
+that of the kept-rows system, the function ``(p, v) ↦ a`` that
+:func:`natcoord.accelerations` evaluates with the same dropped set (also off
+the constraint manifold).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dynamics import Workspace
+from .forces import SpringDamper
+from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
+from .model import State
+
+#: relative step of the central differences of non-spring applied forces.
+FORCE_STEP = 1e-5
+
+
+@dataclass(frozen=True)
+class Linearization:
+    """``(a, λ)`` at a state and their derivatives.
+
+    ``da_dp, da_dv`` (N, N) and ``dlam_dp, dlam_dv`` (m, N) with ``N = 12 n``;
+    ``da_dtheta`` (N, k) and ``dlam_dtheta`` (m, k) for the names in
+    ``params``; ``dropped`` the rows held at ``λ = dλ = 0``.
+    """
+
+    a: np.ndarray
+    lam: np.ndarray
+    da_dp: np.ndarray
+    da_dv: np.ndarray
+    dlam_dp: np.ndarray
+    dlam_dv: np.ndarray
+    da_dtheta: np.ndarray
+    dlam_dtheta: np.ndarray
+    params: tuple
+    dropped: np.ndarray
+
+
+def linearize(model, state, params=(), solver=None, workspace=None):
+    """Derivatives of the accelerations and multipliers at ``state``.
+
+    ``state`` is a :class:`~natcoord.State` or a tuple ``(t, p, v)``;
+    ``params`` names model parameters (see :func:`parameter_direction`).
+    One factorization, one solve per column; constraint and spring terms
+    exact, other applied forces by central differences (module docstring).
+    Returns a :class:`Linearization`.
+    """
+    at = linearization_point(model, state, solver, workspace)
+    unit = np.eye(model.n_coords)
+    d_p = [at.derivative(dp=e) for e in unit]
+    d_v = [at.derivative(dv=e) for e in unit]
+    d_th = [at.derivative(param=name) for name in params]
+    N, m = model.n_coords, model.n_rows
+    return Linearization(at.a, at.lam, _stack(d_p, 0, N), _stack(d_v, 0, N),
+                         _stack(d_p, 1, m), _stack(d_v, 1, m), _stack(d_th, 0, N),
+                         _stack(d_th, 1, m), tuple(params), at.ws.solver.dropped.copy())
+
+
+def linearization_point(model, state, solver=None, workspace=None):
+    """Solve for ``(a, λ)`` at ``state`` and keep the factorization for directions.
+
+    Returns a :class:`LinearizationPoint`, whose ``derivative(dp, dv, param)``
+    costs one solve: the building block of sensitivities and Newton matrices.
+    """
+    t, p, v = state if isinstance(state, tuple) else (state.t, state.p, state.v)
+    p, v = (np.array(x, float) for x in (p, v))
+    ws = workspace if workspace is not None else Workspace(model, solver)
+    a, lam = (x.copy() for x in ws.accelerations(t, p, v))
+    return LinearizationPoint(model, ws, t, p, v, a, lam)
+
+
+def _stack(pairs, k, rows):
+    """Columns ``pair[k]`` of the ``(da, dλ)`` pairs as a (rows, len(pairs)) array."""
+    return np.column_stack([pair[k] for pair in pairs]) if pairs else np.zeros((rows, 0))
+
+
+class LinearizationPoint:
+    """The base point ``(t, p, v, a, λ)`` with ``K`` factored in ``ws``."""
+
+    def __init__(self, model, ws, t, p, v, a, lam):
+        self.model, self.ws, self.t = model, ws, t
+        self.a, self.lam = a, lam
+        self.X, self.V, self.A = p.reshape(-1, 3), v.reshape(-1, 3), a.reshape(-1, 3)
+        self.W = model.tables.weight_table(t, np.zeros((model.n_weights, 3)))
+
+    def derivative(self, dp=None, dv=None, param=None):
+        """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
+
+        ``[da; dλ] = K⁻¹ [df − dM a − dGᵀ λ;  dγ − dG a]``.
+        """
+        dX = np.zeros_like(self.X) if dp is None else np.reshape(dp, (-1, 3))
+        dV = np.zeros_like(self.V) if dv is None else np.reshape(dv, (-1, 3))
+        r = self.force_derivative(dX, dV)
+        dM = ()
+        if param is not None:
+            theta = parameter_direction(self.model, param, self)
+            r += theta.get("df", 0.0)
+            dM = theta.get("dM", ())
+        for body, dJ4 in dM:
+            r[4 * body:4 * body + 4] -= dJ4 @ self.A[4 * body:4 * body + 4]
+        dgamma, dG = self.constraint_derivative(dX, dV)
+        r -= self._transpose_times(dG, self.lam)
+        s = dgamma - self._times(dG, self.A)
+        da, dlam = self.ws.solver.solve(r.ravel(), s)
+        return da.copy(), dlam.copy()
+
+    def constraint_derivative(self, dX, dV):
+        """``(dγ, dG)``: exact central differences (γ quadratic, G affine).
+
+        The odd part of a quadratic is linear: ``dγ = s (γ(x + u) − γ(x − u)) / 2``
+        for ``(dX, dV) = s u``, u scaled to unit max-norm against round-off.
+        """
+        scale = max(np.abs(dX).max(), np.abs(dV).max())
+        if scale == 0.0:
+            return np.zeros(self.model.n_rows), np.zeros((self.model.tables.pattern_row.size, 3))
+        dX, dV = dX / scale, dV / scale
+        gamma_p, G_p = self._constraint_terms(self.X + dX, self.V + dV)
+        gamma_m, G_m = self._constraint_terms(self.X - dX, self.V - dV)
+        return 0.5 * scale * (gamma_p - gamma_m), 0.5 * scale * (G_p - G_m)
+
+    def _constraint_terms(self, X, V):
+        tables, m = self.model.tables, self.model.n_rows
+        g, g_t, gamma = np.zeros(m), np.zeros(m), np.zeros(m)
+        G = np.zeros((tables.pattern_row.size, 3))
+        constraint_kernel(X, V, self.W, *tables.kernel_args(), g, g_t, gamma, G)
+        return gamma, G
+
+    def _times(self, G, V):
+        out = np.zeros(self.model.n_rows)
+        jacobian_times(G, self.model.tables.pattern_row, self.model.tables.pattern_slot, V, out)
+        return out
+
+    def _transpose_times(self, G, lam):
+        out = np.zeros_like(self.X)
+        jacobian_transpose_times(G, self.model.tables.pattern_row,
+                                 self.model.tables.pattern_slot, lam, out)
+        return out
+
+    def force_derivative(self, dX, dV):
+        """``df = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3): gravity is constant."""
+        F = np.zeros_like(self.X)
+        for force in self.model.forces:
+            if isinstance(force, SpringDamper):
+                spring_derivative(force, self.X, self.V, dX, dV, F)
+            elif dX.any() or dV.any():
+                self._force_difference(force, dX, dV, F)
+        return F
+
+    def _force_difference(self, force, dX, dV, F):
+        """``F += (f(x + h dx) − f(x − h dx)) / 2h`` for one applied force.
+
+        ``h dx`` has max-norm ``FORCE_STEP · max(1, |x|∞)``.
+        """
+        size = max(np.abs(dX).max(), np.abs(dV).max())
+        h = FORCE_STEP * max(1.0, np.abs(self.X).max(), np.abs(self.V).max()) / size
+        for sign in (1.0, -1.0):
+            X, V = self.X + sign * h * dX, self.V + sign * h * dV
+            out = np.zeros_like(F)
+            force.apply(self.t, State(self.t, X.ravel(), V.ravel()), X, V, out)
+            F += sign / (2.0 * h) * out
+
+
+def spring_derivative(spring, X, V, dX, dV, F):
+    """Directional derivative of a spring–damper's generalized force into ``F``.
+
+    With ``d = r_b − r_a``, ``l = |d|``, ``n = d / l``, ``l̇ = n·ḋ`` and the
+    tension ``T = k (l − l0) + c l̇`` (force ``T n`` on a, ``−T n`` on b):
+
+        dn = (1 − n nᵀ) dd / l,   dl = n·dd,   dl̇ = dn·ḋ + n·dḋ,
+        d(T n) = (k dl + c dl̇) n + T dn.
+    """
+    d = spring.b.evaluate(X) - spring.a.evaluate(X)
+    rate = spring.b.rate(V) - spring.a.rate(V)
+    dd = spring.b.rate(dX) - spring.a.rate(dX)
+    drate = spring.b.rate(dV) - spring.a.rate(dV)
+    length = np.linalg.norm(d)
+    n = d / length
+    dn = (dd - n * (n @ dd)) / length
+    tension = spring.k * (length - spring.l0) + spring.c * (n @ rate)
+    dtension = spring.k * (n @ dd) + spring.c * (dn @ rate + n @ drate)
+    _distribute_pair(spring, dtension * n + tension * dn, F)
+
+
+def _distribute_pair(spring, force, F):
+    """``F += C(r̄_a)ᵀ force − C(r̄_b)ᵀ force`` (force on a, reaction on b)."""
+    for s, c in spring.a.terms.items():
+        F[s] += c * force
+    for s, c in spring.b.terms.items():
+        F[s] -= c * force
+
+
+# ------------------------------------------------------------- parameters
+def springs(model):
+    """The model's spring–dampers in the order they were added."""
+    return [f for f in model.forces if isinstance(f, SpringDamper)]
+
+
+def parameter_direction(model, name, at):
+    """``dM`` and ``df`` of one named parameter at the base point ``at``.
+
+    * ``"mass:<body>"``: the mass m with centre of mass and central inertia
+      fixed: ``dJ4 = [[1, c̄ᵀ], [c̄, c̄ c̄ᵀ]]``, ``df = C(c̄)ᵀ g``.
+    * ``"inertia:<body>"``: a scale s of the central inertia ``s I_c`` at
+      s = 1: ``dJ4 = [[0, 0], [0, ½ tr(I_c) 1 − I_c]]``.
+    * ``"gravity:x|y|z"``: a component of g: ``df = C(c̄)ᵀ m e_k`` per body.
+    * ``"stiffness:<k>"``, ``"damping:<k>"``, ``"rest_length:<k>"``: of the
+      k-th spring (0-based, order of ``add_spring``): ``df = ∂T/∂θ`` times the
+      spring's unit force pair, ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``.
+    """
+    kind, _, key = name.partition(":")
+    df = np.zeros((4 * model.n_bodies, 3))
+    if kind in ("mass", "inertia"):
+        if key not in model.body_index:
+            raise KeyError(f"parameter {name!r}: unknown body {key!r}; bodies: "
+                           f"{list(model.body_index)}")
+        body = model.bodies[model.body_index[key]]
+        c = np.concatenate([[1.0], body.com])
+        if kind == "inertia":
+            dJ4 = np.zeros((4, 4))
+            dJ4[1:, 1:] = 0.5 * np.trace(body.inertia) * np.eye(3) - body.inertia
+            return {"dM": [(body.index, dJ4)]}
+        df[4 * body.index:4 * body.index + 4] = np.outer(c, model.gravity)
+        return {"dM": [(body.index, np.outer(c, c))], "df": df}
+    if kind == "gravity" and key in ("x", "y", "z"):
+        e = np.eye(3)["xyz".index(key)]
+        for body in model.bodies:
+            c = np.concatenate([[1.0], body.com])
+            df[4 * body.index:4 * body.index + 4] = body.mass * np.outer(c, e)
+        return {"df": df}
+    if kind in ("stiffness", "damping", "rest_length"):
+        spring = _spring(model, name, key)
+        d = spring.b.evaluate(at.X) - spring.a.evaluate(at.X)
+        length = np.linalg.norm(d)
+        n = d / length
+        dtension = {"stiffness": length - spring.l0,
+                    "damping": n @ (spring.b.rate(at.V) - spring.a.rate(at.V)),
+                    "rest_length": -spring.k}[kind]
+        _distribute_pair(spring, dtension * n, df)
+        return {"df": df}
+    raise KeyError(f"unknown parameter {name!r}: use mass:<body>, inertia:<body>, "
+                   f"gravity:x|y|z, stiffness:<k>, damping:<k> or rest_length:<k>")
+
+
+def _spring(model, name, key):
+    all_springs = springs(model)
+    if not key.isdigit() or int(key) >= len(all_springs):
+        raise KeyError(f"parameter {name!r}: springs are numbered 0..{len(all_springs) - 1} "
+                       f"in the order of add_spring")
+    return all_springs[int(key)]
