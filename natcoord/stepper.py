@@ -29,6 +29,7 @@ from . import compiled as cc
 from .integrate import PROJECTIONS, _initial_step, dense_output
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
+from .projection import ProjectionError
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,20 @@ class DOPRI5:
         h = first_step or _initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[cc.H] = min(h, max_step)
+        self._warm()
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
+
+    def _warm(self):
+        """Compile (or load from the cache) the step and projection kernels now, so
+        that the first :meth:`step` does not time compilation."""
+        from numba import typeof
+        S = self._S
+        for kernel, args in ((cc.step, (self._T, S, self._P, self._W, self._W7, self._mode,
+                                        1, 1e-15)),
+                             (cc.project, (self._T, S, self._P, self._W, S.yproj, self._W1,
+                                           self._mode, 1e-10))):
+            kernel.compile(tuple(typeof(a) for a in args))
 
     # ------------------------------------------------------------ state
     @property
@@ -209,6 +222,8 @@ class DOPRI5:
         y = np.array(y, float)
         status = cc.project(self._T, self._S, self._P, self._W, y,
                             self._weights(t, self._W1), self._mode, self.proj_tol)
+        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
+            raise ProjectionError(self._status_message(status, t))
         if status:
             raise np.linalg.LinAlgError(self._status_message(status, t))
         return y
