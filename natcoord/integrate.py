@@ -160,9 +160,11 @@ class _Run:
         combination of the kept rows only with a drive row's help (its distance
         to the span of the kept non-drive rows exceeds ``LOCKED`` times its norm).
         """
+        if not self.drive_rows.size:
+            return None
         dropped = self.ws.solver.dropped
         new = np.setdiff1d(dropped, self.dropped_start)
-        if not self.drive_rows.size or not new.size or np.array_equal(dropped, self._unlocked):
+        if not new.size or np.array_equal(dropped, self._unlocked):
             return None
         G = self.model.tables.csr(self.ws.G).toarray()
         kept = np.setdiff1d(np.arange(self.model.n_rows), dropped)
