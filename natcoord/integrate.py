@@ -39,6 +39,9 @@ SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
 LOCKED = 1e-3
+#: drive the compiled DOPRI5 stepper (:mod:`natcoord.stepper`) when the solver is
+#: ``block`` and every force has a compiled form; False forces the Python path
+COMPILED = True
 
 
 class IntegrationError(RuntimeError):
@@ -93,6 +96,7 @@ class _Run:
         self.wall = None
         self.dropped_start = np.zeros(0, np.int64)
         self._dropped = self._unlocked = None
+        self.stepper = None                    # the compiled stepper, if it drives the run
 
     def rhs(self, t, y):
         p, v = y[:self.n], y[self.n:]
@@ -156,9 +160,11 @@ class _Run:
         combination of the kept rows only with a drive row's help (its distance
         to the span of the kept non-drive rows exceeds ``LOCKED`` times its norm).
         """
+        if not self.drive_rows.size:
+            return None
         dropped = self.ws.solver.dropped
         new = np.setdiff1d(dropped, self.dropped_start)
-        if not self.drive_rows.size or not new.size or np.array_equal(dropped, self._unlocked):
+        if not new.size or np.array_equal(dropped, self._unlocked):
             return None
         G = self.model.tables.csr(self.ws.G).toarray()
         kept = np.setdiff1d(np.arange(self.model.n_rows), dropped)
@@ -186,10 +192,18 @@ class _Run:
     def stats(self):
         """Counters; ``wall_time`` from after the first evaluation (Numba compilation
         or cache loading and the symbolic phase excluded)."""
+        st = self.stepper
+        rhs, factorizations = self.ws.n_rhs, self.ws.n_factorizations
+        projection_iterations, active = self.projection_iterations, self.active_set_changes
+        if st is not None:                     # the compiled path; the workspace counts
+            rhs += st.n_rhs                    # only the multipliers of the records
+            factorizations += st.n_factorizations
+            projection_iterations += st.n_projection_iterations
+            active += st.n_active_set_changes
         return {"solver": self.ws.solver.name, "steps": self.steps, "rejected": self.rejected,
-                "rhs": self.ws.n_rhs, "factorizations": self.ws.n_factorizations,
-                "projection_iterations": self.projection_iterations,
-                "active_set_changes": self.active_set_changes,
+                "rhs": rhs, "factorizations": factorizations,
+                "projection_iterations": projection_iterations,
+                "active_set_changes": active, "compiled": st is not None,
                 "wall_time": 0.0 if self.wall is None else time.perf_counter() - self.wall}
 
     def solution(self):
@@ -292,12 +306,25 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         _consistent(ws, initial_state, proj_tol)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol)
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
+    compiled = COMPILED and ws.solver.name == "block" and _compilable(model)
     try:
-        f = run.rhs(run.t, run.y)
-        run.dropped_start = ws.solver.dropped.copy()
-        run.check(run.t, initial_state.p, initial_state.v)
-        run.wall = time.perf_counter()
-        _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps, progress)
+        if compiled:
+            from .stepper import DOPRI5
+            run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, state=initial_state,
+                                 first_step=first_step, max_step=max_step,
+                                 projection=projection, baumgarte=baumgarte,
+                                 drop_tol=drop_tol, hold_tol=hold_tol)
+            run.dropped_start = run.stepper.dropped.copy()
+            _check_step(run, run.t, run.y)
+            run.wall = time.perf_counter()
+            _integrate_compiled(run, t_end, t_eval, max_steps, progress)
+        else:
+            f = run.rhs(run.t, run.y)
+            run.dropped_start = ws.solver.dropped.copy()
+            run.check(run.t, initial_state.p, initial_state.v)
+            run.wall = time.perf_counter()
+            _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps,
+                       progress)
     except KeyboardInterrupt as exc:
         message = f"interrupted at t = {run.t:g}"
         raise SimulationInterrupted(f"{message} (partial solution on .solution)",
@@ -388,6 +415,62 @@ def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_step
             factor = min(factor, 1.0)
         h = min(h * factor, max_step)
         err_old, last_rejected = max(err, 1e-4), False
+        if progress and time.perf_counter() - last_report > 1.0:
+            last_report = time.perf_counter()
+            print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",
+                  file=sys.stderr, flush=True)
+
+
+def _compilable(model):
+    from .compiled import compilable
+    return compilable(model)
+
+
+def _check_step(run, t, y):
+    """:meth:`_Run.check` of a state the compiled stepper produced: the workspace
+    takes the stepper's dropped set (and, for the locking test, ``G`` at the state)."""
+    p, v = y[:run.n], y[run.n:]
+    run.ws.solver.dropped = run.stepper.dropped
+    if run.drive_rows.size:
+        run.ws.constraints(t, p, v)
+    run.check(t, p, v)
+
+
+def _integrate_compiled(run, t_end, t_eval, max_steps, progress):
+    """The driver of :func:`_integrate` over the compiled stepper ``run.stepper``:
+    one :meth:`~natcoord.stepper.DOPRI5.step` per accepted step (the same steps as
+    the Python path), then the same checks, records, outputs and progress."""
+    stepper = run.stepper
+    t, y = run.t, run.y
+    next_out = 0
+    if t_eval is None or t_eval[0] == t:
+        run.record(t, y)
+        next_out = 1 if t_eval is not None else 0
+    last_report = time.perf_counter()
+    while t < t_end:
+        budget = max_steps - run.steps - run.rejected
+        if budget <= 0:
+            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
+        record = stepper.step(max_attempts=budget)
+        run.rejected += record.rejected
+        if record.status != "accepted":
+            if run.steps + run.rejected >= max_steps:
+                raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
+            raise _Abort(record.message)
+        y_new = stepper.y.copy()
+        _check_step(run, record.t, y_new)
+        run.steps += 1
+        run.t, run.y = t, y = record.t, y_new
+        if t_eval is None:
+            run.record(t, y)
+        elif next_out < t_eval.size and t_eval[next_out] <= t:
+            dense = stepper.dense_output()
+            while next_out < t_eval.size and t_eval[next_out] <= t:
+                t_out = t_eval[next_out]
+                y_out = stepper.project(t_out, dense(t_out))
+                _check_step(run, t_out, y_out)
+                run.record(t_out, y_out)
+                next_out += 1
         if progress and time.perf_counter() - last_report > 1.0:
             last_report = time.perf_counter()
             print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",

@@ -1,0 +1,290 @@
+"""A DOPRI5 stepper whose whole step runs in compiled code (``scipy.integrate.OdeSolver``-like).
+
+:class:`DOPRI5` integrates the index-1 descriptor form of DESIGN §1.5 with the
+Dormand–Prince 5(4) pair, PI control and projection of
+:func:`natcoord.integrate.simulate`, and produces the same steps: the stages,
+the error estimate, the controller and the projection of an accepted step run
+in the Numba kernels of :mod:`natcoord.compiled`, so Python sees one call per
+step (per step *attempt* for a model with drives, whose weight tables —
+Python callables of t — are evaluated here at the stage times and passed in).
+
+Requirements: the ``block`` solver, and applied forces with a compiled form
+(gravity, spring–dampers, constant point forces, constant torques). A model
+with a callable force raises ``ValueError`` here; ``simulate`` keeps its
+Python path for it (see :func:`natcoord.compiled.compilable`).
+
+    stepper = DOPRI5(model, t_bound=10.0, rtol=1e-8)
+    while stepper.status == "running":
+        record = stepper.step()
+        y = stepper.y                      # (p, v) after projection
+        interpolant = stepper.dense_output()
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import compiled as cc
+from .integrate import PROJECTIONS, _initial_step, dense_output
+from .linalg import make_solver
+from .linalg.base import DROP_TOL, HOLD_TOL
+from .projection import ProjectionError
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one call of :meth:`DOPRI5.step` did.
+
+    ``t_old → t`` with step ``h`` (0 if none was accepted), ``err`` the error
+    norm of the last attempt, ``rejected`` attempts before it; ``status``
+    ``"accepted"`` or ``"failed"`` with ``message``.
+    """
+
+    t_old: float
+    t: float
+    h: float
+    err: float
+    rejected: int
+    status: str
+    message: str = ""
+
+
+class DenseOutput:
+    """The order-4 continuous extension of one DOPRI5 step (``integrate.dense_output``)."""
+
+    def __init__(self, t_old, h, y_old, y_new, K):
+        self.t_old, self.t, self.h = t_old, t_old + h, h
+        self.y_old, self.y_new, self.K = y_old, y_new, K
+
+    def __call__(self, t):
+        """``y`` (2 N,) at time ``t`` in ``[t_old, t]`` (unprojected)."""
+        return dense_output(self.y_old, self.y_new, self.K, self.h, (t - self.t_old) / self.h)
+
+
+class DOPRI5:
+    """Compiled Dormand–Prince 5(4) with projection, one call per step.
+
+    Arguments as :func:`natcoord.integrate.simulate`; ``state``: a consistent
+    initial :class:`~natcoord.model.State` (default ``model.initial_state(t0)``).
+    Attributes: ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h`` (next step),
+    ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
+    ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
+    ``n_projection_iterations``, ``n_active_set_changes``; ``dropped`` the rows
+    dropped at the last factorization.
+    """
+
+    def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
+                 t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+        if projection not in PROJECTIONS:
+            raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
+        tables = cc.make_tables(model)
+        if tables is None:
+            raise ValueError(f"model {model.name!r} has a force without a compiled form (a "
+                             f"callable force or torque): use simulate(), which keeps the "
+                             f"Python path for it")
+        self.model = model
+        self.solver = make_solver(model, "block", drop_tol, hold_tol)
+        self._T = tables
+        self._P, self._W = cc.make_block(self.solver)
+        n = model.n_coords
+        self._S = S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
+        self._mode = cc.MODES[projection]
+        self._drives = model.n_weights > 1
+        self._W7 = np.zeros((7, model.n_weights, 3))
+        self._W1 = np.zeros((model.n_weights, 3))
+        for W in (*self._W7, self._W1):
+            model.tables.weight_table(0.0, W)             # constant row 0 (and all rows
+        atol = rtol if atol is None else atol             # without drives)
+        c = S.ctrl
+        c[cc.RTOL], c[cc.ATOL], c[cc.PROJ_TOL], c[cc.MAX_STEP] = rtol, atol, proj_tol, max_step
+        c[cc.DROP_TOL], c[cc.HOLD_TOL] = self.solver.drop_tol, self.solver.hold_tol
+        c[cc.ALPHA], c[cc.BETA_B] = baumgarte
+        c[cc.ERR_OLD] = 1e-4
+        c[cc.T_BOUND] = float(t_bound)
+        S.threshold[:] = self.solver.drop_tol
+        if state is None:
+            state = model.initial_state(t=t0)
+        t0 = float(state.t) if state is not None else float(t0)
+        if not t_bound > t0:
+            raise ValueError(f"t_bound ({t_bound}) must be greater than t0 ({t0})")
+        S.y[:n], S.y[n:] = state.p, state.v
+        c[cc.T_NOW] = c[cc.T_PREV] = t0
+        self.rtol, self.atol, self.proj_tol = rtol, atol, proj_tol
+        self.t_bound, self.projection = float(t_bound), projection
+        self.n_steps = self.n_rejected = 0
+        self.status, self.message = "running", ""
+        S.f[:] = self.rhs(t0, S.y)
+        self.dropped_start = self.dropped
+        h = first_step or _initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
+                                        t_bound - t0)
+        c[cc.H] = min(h, max_step)
+        self._warm()
+        self._y_view = S.y.view()
+        self._y_view.flags.writeable = False
+
+    def _warm(self):
+        """Compile (or load from the cache) the step and projection kernels now, so
+        that the first :meth:`step` does not time compilation."""
+        from numba import typeof
+        S = self._S
+        for kernel, args in ((cc.step, (self._T, S, self._P, self._W, self._W7, self._mode,
+                                        1, 1e-15)),
+                             (cc.project, (self._T, S, self._P, self._W, S.yproj, self._W1,
+                                           self._mode, 1e-10))):
+            kernel.compile(tuple(typeof(a) for a in args))
+
+    # ------------------------------------------------------------ state
+    @property
+    def t(self):
+        return float(self._S.ctrl[cc.T_NOW])
+
+    @property
+    def t_old(self):
+        return float(self._S.ctrl[cc.T_PREV])
+
+    @property
+    def h(self):
+        """Step size the next attempt starts from."""
+        return float(self._S.ctrl[cc.H])
+
+    @property
+    def y(self):
+        return self._y_view
+
+    @property
+    def n_rhs(self):
+        return int(self._S.counts[cc.N_RHS])
+
+    nfev = n_rhs
+
+    @property
+    def n_factorizations(self):
+        return int(self._S.counts[cc.N_FACT])
+
+    @property
+    def n_projection_iterations(self):
+        return int(self._S.counts[cc.N_PROJ])
+
+    @property
+    def n_active_set_changes(self):
+        return int(self._S.counts[cc.N_ACTIVE])
+
+    @property
+    def dropped(self):
+        """Rows dropped as redundant at the last factorization (sorted)."""
+        return np.flatnonzero(self._S.mask)
+
+    def _weights(self, t, out):
+        if self._drives:
+            self.model.tables.weight_table(t, out)
+        return out
+
+    # ------------------------------------------------------------ evaluations
+    def _status_message(self, status, t):
+        S = self._S
+        where = int(S.counts[cc.FAIL_WHERE])
+        if status == cc.SINGULAR_FRAME:
+            return (f"block: body {self.model.bodies[where].name!r}: singular frame; its axes "
+                    f"e1, e2, e3 must stay linearly independent")
+        if status == cc.NOT_POSITIVE_DEFINITE:
+            from .linalg.symbolic import structure
+            body = structure(self.model).index[where]
+            return (f"block: body {self.model.bodies[body].name!r}: pivot not positive "
+                    f"definite")
+        if status == cc.NON_FINITE:
+            return "non-finite state"
+        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
+            what = "position" if status == cc.POSITION_PROJECTION else "velocity"
+            return (f"{what} projection: residual of the kept rows "
+                    f"{S.ctrl[cc.FAIL_RESIDUAL]:.3e} > {S.ctrl[cc.FAIL_TARGET]:.1e} (= 0.1 × "
+                    f"max(proj_tol, round-off floor)) after 8 iterations")
+        return f"status {status}"
+
+    def rhs(self, t, y):
+        """``(v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
+        out = np.empty(self.model.n_coords * 2)
+        y = np.ascontiguousarray(y, float)
+        status = cc.rhs(self._T, self._S, self._P, self._W, y,
+                        self._weights(t, self._W1), self._mode, out)
+        if status:
+            raise np.linalg.LinAlgError(self._status_message(status, t))
+        return out
+
+    def accelerations(self, t, y):
+        """``(a, λ)`` at ``(t, y)`` (new arrays), as ``Workspace.accelerations``."""
+        out = self.rhs(t, y)
+        return out[self.model.n_coords:], self._S.lam.copy()
+
+    def project(self, t, y):
+        """``y`` projected as the accepted steps are (a new array)."""
+        y = np.array(y, float)
+        status = cc.project(self._T, self._S, self._P, self._W, y,
+                            self._weights(t, self._W1), self._mode, self.proj_tol)
+        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
+            raise ProjectionError(self._status_message(status, t))
+        if status:
+            raise np.linalg.LinAlgError(self._status_message(status, t))
+        return y
+
+    def observe(self, t, y):
+        """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
+        return cc.observe(self._T, self._S, np.ascontiguousarray(y, float),
+                          self._weights(t, self._W1))
+
+    # ------------------------------------------------------------ stepping
+    def step(self, max_attempts=1_000_000):
+        """Advance by one accepted step (rejected attempts retried inside).
+
+        Returns a :class:`StepRecord`; on failure (step-size underflow, an
+        evaluation that keeps failing, ``max_attempts`` attempts) ``status``
+        becomes ``"failed"`` and the state stays at the last accepted step.
+        """
+        if self.status != "running":
+            raise RuntimeError(f"step() on a {self.status} stepper")
+        S, c = self._S, self._S.ctrl
+        t_old = self.t
+        rejected = 0
+        eps_floor = 10 * np.finfo(float).eps
+        if not self._drives:
+            status, rejected = cc.step(self._T, S, self._P, self._W, self._W7, self._mode,
+                                       max_attempts, eps_floor)
+        else:
+            status = cc.MAX_ATTEMPTS
+            W7, weights = self._W7, self.model.tables.weight_table
+            for _ in range(max_attempts):
+                h = min(c[cc.H], c[cc.T_BOUND] - t_old)
+                for s in range(1, 6):
+                    weights(t_old + cc.C_DENSE[s] * h, W7[s])
+                W7[6] = W7[5]                                # c_6 = c_7 = 1
+                status, r = cc.step(self._T, S, self._P, self._W, W7, self._mode, 1,
+                                    eps_floor)
+                rejected += r
+                if status != cc.MAX_ATTEMPTS:
+                    break
+        self.n_rejected += rejected
+        err = float(c[cc.ERR])
+        if status == cc.ACCEPTED:
+            self.n_steps += 1
+            if self.t >= self.t_bound:
+                self.status = "finished"
+            return StepRecord(t_old, self.t, float(c[cc.H_ACC]), err, rejected, "accepted")
+        if status == -1:
+            message = (f"step size underflow at t = {t_old:.6g} "
+                       f"(h = {min(c[cc.H], c[cc.T_BOUND] - t_old):.3e})")
+        elif status == cc.MAX_ATTEMPTS:
+            message = f"no step accepted in {max_attempts} attempts at t = {t_old:g}"
+        else:
+            message = (f"evaluation failed at t = {t_old:.6g}: "
+                       f"{self._status_message(status, t_old)}")
+        self.status, self.message = "failed", message
+        return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", message)
+
+    def dense_output(self):
+        """The order-4 interpolant of the last accepted step (a :class:`DenseOutput`)."""
+        S = self._S
+        if self.n_steps == 0:
+            raise RuntimeError("dense_output() needs an accepted step")
+        return DenseOutput(self.t_old, float(S.ctrl[cc.H_ACC]), S.yprev.copy(),
+                           S.ynewacc.copy(), S.Kacc.copy())
