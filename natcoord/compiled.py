@@ -187,7 +187,7 @@ def _distribute(T, e, F, scale, vec):
 
 @njit(cache=True)
 def generalized_forces(T, X, V, F, tmp):
-    """``F`` (4 n, 3): gravity plus the flattened applied forces (DESIGN §1.2).
+    """``F`` (4 n, 3): gravity plus the flattened applied forces (docs/method.md#12-mass-matrix).
 
     ``tmp`` (5, 3) scratch.
     """
@@ -297,7 +297,7 @@ def solve(T, S, P, Wk, r, s, x, lam):
 # ------------------------------------------------------------ evaluations
 @njit(cache=True)
 def rhs(T, S, P, Wk, y, W, mode, out):
-    """``out = (v, a)`` at ``y = (p, v)`` (index-1 form, DESIGN §1.5); returns a status.
+    """``out = (v, a)`` at ``y = (p, v)`` (index-1 form, docs/method.md#15-descriptor-form); returns a status.
 
     ``mode`` 3 (Baumgarte) stabilizes γ by ``− 2α (G v + g_t) − β² g``.
     Counts evaluations and active-set changes as ``integrate._Run.rhs`` does.

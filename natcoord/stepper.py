@@ -1,6 +1,6 @@
 """A DOPRI5 stepper whose whole step runs in compiled code (``scipy.integrate.OdeSolver``-like).
 
-:class:`DOPRI5` integrates the index-1 descriptor form of DESIGN §1.5 with the
+:class:`DOPRI5` integrates the index-1 descriptor form of docs/method.md#15-descriptor-form with the
 Dormand–Prince 5(4) pair, PI control and projection of
 :func:`natcoord.integrate.simulate`, and produces the same steps: the stages,
 the error estimate, the controller and the projection of an accepted step run
