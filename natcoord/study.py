@@ -357,12 +357,8 @@ def _parse(text):
         return math.nan
     if text in ("True", "False"):
         return text == "True"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
+    from .cli import _parse_value
+    return _parse_value(text)
 
 
 def _round_trip(row):
