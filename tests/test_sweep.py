@@ -170,3 +170,14 @@ def test_table_without_pandas():
     table = study._table(rows, ["key", "steps", "success", "x", "message"], use_pandas=False)
     assert table.dtype["steps"] == np.float64 and table.dtype["success"] == bool
     assert table["message"].tolist() == ["ok", "boom"] and table["x"].tolist() == [0.5, 1.5]
+
+
+def test_throughput_benchmark_rows_equal_the_plain_loop(tmp_path):
+    """benchmarks/throughput.py: the sweep's rows on 1 and 2 workers equal the loop's bit for bit."""
+    from natcoord.experiments import throughput
+    rows = throughput.run(n=4, t_end=0.3, workers=(1, 2), out=tmp_path / "t.csv",
+                          progress=False)
+    assert [r["mode"] for r in rows] == ["loop", "dask", "dask"]
+    assert all(r["identical"] for r in rows)
+    assert all(r["runs_per_s"] > 0 for r in rows)
+    assert (tmp_path / "t.csv").read_text().startswith("# ")
