@@ -6,7 +6,8 @@ Three experiments, one run, one CSV (``data/peers.csv``), one figure:
     rods 1 kg, 0.5 m, square section 0.05 m, revolute axes alternating x, y,
     joint angles 0.1 rad, gravity −z): natcoord ``accelerations`` with a
     reused Workspace and its bare numeric phase (factor + solve; both timed by
-    :func:`natcoord.experiments.scaling.measure`), Pinocchio's ABA
+    :func:`natcoord.experiments.scaling.measure`), the compiled right-hand
+    side that ``simulate`` evaluates (``natcoord-compiled``), Pinocchio's ABA
     (``pin.aba``) and MuJoCo's ``mj_forward``. The peers' models are built
     here from the same rod data (MuJoCo from an MJCF string; past the XML
     parser's nesting limit the same model through ``mujoco.MjSpec``). Before
@@ -62,6 +63,12 @@ GRAVITY = 9.81
 LEVELS = (1e-4, 1e-6, 1e-8)          # m: Bricard accuracy levels
 CHAIN_TARGET = 2.5e-6                # m: chain(512) worst joint-point error
 MJCF_MAX_DEPTH = 400                 # MuJoCo's XML parser refuses deeper nesting (~500)
+#: MuJoCo 3–4 compile body trees up to this depth; at 1024 ``MjSpec.compile``
+#: fails ("depth limit exceeded in signature computation"), without an address
+#: space limit only after exhausting memory, so deeper chains are not attempted
+MUJOCO_MAX_DEPTH = 1023
+#: chain size of the physics cross-check for larger n (within both peers' limits)
+CHECK_N = 1000
 
 
 def available_peers():
@@ -208,11 +215,21 @@ def chain_cross_check(n, peers, seed=0):
     return diffs, float(np.abs(qdd).max())
 
 
+def compiled_rhs(model):
+    """One evaluation of ``(v, a)`` by the compiled stepper's kernel (what ``simulate``
+    evaluates per stage), from Python, at the state of :func:`scaling.measure`."""
+    from ..stepper import DOPRI5
+    stepper = DOPRI5(model, t_bound=1.0)
+    v = 0.1 * np.random.default_rng(0).standard_normal(model.n_coords)
+    y = np.concatenate([model.p_reference, v])
+    return lambda: stepper.rhs(0.0, y)
+
+
 def call_rows(ns, peers, repeat, max_seconds, bar):
     """Experiment (a): time per forward-dynamics call at each n."""
     rows, done = [], {}
     for n in ns:
-        diffs, scale = chain_cross_check(min(n, 1024), peers)
+        diffs, scale = chain_cross_check(min(n, CHECK_N), peers)
         model = models.chain(n).build()
         common = dict(experiment="call", n=n, knob="", knob_value=np.nan, t_end=np.nan,
                       repeat=repeat, error_m=np.nan, steps=np.nan)
@@ -222,11 +239,21 @@ def call_rows(ns, peers, repeat, max_seconds, bar):
                          time_median_s=call, time_min_s=call_min, check=0.0, note=nc_check))
         rows.append(dict(common, tool="natcoord-numeric", method="block factor + solve",
                          time_median_s=numeric, time_min_s=numeric_min, check=0.0, note=""))
+        compiled, compiled_min = _timed_median(compiled_rhs(model), repeat)
+        rows.append(dict(common, tool="natcoord-compiled", method="compiled right-hand side "
+                         "(DOPRI5 stepper, as simulate evaluates it)", time_median_s=compiled,
+                         time_min_s=compiled_min, check=0.0, note=""))
         q, qd = np.full(n, ANGLE), 0.1 * np.ones(n)
         for name in ("pinocchio", "mujoco"):
             if name not in peers:
                 continue
             previous = done.get(name)
+            if name == "mujoco" and n > MUJOCO_MAX_DEPTH:
+                rows.append(dict(common, tool=name, method="", time_median_s=np.nan,
+                                 time_min_s=np.nan, check=np.nan,
+                                 note=f"not supported: MuJoCo compiles body trees up to "
+                                      f"depth {MUJOCO_MAX_DEPTH}"))
+                continue
             if previous and previous[1] * (n / previous[0]) ** max(previous[2], 1.0) > max_seconds:
                 rows.append(dict(common, tool=name, method="", time_median_s=np.nan,
                                  time_min_s=np.nan, check=np.nan,
@@ -251,7 +278,7 @@ def call_rows(ns, peers, repeat, max_seconds, bar):
                 method = "mj_forward" + (" (model via MjSpec)" if n > MJCF_MAX_DEPTH else "")
             med, low = _timed_median(call_peer, repeat)
             check = diffs.get(name, np.nan)
-            note = "" if n <= 1024 else "physics check at n=1024"
+            note = "" if n <= CHECK_N else f"physics check at n={CHECK_N}"
             rows.append(dict(common, tool=name, method=method, time_median_s=med,
                              time_min_s=low, check=check, note=note))
             growth = np.log(med / previous[1]) / np.log(n / previous[0]) if previous else 1.0
