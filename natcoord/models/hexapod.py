@@ -11,6 +11,11 @@ redundant rows. Scenarios (``T_END``):
   the reference configuration) from the closed-form inverse kinematics of the
   platform centre path ``c(t) = (0.1 sin 2πt, 0.1 (1 − cos 2πt), 1.0)`` at
   constant orientation, 10 s; 0 DOF, the drive forces do the work.
+
+``leg_stiffness=k`` (N/m) makes the legs elastic, for the stiff benchmark
+(benchmarks/stiff.py): the spherical joint ``S_k`` is replaced by a zero-length
+Cartesian spring–damper of stiffness ``k`` and damping ``leg_damping`` per axis
+between piston and platform at ``P_k``; the default (``None``) is the rigid model.
 """
 from __future__ import annotations
 
@@ -86,8 +91,9 @@ def leg_frame(k):
     return np.column_stack([t, np.cross(u, t), u])
 
 
-def hexapod(scenario="passive", gravity=GRAVITY):
-    """The Stewart–Gough platform; ``scenario`` is ``"passive"`` or ``"driven"``."""
+def hexapod(scenario="passive", gravity=GRAVITY, leg_stiffness=None, leg_damping=0.0):
+    """The Stewart–Gough platform; ``scenario`` is ``"passive"`` or ``"driven"``;
+    ``leg_stiffness``: elastic legs (module docstring)."""
     if scenario not in SCENARIOS:
         raise ValueError(f"hexapod(scenario={scenario!r}): choose one of {SCENARIOS}")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity), name=f"hexapod-{scenario}")
@@ -112,7 +118,11 @@ def hexapod(scenario="passive", gravity=GRAVITY):
                            name=f"U{k + 1}")
         mech.add_prismatic(cylinder, piston, point=P, axis=u, name=f"P{k + 1}",
                            drive=leg_drive(k) if scenario == "driven" else None)
-        mech.add_spherical(piston, platform, point=P, name=f"S{k + 1}")
+        if leg_stiffness is None:
+            mech.add_spherical(piston, platform, point=P, name=f"S{k + 1}")
+        else:
+            mech.add_cartesian_spring(piston, platform, P, P, stiffness=[leg_stiffness] * 3,
+                                      damping=[leg_damping] * 3, name=f"S{k + 1}")
     mech.scenario = {"t_end": T_END[scenario],
                      "output_point": ("platform", tuple(PLATFORM_CENTRE.tolist()))}
     return mech

@@ -1,0 +1,36 @@
+"""The elastic pendulum: a ball hanging from a fixed point on a stiff spring–damper.
+
+A ball of mass m (a cube of side 0.1 m for its inertia) is attached at its
+centre to the ground point O by a spring of stiffness k, rest length l0 and
+damping c, under gravity −g ŷ; it is released at rest at the angle φ0 from the
+downward vertical, with the spring at its static stretch ``m g cos φ0 / k``.
+The force passes through the centre: the ball does not rotate, and in polar
+coordinates ``(r, φ)`` of the plane of motion the problem is
+
+    r̈ = r φ̇² + g cos φ − (k (r − l0) + c ṙ) / m,
+    φ̈ = −(g sin φ + 2 ṙ φ̇) / r,
+
+a pendulum of period ≈ 2π √(l0/g) with a spring mode of frequency √(k/m):
+stiff for k = 10⁶ N/m (benchmarks/stiff.py, tests/test_radau.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..body import box_inertia
+from ..mechanism import GROUND, Mechanism
+
+
+def spring_pendulum(stiffness=1e6, damping=20.0, mass=1.0, length=1.0, angle=60.0,
+                    gravity=9.81):
+    """The elastic pendulum (module docstring); ``angle`` φ0 in degrees."""
+    phi0 = np.radians(angle)
+    r0 = length + mass * gravity * np.cos(phi0) / stiffness
+    centre = r0 * np.array([np.sin(phi0), -np.cos(phi0), 0.0])
+    mech = Mechanism(gravity=(0.0, -gravity, 0.0), name="spring-pendulum")
+    mech.add_body("ball", mass=mass, com=centre, inertia=box_inertia(mass, (0.1, 0.1, 0.1)),
+                  origin=centre)
+    mech.add_spring(GROUND, "ball", point_a=(0.0, 0.0, 0.0), point_b=centre,
+                    stiffness=stiffness, rest_length=length, damping=damping, name="spring")
+    mech.scenario = {"t_end": 2.0, "output_point": ("ball", tuple(centre.tolist()))}
+    return mech
