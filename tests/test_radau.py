@@ -19,6 +19,7 @@ from scipy.integrate import solve_ivp
 from scipy.special import ellipk
 
 import natcoord as nc
+from natcoord.models.spring_pendulum import polar_equations, polar_initial, polar_to_position
 from natcoord.radau import Radau
 
 MASS, LENGTH, SECTION, G = 1.5, 1.2, 0.04, 9.81
@@ -84,16 +85,9 @@ def test_projection_residuals_within_proj_tol():
 
 def polar_elastic_pendulum(t_end, rtol):
     """The elastic pendulum in polar coordinates (models/spring_pendulum.py), by SciPy's Radau."""
-    k, c, m, l0, phi0 = 1e6, 20.0, 1.0, 1.0, np.radians(60.0)
-
-    def f(t, y):
-        r, phi, r_dot, phi_dot = y
-        return [r_dot, phi_dot, r * phi_dot**2 + G * np.cos(phi) - (k * (r - l0) + c * r_dot) / m,
-                -(G * np.sin(phi) + 2 * r_dot * phi_dot) / r]
-
-    y0 = [l0 + m * G * np.cos(phi0) / k, phi0, 0.0, 0.0]
+    f, y0 = polar_equations(), polar_initial()
     r, phi = solve_ivp(f, (0.0, t_end), y0, method="Radau", rtol=rtol, atol=rtol * 1e-2).y[:2, -1]
-    return r * np.array([np.sin(phi), -np.cos(phi), 0.0])
+    return polar_to_position(r, phi)
 
 
 def test_stiff_spring_pendulum_takes_far_fewer_steps():

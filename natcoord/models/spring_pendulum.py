@@ -24,9 +24,8 @@ from ..mechanism import GROUND, Mechanism
 def spring_pendulum(stiffness=1e6, damping=20.0, mass=1.0, length=1.0, angle=60.0,
                     gravity=9.81):
     """The elastic pendulum (module docstring); ``angle`` φ0 in degrees."""
-    phi0 = np.radians(angle)
-    r0 = length + mass * gravity * np.cos(phi0) / stiffness
-    centre = r0 * np.array([np.sin(phi0), -np.cos(phi0), 0.0])
+    r0, phi0 = polar_initial(stiffness, mass, length, angle, gravity)[:2]
+    centre = polar_to_position(r0, phi0)
     mech = Mechanism(gravity=(0.0, -gravity, 0.0), name="spring-pendulum")
     mech.add_body("ball", mass=mass, com=centre, inertia=box_inertia(mass, (0.1, 0.1, 0.1)),
                   origin=centre)
@@ -34,3 +33,26 @@ def spring_pendulum(stiffness=1e6, damping=20.0, mass=1.0, length=1.0, angle=60.
                     stiffness=stiffness, rest_length=length, damping=damping, name="spring")
     mech.scenario = {"t_end": 2.0, "output_point": ("ball", tuple(centre.tolist()))}
     return mech
+
+
+def polar_initial(stiffness=1e6, mass=1.0, length=1.0, angle=60.0, gravity=9.81):
+    """``(r, φ, ṙ, φ̇)`` at release: at rest, the spring at its static stretch."""
+    phi0 = np.radians(angle)
+    return np.array([length + mass * gravity * np.cos(phi0) / stiffness, phi0, 0.0, 0.0])
+
+
+def polar_equations(stiffness=1e6, damping=20.0, mass=1.0, length=1.0, gravity=9.81):
+    """``f(t, (r, φ, ṙ, φ̇))`` of the same problem in polar coordinates (module docstring)."""
+    k, c, m, l0, g = stiffness, damping, mass, length, gravity
+
+    def f(t, y):
+        r, phi, r_dot, phi_dot = y
+        return [r_dot, phi_dot,
+                r * phi_dot**2 + g * np.cos(phi) - (k * (r - l0) + c * r_dot) / m,
+                -(g * np.sin(phi) + 2 * r_dot * phi_dot) / r]
+    return f
+
+
+def polar_to_position(r, phi):
+    """World position of the ball's centre."""
+    return r * np.array([np.sin(phi), -np.cos(phi), 0.0])
