@@ -287,7 +287,9 @@ class Radau:
                 return self._fail(t, err, rejected,
                                   f"step size underflow at t = {t:.6g} (h = {h:.3e})")
             try:
-                accepted, err = self._attempt(t, y, h, first=self.n_steps == 0 or last_rejected)
+                accepted, err = self._attempt(t, y, h, first=self.n_steps == 0 or last_rejected,
+                                              t_new=self.t_bound if h == self.t_bound - t
+                                              else t + h)
             except (ProjectionError, FloatingPointError, np.linalg.LinAlgError) as exc:
                 if h < 1e-12 * max(abs(self.t_bound), 1.0):
                     return self._fail(t, err, rejected,
@@ -309,8 +311,9 @@ class Radau:
         self.status, self.message = "failed", message
         return StepRecord(t, t, 0.0, err, rejected, "failed", message)
 
-    def _attempt(self, t, y, h, first):
-        """One attempt of step ``h``; returns ``(accepted, error norm)`` and sets the next ``h``."""
+    def _attempt(self, t, y, h, first, t_new):
+        """One attempt of step ``h`` to ``t_new`` (``t_bound`` exactly for the last step);
+        returns ``(accepted, error norm)`` and sets the next ``h``."""
         fresh = self._J is None
         if fresh:
             self._J, self._lu = self.jacobian(t, y), None
@@ -333,10 +336,10 @@ class Radau:
         if err > 1:
             self._h = h * factor
             return False, err
-        y_proj = self.project(t + h, y_new)
-        self._f = self.rhs(t + h, y_proj)
+        y_proj = self.project(t_new, y_new)
+        self._f = self.rhs(t_new, y_proj)
         self._dense = DenseOutput(t, h, y.copy(), P @ Z)
-        self.t_old, self._t, self._y = t, t + h, y_proj
+        self.t_old, self._t, self._y = t, t_new, y_proj
         self._y_view = y_proj.view()
         self._y_view.flags.writeable = False
         self._err_old, self._h_old = max(err, 1e-10), h
