@@ -139,3 +139,11 @@ def test_stepper_interface():
 def test_unknown_method_is_an_error():
     with pytest.raises(ValueError, match=r"method must be one of \('dopri5', 'radau'\)"):
         nc.simulate(rod_pendulum().build(), 1.0, method="bdf")
+
+
+def test_step_budget_ends_the_run_with_the_partial_solution():
+    """``max_steps`` counts Radau's attempts as DOPRI5's; what was integrated is kept."""
+    with pytest.raises(nc.IntegrationError, match="maximum number of steps") as failure:
+        nc.simulate(rod_pendulum().build(), 1.0, method="radau", max_steps=5)
+    partial = failure.value.solution
+    assert not partial.success and 0 < partial.t[-1] < 1.0
