@@ -7,7 +7,10 @@ Two problems, each integrated by ``simulate(method="dopri5")`` and
    (a 1 kg ball on a spring of ``--stiffness`` N/m and 20 N·s/m from a fixed
    point, released at 60°; natural coordinates, 12 coordinates and 6 rigid-body
    constraints), and the same physical problem in polar coordinates
-   ``(r, φ)`` (2 DOF) by ``scipy.integrate.solve_ivp(method="Radau")``.
+   ``(r, φ)`` (2 DOF) by ``scipy.integrate.solve_ivp(method="Radau")``; and
+   SciPy's Radau on natcoord's own index-1 ODE (natural coordinates, its
+   right-hand side and Jacobian, no projection), which separates the effect of
+   the coordinates from that of the implementation.
    ``end_error``: distance [m] of the ball at ``t_end`` from SciPy's Radau on
    the polar equations at ``rtol = 1e-12``.
 2. ``hexapod``: the driven Stewart–Gough platform with elastic legs
@@ -34,6 +37,7 @@ from scipy.integrate import solve_ivp
 from ..integrate import simulate
 from ..models import hexapod, spring_pendulum
 from ..models.spring_pendulum import polar_equations, polar_initial, polar_to_position
+from ..radau import Radau
 from .tolerance import Progress, write_csv
 
 COLUMNS = ("problem", "tool", "method", "coordinates", "rtol", "t_end", "repeat", "success",
@@ -63,6 +67,21 @@ def polar_run(rtol, t_end, stiffness):
                      method="Radau", rtol=rtol, atol=rtol * 1e-2)
 
 
+def scipy_row(run, coordinates, position, rtol, t_end, repeat, reference):
+    """``run()`` (a ``solve_ivp`` call) ``repeat`` times; ``position(y_end)``: the ball."""
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        sol = run()
+        walls.append(time.perf_counter() - start)
+    return dict(problem="pendulum", tool="scipy", method="radau", coordinates=coordinates,
+                rtol=rtol, t_end=t_end, repeat=repeat, success=sol.success,
+                wall_time_median=float(np.median(walls)), wall_time_min=min(walls),
+                steps=sol.t.size - 1, rejected="", rhs=sol.nfev, jacobians=sol.njev,
+                lu_decompositions=sol.nlu,
+                end_error=float(np.linalg.norm(position(sol.y[:, -1]) - reference)))
+
+
 def pendulum_rows(args, bar):
     t_end, k = args.pendulum_t_end, args.stiffness
     ref = polar_run(REFERENCE_TOL, t_end, k).y[:2, -1]
@@ -75,19 +94,17 @@ def pendulum_rows(args, bar):
                                  lambda sol: sol.p[-1, :3], reference))
         bar.advance(f"{method}: {rows[-1]['steps']} steps")
     bar.show("pendulum: SciPy Radau, polar coordinates")
-    walls = []
-    for _ in range(args.repeat):
-        start = time.perf_counter()
-        sol = polar_run(args.rtol, t_end, k)
-        walls.append(time.perf_counter() - start)
-    rows.append(dict(problem="pendulum", tool="scipy", method="radau",
-                     coordinates="polar (2)", rtol=args.rtol, t_end=t_end, repeat=args.repeat,
-                     success=sol.success, wall_time_median=float(np.median(walls)),
-                     wall_time_min=min(walls), steps=sol.t.size - 1, rejected="",
-                     rhs=sol.nfev, jacobians=sol.njev, lu_decompositions=sol.nlu,
-                     end_error=float(np.linalg.norm(polar_to_position(*sol.y[:2, -1])
-                                                    - reference))))
-    bar.advance(f"SciPy: {rows[-1]['steps']} steps")
+    rows.append(scipy_row(lambda: polar_run(args.rtol, t_end, k), "polar (2)",
+                          lambda y: polar_to_position(*y[:2]), args.rtol, t_end, args.repeat,
+                          reference))
+    bar.advance(f"SciPy, polar: {rows[-1]['steps']} steps")
+    bar.show("pendulum: SciPy Radau, natural coordinates (no projection)")
+    ode = Radau(model, t_end, rtol=args.rtol)           # its rhs and jacobian only
+    rows.append(scipy_row(lambda: solve_ivp(ode.rhs, (0.0, t_end), ode.y.copy(), method="Radau",
+                                            rtol=args.rtol, atol=args.rtol, jac=ode.jacobian),
+                          f"natural ({model.n_coords}), no projection", lambda y: y[:3],
+                          args.rtol, t_end, args.repeat, reference))
+    bar.advance(f"SciPy, natural: {rows[-1]['steps']} steps")
     return rows
 
 
@@ -132,7 +149,7 @@ def run(args):
     unknown = set(args.problems) - {"pendulum", "hexapod"}
     if unknown:
         raise SystemExit(f"--problems: unknown {sorted(unknown)}; choose from pendulum,hexapod")
-    bar = Progress(3 * len(args.problems))
+    bar = Progress(4 * ("pendulum" in args.problems) + 3 * ("hexapod" in args.problems))
     rows = []
     if "pendulum" in args.problems:
         rows += pendulum_rows(args, bar)
@@ -151,10 +168,11 @@ def run(args):
 
 def summary(rows):
     """The table as text: problem, tool/method, steps, RHS, Jacobians, LU, time, error."""
-    lines = [f"{'problem':9} {'tool':16} {'steps':>6} {'rhs':>7} {'jac':>5} {'lu':>6} "
+    lines = [f"{'problem':9} {'tool':16} {'coordinates':28} {'steps':>6} {'rhs':>7} {'jac':>5} {'lu':>6} "
              f"{'time [s]':>9} {'end error':>10}"]
     for r in rows:
-        lines.append(f"{r['problem']:9} {r['tool'] + ' ' + r['method']:16} {r['steps']:>6} "
+        lines.append(f"{r['problem']:9} {r['tool'] + ' ' + r['method']:16} "
+                     f"{r['coordinates']:28} {r['steps']:>6} "
                      f"{r['rhs']:>7} {r['jacobians']:>5} {r['lu_decompositions']:>6} "
                      f"{r['wall_time_median']:>9.3f} {r['end_error']:>10.2e}")
     return "\n".join(lines)
