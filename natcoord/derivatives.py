@@ -14,7 +14,9 @@ and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap
   difference ``dG = (G(p + dp) − G(p − dp)) / 2`` (likewise ``dγ`` with
   ``(p ± dp, v ± dv)``) has no truncation error: it is the derivative.
 * ``M`` depends on the mass parameters only; gravity is constant in p.
-* Spring–dampers are differentiated analytically. Other applied forces
+* Spring–dampers and Cartesian spring–dampers are differentiated
+  analytically (a Cartesian one is skipped for directions that do not move
+  its bodies: the Jacobian's columns cost O(1) each). Other applied forces
   (point forces, torques, possibly user callables of ``(t, state)``) by
   central differences of their ``apply`` alone, step ``FORCE_STEP``: exact
   for constant forces and torques (affine in p), O(step²) for callables.
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dynamics import Workspace
-from .forces import SpringDamper
+from .forces import CartesianSpringDamper, SpringDamper
 from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from .model import State
 
@@ -166,6 +168,8 @@ class LinearizationPoint:
         for force in self.model.forces:
             if isinstance(force, SpringDamper):
                 spring_derivative(force, self.X, self.V, dX, dV, F)
+            elif isinstance(force, CartesianSpringDamper):
+                cartesian_spring_derivative(force, self.X, self.V, dX, dV, F)
             elif dX.any() or dV.any():
                 self._force_difference(force, dX, dV, F)
         return F
@@ -203,6 +207,31 @@ def spring_derivative(spring, X, V, dX, dV, F):
     tension = spring.k * (length - spring.l0) + spring.c * (n @ rate)
     dtension = spring.k * (n @ dd) + spring.c * (dn @ rate + n @ drate)
     _distribute_pair(spring, dtension * n + tension * dn, F)
+
+
+def cartesian_spring_derivative(spring, X, V, dX, dV, F):
+    """Directional derivative of a Cartesian spring–damper's generalized force into ``F``.
+
+    With the components ``q_k`` (quadratic forms, gradient ``∇q_k`` affine in
+    X, so ``∇²q_k dX = ∇q_k(dX) − ∇q_k(0)``), ``q̇_k = ∇q_k · V`` and the
+    tensions ``T_k = k_k (q_k − d0_k) + c_k q̇_k`` (force ``−Σ T_k ∇q_k``):
+
+        dT_k = k_k ∇q_k · dX + c_k (∇²q_k dX · V + ∇q_k · dV),
+        df = −Σ_k (dT_k ∇q_k + T_k ∇²q_k dX).
+
+    Nothing is added when ``dX, dV`` vanish on the slots of the spring's bodies.
+    """
+    slots = sorted({s for q in spring.components for pair in q.quad for s in pair}
+                   | {s for q in spring.components for s in q.lin})
+    if not (dX[slots].any() or dV[slots].any()):
+        return
+    zero = np.zeros_like(X)
+    for q, k, c, d0 in zip(spring.components, spring.k, spring.c, spring.rest):
+        grad = q.gradient(X)
+        hess_dx = q.gradient(dX) - q.gradient(zero)
+        tension = k * (q.value(X) - d0) + c * np.sum(grad * V)
+        dtension = k * np.sum(grad * dX) + c * (np.sum(hess_dx * V) + np.sum(grad * dV))
+        F -= dtension * grad + tension * hess_dx
 
 
 def _distribute_pair(spring, force, F):
