@@ -26,10 +26,12 @@ the constraint manifold).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .checks import number
 from .dynamics import Workspace
 from .forces import SpringDamper
 from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
@@ -106,6 +108,7 @@ class LinearizationPoint:
         self.a, self.lam = a, lam
         self.X, self.V, self.A = p.reshape(-1, 3), v.reshape(-1, 3), a.reshape(-1, 3)
         self.W = model.tables.weight_table(t, np.zeros((model.n_weights, 3)))
+        self.G = ws.G.copy()
 
     def derivative(self, dp=None, dv=None, param=None):
         """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
@@ -138,16 +141,50 @@ class LinearizationPoint:
         if scale == 0.0:
             return np.zeros(self.model.n_rows), np.zeros((self.model.tables.pattern_row.size, 3))
         dX, dV = dX / scale, dV / scale
-        gamma_p, G_p = self._constraint_terms(self.X + dX, self.V + dV)
-        gamma_m, G_m = self._constraint_terms(self.X - dX, self.V - dV)
+        gamma_p, G_p, _ = self._constraint_terms(self.X + dX, self.V + dV)
+        gamma_m, G_m, _ = self._constraint_terms(self.X - dX, self.V - dV)
         return 0.5 * scale * (gamma_p - gamma_m), 0.5 * scale * (G_p - G_m)
+
+    def velocity_residual_derivative(self, dX):
+        """``∂(G v + g_t)/∂p dp`` at the base ``v``: exact central difference
+        (``G`` affine in p, ``g_t`` at most quadratic), scaled as in
+        :meth:`constraint_derivative`."""
+        scale = np.abs(dX).max()
+        if scale == 0.0:
+            return np.zeros(self.model.n_rows)
+        dX = dX / scale
+        _, G_p, g_t_p = self._constraint_terms(self.X + dX, self.V)
+        _, G_m, g_t_m = self._constraint_terms(self.X - dX, self.V)
+        return 0.5 * scale * (self._times(G_p - G_m, self.V) + g_t_p - g_t_m)
+
+    def projection_derivative(self, dp, dv):
+        """Derivative of the projection of projection.py at this (projected) point.
+
+        The projected ``(p⁺, v⁺)`` satisfies ``g(p⁺) = 0``, ``G v⁺ + g_t = 0``
+        and moves from the unprojected point along ``M⁻¹ Gᵀ μ``; linearized
+        (``K`` factored here, dropped rows ignored as in the projection):
+
+            [[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −G dp],                 dp⁺ = dp + Δp
+            [[M, Gᵀ], [G, 0]] [Δv; ν] = [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)],  dv⁺ = dv + Δv
+
+        i.e. the M-orthogonal projection of ``dp`` onto the tangent space and
+        of ``dv`` onto the linearized velocity constraint. Terms of the size of
+        the multipliers μ (the residual before projection) are neglected:
+        the Jacobian of the simplified Newton factorization and ``∂M/∂θ``
+        multiply μ.
+        """
+        zero = np.zeros(self.model.n_coords)
+        dp = dp + self.ws.solver.solve(zero, -self._times(self.G, np.reshape(dp, (-1, 3))))[0]
+        rate = self._times(self.G, np.reshape(dv, (-1, 3)))
+        rate += self.velocity_residual_derivative(np.reshape(dp, (-1, 3)))
+        return dp, dv + self.ws.solver.solve(zero, -rate)[0]
 
     def _constraint_terms(self, X, V):
         tables, m = self.model.tables, self.model.n_rows
         g, g_t, gamma = np.zeros(m), np.zeros(m), np.zeros(m)
         G = np.zeros((tables.pattern_row.size, 3))
         constraint_kernel(X, V, self.W, *tables.kernel_args(), g, g_t, gamma, G)
-        return gamma, G
+        return gamma, G, g_t
 
     def _times(self, G, V):
         out = np.zeros(self.model.n_rows)
@@ -234,10 +271,7 @@ def parameter_direction(model, name, at):
     kind, _, key = name.partition(":")
     df = np.zeros((4 * model.n_bodies, 3))
     if kind in ("mass", "inertia"):
-        if key not in model.body_index:
-            raise KeyError(f"parameter {name!r}: unknown body {key!r}; bodies: "
-                           f"{list(model.body_index)}")
-        body = model.bodies[model.body_index[key]]
+        body = _body(model, name, key)
         c = np.concatenate([[1.0], body.com])
         if kind == "inertia":
             dJ4 = np.zeros((4, 4))
@@ -263,6 +297,50 @@ def parameter_direction(model, name, at):
         return {"df": df}
     raise KeyError(f"unknown parameter {name!r}: use mass:<body>, inertia:<body>, "
                    f"gravity:x|y|z, stiffness:<k>, damping:<k> or rest_length:<k>")
+
+
+def parameter_value(model, name):
+    """The current value of a named parameter (``inertia:<body>`` is a scale: 1)."""
+    kind, _, key = name.partition(":")
+    if kind in ("mass", "inertia"):
+        body = _body(model, name, key)
+        return body.mass if kind == "mass" else 1.0
+    if kind == "gravity" and key in ("x", "y", "z"):
+        return float(model.gravity["xyz".index(key)])
+    if kind in SPRING_ATTRIBUTES:
+        return getattr(_spring(model, name, key), SPRING_ATTRIBUTES[kind])
+    raise KeyError(f"unknown parameter {name!r}: use mass:<body>, inertia:<body>, "
+                   f"gravity:x|y|z, stiffness:<k>, damping:<k> or rest_length:<k>")
+
+
+#: spring parameter -> SpringDamper attribute
+SPRING_ATTRIBUTES = {"stiffness": "k", "damping": "c", "rest_length": "l0"}
+
+
+def set_parameter(model, name, value):
+    """Set a parameter on the mutable lists ``bodies``, ``forces`` and array
+    ``gravity`` of a model copy being made by :meth:`Model.with_parameters`."""
+    kind, _, key = name.partition(":")
+    if kind == "inertia":
+        raise ValueError(f"parameter {name!r} is a scale of the central inertia at 1; "
+                         f"to set it, build the model with the inertia wanted")
+    if kind == "mass":
+        body = _body(model, name, key)
+        model.bodies[body.index] = replace(body, mass=number(value, "mass", name, "positive"))
+    elif kind == "gravity":
+        model.gravity["xyz".index(key)] = number(value, "value", name)
+    else:
+        spring = _spring(model, name, key)
+        new = copy.copy(spring)
+        setattr(new, SPRING_ATTRIBUTES[kind], number(value, kind, name, "non-negative"))
+        model.forces[next(i for i, f in enumerate(model.forces) if f is spring)] = new
+
+
+def _body(model, name, key):
+    if key not in model.body_index:
+        raise KeyError(f"parameter {name!r}: unknown body {key!r}; bodies: "
+                       f"{list(model.body_index)}")
+    return model.bodies[model.body_index[key]]
 
 
 def _spring(model, name, key):
