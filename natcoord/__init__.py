@@ -37,3 +37,7 @@ __all__ += ["linearize", "Linearization", "joint_reaction", "Reaction"]
 from .sensitivity import Sensitivities, sensitivities  # noqa: E402
 
 __all__ += ["sensitivities", "Sensitivities"]
+
+from .estimation import Estimate, estimate  # noqa: E402
+
+__all__ += ["estimate", "Estimate"]

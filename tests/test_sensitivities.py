@@ -7,7 +7,7 @@ fixed step (``first_step = max_step``, a loose ``rtol`` that accepts every
 step, checked) and a tight projection tolerance ``proj_tol = 1e-13``. The
 reference ``(y(θ + ε) − y(θ − ε)) / 2ε`` with ``ε = 1e-6`` relative has
 truncation O(ε²) ≈ 1e-12 and projection noise ``proj_tol / ε`` ≈ 1e-7 at worst;
-we ask for ``1e-6`` relative to the largest sensitivity.
+we ask for 1e-7 relative to the largest sensitivity (measured: 3e-10 to 3e-9).
 """
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ import pytest
 import natcoord as nc
 from natcoord.derivatives import parameter_value
 
-EPS, RTOL = 1e-6, 1e-6
+EPS, RTOL = 1e-6, 1e-7
 FIXED = dict(rtol=1e-3, first_step=0.01, max_step=0.01, proj_tol=1e-13)
 T_END = 0.6
 T_EVAL = np.linspace(0.0, T_END, 7)
