@@ -35,8 +35,8 @@ def test_recovers_stiffness_and_damping_within_three_standard_errors(fit):
 
 def test_residual_is_the_noise(fit):
     """At the estimate the weighted residual has unit variance (χ² / N ≈ 1)."""
-    chi2 = 2.0 * fit.cost / fit.residuals.size
-    assert 0.7 < chi2 < 1.3
+    N = fit.residuals.size
+    assert abs(2.0 * fit.cost / N - 1.0) < 4.0 * np.sqrt(2.0 / N)   # χ²_N: sd √(2/N)
     assert fit.iterations < 20
 
 
