@@ -109,6 +109,7 @@ class LinearizationPoint:
         self.X, self.V, self.A = p.reshape(-1, 3), v.reshape(-1, 3), a.reshape(-1, 3)
         self.W = model.tables.weight_table(t, np.zeros((model.n_weights, 3)))
         self.G = ws.G.copy()
+        self.springs = SpringLinearization(model, self.X, self.V)
 
     def derivative(self, dp=None, dv=None, param=None):
         """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
@@ -199,11 +200,9 @@ class LinearizationPoint:
 
     def force_derivative(self, dX, dV):
         """``df = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3): gravity is constant."""
-        F = np.zeros_like(self.X)
+        F = self.springs.derivative(dX.ravel(), dV.ravel()).reshape(-1, 3)
         for force in self.model.forces:
-            if isinstance(force, SpringDamper):
-                spring_derivative(force, self.X, self.V, dX, dV, F)
-            elif dX.any() or dV.any():
+            if not isinstance(force, SpringDamper) and (dX.any() or dV.any()):
                 self._force_difference(force, dX, dV, F)
         return F
 
@@ -221,25 +220,44 @@ class LinearizationPoint:
             F += sign / (2.0 * h) * out
 
 
-def spring_derivative(spring, X, V, dX, dV, F):
-    """Directional derivative of a spring–damper's generalized force into ``F``.
+class SpringLinearization:
+    """The model's spring–dampers linearized at ``(X, V)``.
 
-    With ``d = r_b − r_a``, ``l = |d|``, ``n = d / l``, ``l̇ = n·ḋ`` and the
-    tension ``T = k (l − l0) + c l̇`` (force ``T n`` on a, ``−T n`` on b):
+    Per spring, with ``d = r_b − r_a = D p + d₀`` (D: 3 × 12 n, from the
+    affine end points), ``l = |d|``, ``n = d / l``, ``P = 1 − n nᵀ``,
+    ``l̇ = n·ḋ`` and the tension ``T = k (l − l0) + c l̇`` (force ``T n`` on a,
+    ``−T n`` on b, so the generalized force is ``−Dᵀ T n``):
 
-        dn = (1 − n nᵀ) dd / l,   dl = n·dd,   dl̇ = dn·ḋ + n·dḋ,
-        d(T n) = (k dl + c dl̇) n + T dn.
+        dn = P dd / l,   dl = n·dd,   dl̇ = ḋᵀ P dd / l + n·dḋ,
+        d(T n) = (k dl + c dl̇) n + T dn = S_p dd + S_v dḋ,
+        S_p = n (k n + c P ḋ / l)ᵀ + (T / l) P,   S_v = c n nᵀ,
+
+    hence ``df = −Dᵀ (S_p D dp + S_v D dv)``: the springs stacked, ``D``
+    (3 s × 12 n) and block-diagonal ``S_p, S_v``, built once per base point.
     """
-    d = spring.b.evaluate(X) - spring.a.evaluate(X)
-    rate = spring.b.rate(V) - spring.a.rate(V)
-    dd = spring.b.rate(dX) - spring.a.rate(dX)
-    drate = spring.b.rate(dV) - spring.a.rate(dV)
-    length = np.linalg.norm(d)
-    n = d / length
-    dn = (dd - n * (n @ dd)) / length
-    tension = spring.k * (length - spring.l0) + spring.c * (n @ rate)
-    dtension = spring.k * (n @ dd) + spring.c * (dn @ rate + n @ drate)
-    _distribute_pair(spring, dtension * n + tension * dn, F)
+
+    def __init__(self, model, X, V):
+        all_springs = springs(model)
+        count = len(all_springs)
+        self.D = np.zeros((3 * count, model.n_coords))
+        self.S_p, self.S_v = np.zeros((3 * count, 3 * count)), np.zeros((3 * count, 3 * count))
+        for i, spring in enumerate(all_springs):
+            rows = slice(3 * i, 3 * i + 3)
+            for slot, c in (spring.b - spring.a).terms.items():
+                self.D[rows, 3 * slot:3 * slot + 3] = c * np.eye(3)
+            d = spring.b.evaluate(X) - spring.a.evaluate(X)
+            rate = spring.b.rate(V) - spring.a.rate(V)
+            length = np.linalg.norm(d)
+            n = d / length
+            P = np.eye(3) - np.outer(n, n)
+            tension = spring.k * (length - spring.l0) + spring.c * (n @ rate)
+            self.S_p[rows, rows] = (np.outer(n, spring.k * n + spring.c * (P @ rate) / length)
+                                    + tension / length * P)
+            self.S_v[rows, rows] = spring.c * np.outer(n, n)
+
+    def derivative(self, dp, dv):
+        """``df`` (12 n,) of all springs along ``(dp, dv)``."""
+        return -self.D.T @ (self.S_p @ (self.D @ dp) + self.S_v @ (self.D @ dv))
 
 
 def _distribute_pair(spring, force, F):
