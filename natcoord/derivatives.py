@@ -232,32 +232,48 @@ class SpringLinearization:
         d(T n) = (k dl + c dl̇) n + T dn = S_p dd + S_v dḋ,
         S_p = n (k n + c P ḋ / l)ᵀ + (T / l) P,   S_v = c n nᵀ,
 
-    hence ``df = −Dᵀ (S_p D dp + S_v D dv)``: the springs stacked, ``D``
-    (3 s × 12 n) and block-diagonal ``S_p, S_v``, built once per base point.
+    hence ``df = −Dᵀ (S_p D dp + S_v D dv)``. The springs are stacked: ``D``
+    (3 s × 12 n, cached on the model) and ``S_p, S_v`` (s, 3, 3) per base point.
     """
 
     def __init__(self, model, X, V):
         all_springs = springs(model)
-        count = len(all_springs)
-        self.D = np.zeros((3 * count, model.n_coords))
-        self.S_p, self.S_v = np.zeros((3 * count, 3 * count)), np.zeros((3 * count, 3 * count))
-        for i, spring in enumerate(all_springs):
-            rows = slice(3 * i, 3 * i + 3)
-            for slot, c in (spring.b - spring.a).terms.items():
-                self.D[rows, 3 * slot:3 * slot + 3] = c * np.eye(3)
-            d = spring.b.evaluate(X) - spring.a.evaluate(X)
-            rate = spring.b.rate(V) - spring.a.rate(V)
-            length = np.linalg.norm(d)
-            n = d / length
-            P = np.eye(3) - np.outer(n, n)
-            tension = spring.k * (length - spring.l0) + spring.c * (n @ rate)
-            self.S_p[rows, rows] = (np.outer(n, spring.k * n + spring.c * (P @ rate) / length)
-                                    + tension / length * P)
-            self.S_v[rows, rows] = spring.c * np.outer(n, n)
+        self.D, d0 = _spring_map(model)
+        k, c, l0 = (np.array([getattr(sp, a) for sp in all_springs]) for a in ("k", "c", "l0"))
+        d = (self.D @ X.ravel() + d0).reshape(-1, 3)
+        rate = (self.D @ V.ravel()).reshape(-1, 3)
+        length = np.linalg.norm(d, axis=1)
+        n = d / length[:, None]
+        P = np.eye(3) - n[:, :, None] * n[:, None, :]
+        tension = k * (length - l0) + c * np.einsum("si,si->s", n, rate)
+        Prate = np.einsum("sij,sj->si", P, rate) / length[:, None]
+        self.S_p = n[:, :, None] * (k[:, None] * n + c[:, None] * Prate)[:, None, :] \
+            + (tension / length)[:, None, None] * P
+        self.S_v = c[:, None, None] * n[:, :, None] * n[:, None, :]
 
     def derivative(self, dp, dv):
         """``df`` (12 n,) of all springs along ``(dp, dv)``."""
-        return -self.D.T @ (self.S_p @ (self.D @ dp) + self.S_v @ (self.D @ dv))
+        dd = (self.D @ dp).reshape(-1, 3)
+        drate = (self.D @ dv).reshape(-1, 3)
+        force = np.einsum("sij,sj->si", self.S_p, dd) + np.einsum("sij,sj->si", self.S_v, drate)
+        return -self.D.T @ force.ravel()
+
+
+def _spring_map(model):
+    """``(D, d₀)``: the spring vectors ``d = r_b − r_a`` of all springs, stacked, as
+    ``D p + d₀`` (3 s × 12 n and 3 s,); topology only, cached on the model."""
+    cache = model.__dict__.setdefault("_symbolic", {})
+    if "springs" not in cache:
+        all_springs = springs(model)
+        D = np.zeros((3 * len(all_springs), model.n_coords))
+        d0 = np.zeros(3 * len(all_springs))
+        for i, spring in enumerate(all_springs):
+            vector = spring.b - spring.a
+            for slot, coef in vector.terms.items():
+                D[3 * i:3 * i + 3, 3 * slot:3 * slot + 3] = coef * np.eye(3)
+            d0[3 * i:3 * i + 3] = vector.const
+        cache["springs"] = (D, d0)
+    return cache["springs"]
 
 
 def _distribute_pair(spring, force, F):
