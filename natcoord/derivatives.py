@@ -165,8 +165,9 @@ class LinearizationPoint:
         and moves from the unprojected point along ``M⁻¹ Gᵀ μ``; linearized
         (``K`` factored here, dropped rows ignored as in the projection):
 
-            [[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −G dp],                 dp⁺ = dp + Δp
-            [[M, Gᵀ], [G, 0]] [Δv; ν] = [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)],  dv⁺ = dv + Δv
+            [[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −G dp],                      dp⁺ = dp + Δp
+            [[M, Gᵀ], [G, 0]] [Δv; ν] = [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)],
+                                                                     dv⁺ = dv + Δv
 
         i.e. the M-orthogonal projection of ``dp`` onto the tangent space and
         of ``dv`` onto the linearized velocity constraint. Terms of the size of
