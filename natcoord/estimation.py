@@ -104,12 +104,11 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
 
     def residual(theta):
         sol = simulate(at(theta), t_eval[-1], **common)
-        return ((_positions(sol, points) - data) * weight).ravel()
+        return ((_stacked(sol.point, points) - data) * weight).ravel()
 
     def jacobian(theta):
         sens = sensitivities(at(theta), t_eval[-1], params=names, **common)
-        dr = np.stack([sens.point(body, point) for body, point in points], axis=1)
-        return (dr * weight[..., None]).reshape(-1, len(names))
+        return (_stacked(sens.point, points) * weight[..., None]).reshape(-1, len(names))
 
     start = time.perf_counter()
     fit = least_squares(residual, x0, jac=jacobian, bounds=bounds, x_scale="jac")
@@ -124,6 +123,8 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
                     simulate(best, t_eval[-1], **common), bool(fit.success), fit.message)
 
 
-def _positions(sol, points):
-    """Body point positions (k, len(points), 3) of a solution."""
-    return np.stack([sol.point(body, point) for body, point in points], axis=1)
+def _stacked(point, points):
+    """``point(body, r)`` of every measured point, stacked on axis 1: positions
+    (k, len(points), 3) of a Solution, derivatives (k, len(points), 3, n_θ) of
+    Sensitivities."""
+    return np.stack([point(body, r) for body, r in points], axis=1)

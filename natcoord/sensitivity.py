@@ -84,7 +84,9 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     tangent perturbation ``δp0`` has the coordinates ``Zᵀ M δp0``.
 
     Only ``projection="position+velocity"`` (the default) is differentiated.
-    Returns :class:`Sensitivities`.
+    The forward run records every step; with ``t_eval`` a second run gives the
+    outputs (both are counted in ``stats["forward_time"]``). Returns
+    :class:`Sensitivities`.
     """
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "

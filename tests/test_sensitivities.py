@@ -18,7 +18,7 @@ from natcoord.derivatives import parameter_value
 EPS, RTOL = 1e-6, 1e-7
 FIXED = dict(rtol=1e-3, first_step=0.01, max_step=0.01, proj_tol=1e-13)
 T_END = 0.6
-T_EVAL = np.linspace(0.0, T_END, 7)
+T_EVAL = np.r_[0.0, np.arange(1, 7) * 0.1 - 0.0045]   # inside steps: dense output
 
 
 def sprung_four_bar():
@@ -119,7 +119,7 @@ def test_sensitivities_stay_in_the_tangent_space(case, request):
 def test_point_sensitivity_is_the_coordinates_one(four_bar):
     model, sens = four_bar
     tip = sens.point("coupler1", (1.0, 1.0, 0.0))
-    X = sens.dp.reshape(T_EVAL.size, -1, 3, 3)
+    X = sens.dp.reshape(T_EVAL.size, -1, 3, len(sens.columns))
     s = model.body_slice("coupler1").start // 3               # rows o, e1, e2, e3
     assert np.allclose(tip, X[:, s] + X[:, s + 1], atol=1e-14)   # r = o + e1 here
 
