@@ -51,14 +51,17 @@ def assert_close(mine, reference):
     assert np.abs(mine - reference).max() <= RTOL * scale
 
 
+FOUR_BAR_PARAMS = ["stiffness:0", "damping:0", "mass:coupler1", "rest_length:0", "gravity:y"]
+
+
 @pytest.fixture(scope="module")
 def four_bar():
     model = sprung_four_bar()
-    params = ["stiffness:0", "damping:0", "mass:coupler1"]
-    return model, nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, **FIXED)
+    return model, nc.sensitivities(model, T_END, params=FOUR_BAR_PARAMS, t_eval=T_EVAL,
+                                   **FIXED)
 
 
-@pytest.mark.parametrize("name", ["stiffness:0", "damping:0", "mass:coupler1"])
+@pytest.mark.parametrize("name", FOUR_BAR_PARAMS)
 def test_parameter_sensitivities_match_finite_differences(four_bar, name):
     model, sens = four_bar
     initial, x = model.initial_state(), parameter_value(model, name)
