@@ -66,8 +66,12 @@ class Estimate:
         return "\n".join(lines)
 
 
+#: parameters that are physical only when non-negative (the lower bound by default)
+NON_NEGATIVE = ("mass", "stiffness", "damping", "rest_length")
+
+
 def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None,
-             bounds=(-np.inf, np.inf), **options):
+             bounds=None, **options):
     """Estimate model parameters from measured body point positions.
 
     ``model``: a :class:`~natcoord.Model`; ``theta0``: ``{name: start value}``
@@ -79,7 +83,8 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
     positions, ``sigma`` their standard deviations (scalar or broadcastable to
     ``data``; ``None``: unknown, estimated from the residual). The initial state
     (default ``model.initial_state()``) is held fixed. ``bounds``: as in
-    ``least_squares``, ``(lower, upper)``; ``options`` go to
+    ``least_squares``, ``(lower, upper)``; by default 0 below masses, spring
+    constants and rest lengths, unbounded otherwise. ``options`` go to
     :func:`~natcoord.simulate`. Returns an :class:`Estimate`.
     """
     names = tuple(theta0)
@@ -96,6 +101,9 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
                          f"len(points), 3) = {(t_eval.size, len(points), 3)}")
     weight = 1.0 / np.broadcast_to(1.0 if sigma is None else np.asarray(sigma, float),
                                    data.shape)
+    if bounds is None:
+        bounds = ([0.0 if name.partition(":")[0] in NON_NEGATIVE else -np.inf
+                   for name in names], np.inf)
     initial_state = model.initial_state() if initial_state is None else initial_state
     common = dict(options, t_eval=t_eval, initial_state=initial_state)
 
