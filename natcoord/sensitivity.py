@@ -22,6 +22,9 @@ Rows dropped as redundant stay dropped.
 
 The steps come from the forward run itself: ``simulate`` without ``t_eval``
 records every accepted projected state; the stages are re-evaluated from them.
+A function beside ``simulate`` rather than an option of it: the integrator and
+its compiled stepper stay as they are (one loop each), and the sweep needs
+nothing from them but their records.
 """
 from __future__ import annotations
 
@@ -110,6 +113,9 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
 def _checked(model, params):
     if isinstance(params, str):
         params = (params,)
+    if not params:
+        raise ValueError("sensitivities: params names no parameter; give e.g. ['p0'] or "
+                         "['mass:<body>']")
     for name in params:
         if name not in INITIAL:
             parameter_value(model, name)         # KeyError naming the parameter

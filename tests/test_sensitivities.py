@@ -141,6 +141,8 @@ def test_bad_requests_name_the_argument():
     model = sprung_four_bar()
     with pytest.raises(KeyError, match="stiffness:3"):
         nc.sensitivities(model, 0.1, params=["stiffness:3"])
+    with pytest.raises(ValueError, match="params"):
+        nc.sensitivities(model, 0.1, params=[])
     with pytest.raises(ValueError, match="projection"):
         nc.sensitivities(model, 0.1, params=["p0"], projection="velocity")
     with pytest.raises(ValueError, match="mass"):
