@@ -330,8 +330,7 @@ def parameter_direction(model, name, at):
                     "rest_length": -spring.k}[kind]
         _distribute_pair(spring, dtension * n, df)
         return {"df": df}
-    raise KeyError(f"unknown parameter {name!r}: use mass:<body>, inertia:<body>, "
-                   f"gravity:x|y|z, stiffness:<k>, damping:<k> or rest_length:<k>")
+    raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
 
 
 def parameter_value(model, name):
@@ -344,10 +343,12 @@ def parameter_value(model, name):
         return float(model.gravity["xyz".index(key)])
     if kind in SPRING_ATTRIBUTES:
         return getattr(_spring(model, name, key), SPRING_ATTRIBUTES[kind])
-    raise KeyError(f"unknown parameter {name!r}: use mass:<body>, inertia:<body>, "
-                   f"gravity:x|y|z, stiffness:<k>, damping:<k> or rest_length:<k>")
+    raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
 
 
+#: the forms of parameter names
+PARAMETER_NAMES = ("mass:<body>, inertia:<body>, gravity:x|y|z, stiffness:<k>, damping:<k> "
+                   "or rest_length:<k>")
 #: spring parameter -> SpringDamper attribute
 SPRING_ATTRIBUTES = {"stiffness": "k", "damping": "c", "rest_length": "l0"}
 
