@@ -86,8 +86,14 @@ def leg_frame(k):
     return np.column_stack([t, np.cross(u, t), u])
 
 
-def hexapod(scenario="passive", gravity=GRAVITY):
-    """The Stewart–Gough platform; ``scenario`` is ``"passive"`` or ``"driven"``."""
+def hexapod(scenario="passive", gravity=GRAVITY, leg_springs=None):
+    """The Stewart–Gough platform; ``scenario`` is ``"passive"`` or ``"driven"``.
+
+    ``leg_springs=(stiffness, damping)`` adds a spring–damper in every leg, from
+    ``B_k`` on the cylinder to ``P_k`` on the piston, at rest in the reference
+    configuration (springs numbered 0..5 in leg order, for the parameter names
+    ``stiffness:<k>``, ``damping:<k>``); the default ``None`` adds none.
+    """
     if scenario not in SCENARIOS:
         raise ValueError(f"hexapod(scenario={scenario!r}): choose one of {SCENARIOS}")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity), name=f"hexapod-{scenario}")
@@ -113,6 +119,10 @@ def hexapod(scenario="passive", gravity=GRAVITY):
         mech.add_prismatic(cylinder, piston, point=P, axis=u, name=f"P{k + 1}",
                            drive=leg_drive(k) if scenario == "driven" else None)
         mech.add_spherical(piston, platform, point=P, name=f"S{k + 1}")
+        if leg_springs is not None:
+            stiffness, damping = leg_springs
+            mech.add_spring(cylinder, piston, B, P, stiffness=stiffness, damping=damping,
+                            name=f"leg{k + 1}")
     mech.scenario = {"t_end": T_END[scenario],
                      "output_point": ("platform", tuple(PLATFORM_CENTRE.tolist()))}
     return mech
