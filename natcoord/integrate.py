@@ -263,7 +263,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
 
     ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
     compiled where the model allows; or ``"radau"``, the implicit Radau IIA of
-    order 5 (:class:`natcoord.radau.Radau`, docs/method.md#18-stiff-mechanisms-radau-iia)
+    order 5 (:class:`natcoord.radau.Radau`, docs/method.md#110-stiff-mechanisms-radau-iia)
     for stiff mechanisms (stiff springs, light bodies on stiff supports), with
     the same projection, checks, outputs and :class:`Solution`; its
     ``stats`` add ``jacobians``, ``lu_decompositions`` and ``newton_iterations``.

@@ -41,8 +41,8 @@ MODELS = {"six-bar": nc.models.six_bar, "hexapod": hexapod_with_springs,
           "hexapod-driven": lambda: nc.models.hexapod("driven"),
           "chain-with-loops": lambda: nc.models.chain(8, loops=2),
           # Cartesian spring–dampers in place of the spherical joints (analytic derivative)
-          "hexapod-elastic": lambda: nc.models.hexapod("driven", leg_stiffness=1e5,
-                                                       leg_damping=100.0)}
+          "hexapod-elastic": lambda: nc.models.hexapod("driven",
+                                                       elastic_joints=(1e5, 100.0))}
 
 
 def null_space(model, p):

@@ -63,12 +63,16 @@ GRAVITY = 9.81
 LEVELS = (1e-4, 1e-6, 1e-8)          # m: Bricard accuracy levels
 CHAIN_TARGET = 2.5e-6                # m: chain(512) worst joint-point error
 MJCF_MAX_DEPTH = 400                 # MuJoCo's XML parser refuses deeper nesting (~500)
-#: MuJoCo 3–4 compile body trees up to this depth; at 1024 ``MjSpec.compile``
-#: fails ("depth limit exceeded in signature computation"), without an address
-#: space limit only after exhausting memory, so deeper chains are not attempted
-MUJOCO_MAX_DEPTH = 1023
+#: the largest chain each peer is given, and why: MuJoCo 3–4 compile body trees
+#: up to depth 1023 (at 1024 ``MjSpec.compile`` fails, "depth limit exceeded in
+#: signature computation", without an address-space limit only after
+#: exhausting memory); Pinocchio's ``createData`` allocates O(n³) memory (the
+#: second-order derivative tensors): it ran out of 16 GB at n = 1000
+PEER_MAX_N = {"mujoco": (1023, "MuJoCo compiles body trees up to depth 1023"),
+              "pinocchio": (512, "pin.Model.createData needs O(n³) memory (out of 16 GB "
+                                 "at n = 1000)")}
 #: chain size of the physics cross-check for larger n (within both peers' limits)
-CHECK_N = 1000
+CHECK_N = 512
 
 
 def available_peers():
@@ -248,11 +252,11 @@ def call_rows(ns, peers, repeat, max_seconds, bar):
             if name not in peers:
                 continue
             previous = done.get(name)
-            if name == "mujoco" and n > MUJOCO_MAX_DEPTH:
+            limit, why = PEER_MAX_N[name]
+            if n > limit:
                 rows.append(dict(common, tool=name, method="", time_median_s=np.nan,
                                  time_min_s=np.nan, check=np.nan,
-                                 note=f"not supported: MuJoCo compiles body trees up to "
-                                      f"depth {MUJOCO_MAX_DEPTH}"))
+                                 note=f"not attempted beyond n = {limit}: {why}"))
                 continue
             if previous and previous[1] * (n / previous[0]) ** max(previous[2], 1.0) > max_seconds:
                 rows.append(dict(common, tool=name, method="", time_median_s=np.nan,
@@ -437,11 +441,18 @@ def bricard_rows(peers, t_end, rtols, exudyn_steps, mujoco_steps, repeat, max_se
     for tool, method, knob, values, run in sweeps:
         for value in values:
             walls = []
-            for _ in range(repeat):
-                wall, times, points, steps = run(value)
-                walls.append(wall)
-                if wall > max_seconds / 4:
-                    break
+            try:
+                for _ in range(repeat):
+                    wall, times, points, steps = run(value)
+                    walls.append(wall)
+                    if wall > max_seconds / 4:
+                        break
+            except Exception as err:        # noqa: BLE001 -- a peer's failure is a row
+                rows.append(dict(common, tool=tool, method=method, knob=knob,
+                                 knob_value=value, repeat=0, time_median_s=np.nan,
+                                 time_min_s=np.nan, error_m=np.nan, steps=np.nan,
+                                 note=f"failed: {type(err).__name__}: {err}"))
+                continue
             error = float(np.linalg.norm(points - reference.point(times), axis=1).max())
             rows.append(dict(common, tool=tool, method=method, knob=knob, knob_value=value,
                              repeat=len(walls), time_median_s=float(np.median(walls)),
@@ -574,7 +585,7 @@ def chain_rows(peers, n, t_end, rtols, steps0, repeat, max_seconds, bar, outputs
 def configure(parser):
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: small n, 1 s of the 6-bar, chain(16) (seconds)")
-    parser.add_argument("--n", type=int, nargs="+", default=[8, 16, 64, 256, 1024, 4096],
+    parser.add_argument("--n", type=int, nargs="+", default=[8, 16, 64, 256, 512, 1024, 4096],
                         help="chain sizes for the per-call timing")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions (median)")
     parser.add_argument("--max-seconds", type=float, default=30.0,
@@ -640,7 +651,7 @@ def summary(rows):
     lines.append("bricard: time [s] to P3 error ≤ " + ", ".join(f"{x:g}" for x in LEVELS))
     for tool in dict.fromkeys(r["tool"] for r in bricard):
         times = [time_to_accuracy(bricard, tool, x) for x in LEVELS]
-        best = min(r["error_m"] for r in bricard if r["tool"] == tool)
+        best = np.nanmin([r["error_m"] for r in bricard if r["tool"] == tool])
         lines.append(f"  {tool}: " + ", ".join("not reached" if np.isnan(t) else f"{t:.3g}"
                                                for t in times)
                      + f" (smallest error {best:.1e} m)")
@@ -683,7 +694,10 @@ def plot_peers(csv_path, png_path):
             (ax[2], "chain", "(c) chain, worst joint-point error", (CHAIN_TARGET,))):
         sel = [r for r in rows if r["experiment"] == experiment]
         for tool in dict.fromkeys(r["tool"] for r in sel):
-            pts = sorted((r["error_m"], r["time_median_s"]) for r in sel if r["tool"] == tool)
+            pts = sorted((r["error_m"], r["time_median_s"]) for r in sel
+                         if r["tool"] == tool and r["error_m"] == r["error_m"])   # failed: NaN
+            if not pts:
+                continue
             e, t = np.transpose(pts)
             a.loglog(e, t, "o-", ms=4, color=colours[tool], label=tool)
         for level in target:

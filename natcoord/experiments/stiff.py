@@ -14,7 +14,7 @@ Two problems, each integrated by ``simulate(method="dopri5")`` and
    ``end_error``: distance [m] of the ball at ``t_end`` from SciPy's Radau on
    the polar equations at ``rtol = 1e-12``.
 2. ``hexapod``: the driven Stewart–Gough platform with elastic legs
-   (``hexapod("driven", leg_stiffness=--leg-stiffness, leg_damping=--leg-damping)``:
+   (``hexapod("driven", elastic_joints=(--leg-stiffness, --leg-damping))``:
    the spherical joints replaced by stiff spring–dampers), where DOPRI5's
    step is limited by stability. ``end_error``: distance of the platform centre
    at ``t_end`` from DOPRI5 at ``rtol = 1e-10``.
@@ -110,8 +110,7 @@ def pendulum_rows(args, bar):
 
 def hexapod_rows(args, bar):
     t_end = args.hexapod_t_end
-    model = hexapod("driven", leg_stiffness=args.leg_stiffness,
-                    leg_damping=args.leg_damping).build()
+    model = hexapod("driven", elastic_joints=(args.leg_stiffness, args.leg_damping)).build()
 
     def centre(sol):
         body, point = model.scenario["output_point"]
