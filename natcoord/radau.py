@@ -7,32 +7,36 @@ position and velocity constraints as DOPRI5's are (VII.2). The pieces, as in
 IV.8 (the RADAU5 code):
 
 * stage increments ``Z = (z1, z2, z3)``, ``z_i = Y_i − y0``, solve
-  ``Z = h (A ⊗ I) F(Z)`` (8.2) by simplified Newton with one Jacobian
-  ``J = ∂F/∂y = [[0, I], [∂a/∂p, ∂a/∂v]]`` (8.4); in the variables
+  ``Z = h (A ⊗ I) F(Z)`` by simplified Newton with one Jacobian
+  ``J = ∂F/∂y = [[0, I], [∂a/∂p, ∂a/∂v]]``; in the variables
   ``W = (T⁻¹ ⊗ I) Z`` that diagonalize ``A⁻¹ = T Λ T⁻¹`` the iteration
   needs one real system ``(μ/h − J)`` and one complex system
-  ``((α − iβ)/h − J)`` (8.5–8.9);
+  ``((α − iβ)/h − J)``;
 * the error of the embedded order-3 formula ``ŷ1 − y1 = γ0 h f(y0) + Σ e_i z_i``,
-  filtered by ``(I − h γ0 J)⁻¹`` (8.19–8.20), refined once after a rejection;
-* the predictive (Gustafsson) step-size controller (8.25) with Hairer's
+  filtered by ``(I − h γ0 J)⁻¹``, refined once on the first step and after a
+  rejection;
+* the predictive (Gustafsson) step-size controller with Hairer's
   safety factor from the Newton iteration count; the Jacobian is kept while
   Newton contracts fast (``θ ≤ 10⁻³``), and so is ``h`` with its LU
   factorizations when the proposed change is small (factor in [1, 1.2]);
-* the collocation polynomial as dense output (order 3 uniformly, 8.12).
+* the collocation polynomial as dense output (order 3 uniformly).
 
 The coefficients ``T, Λ, e`` are computed from the Butcher tableau at import
 (``T`` from the eigenvectors of ``A⁻¹``, ``e`` from the order conditions of
 the embedded formula with ``γ0 = 1/μ``).
 
 ``J`` comes from :func:`natcoord.derivatives.linearize` (one solve of the
-factored KKT system per column, exact for the constraint and spring terms).
-The Newton matrices are dense 2N × 2N (N = 12 × bodies) and factored by
-``scipy.linalg.lu_factor``: O(N³) per factorization, against the O(N)
-right-hand side. That is acceptable here because the factorizations are
-rare (only when ``h`` changes noticeably or Newton slows down), the
-benchmark mechanisms have N ≤ 156, and a stiff problem is solved in orders
-of magnitude fewer steps than by DOPRI5; a mechanism of hundreds of bodies
-would want the block structure of ``J`` exploited instead.
+factored KKT system per column, exact for the constraint and spring terms;
+without the stabilization terms for ``projection="baumgarte"``, which only
+slows Newton down). The Newton matrices are dense 2N × 2N (N = 12 × bodies)
+and factored by ``scipy.linalg.lu_factor``: O(N³) per factorization, against
+the O(N) right-hand side, at most one real and one complex factorization per
+attempted step. That is acceptable here: the benchmark mechanisms have
+N ≤ 156, where such an LU costs milliseconds, no more than the Jacobian's
+2N KKT solves, and a stiff problem needs far fewer steps than with DOPRI5
+(6× to 30× in benchmarks/stiff.py). A mechanism of hundreds of bodies would
+want the structure of ``J`` exploited (the second-order form reduces the
+systems to N × N, the block solver's sparsity further).
 
     stepper = Radau(model, t_bound=1.0, rtol=1e-8)
     while stepper.status == "running":
@@ -59,7 +63,7 @@ C = A.sum(axis=1)                                       # (4 − √6)/10, (4 + 
 
 
 def _transformation(A):
-    """``T, Λ`` with ``A⁻¹ = T Λ T⁻¹``, ``Λ = [[μ, 0, 0], [0, α, β], [0, −β, α]]`` (8.5)."""
+    """``T, Λ`` with ``A⁻¹ = T Λ T⁻¹``, ``Λ = [[μ, 0, 0], [0, α, β], [0, −β, α]]``."""
     lam, V = np.linalg.eig(np.linalg.inv(A))
     real, upper = np.argmin(np.abs(lam.imag)), np.argmax(lam.imag)
     T = np.column_stack([V[:, real].real, V[:, upper].real, V[:, upper].imag])
@@ -85,7 +89,7 @@ FAC_MIN, FAC_MAX, SAFETY = 0.2, 10.0, 0.9
 
 
 class DenseOutput:
-    """The collocation polynomial of one Radau step (order 3, IV.8 (8.12))."""
+    """The collocation polynomial of one Radau step (order 3, IV.8)."""
 
     def __init__(self, t_old, h, y_old, Q):
         self.t_old, self.t, self.h = t_old, t_old + h, h
@@ -130,6 +134,7 @@ class Radau:
         self.proj_tol, self.projection, self.max_step = proj_tol, projection, max_step
         self.baumgarte = baumgarte if projection == "baumgarte" else None
         self.t_bound, self.t_old = float(t_bound), t0
+        # Hairer's Newton tolerance (fnewt) relative to the error scale
         self.newton_tol = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
         self.n_steps = self.n_rejected = self.n_rhs = 0
         self.n_jacobians = self.n_lu = self.n_newton_iterations = 0
@@ -198,7 +203,7 @@ class Radau:
         return np.concatenate([p, v])
 
     def jacobian(self, t, y):
-        """``J = [[0, I], [∂a/∂p, ∂a/∂v]]`` at ``(t, y)`` (8.4), from the linearization."""
+        """``J = [[0, I], [∂a/∂p, ∂a/∂v]]`` at ``(t, y)``, from the linearization."""
         lin = linearize(self.model, (t, y[:self.n], y[self.n:]), workspace=self.ws)
         self.n_jacobians += 1
         n = self.n
@@ -208,7 +213,7 @@ class Radau:
         return J
 
     def _factor(self, h):
-        """LU of ``μ/h − J`` and ``(α − iβ)/h − J`` (8.9)."""
+        """LU of ``μ/h − J`` and ``(α − iβ)/h − J``: the real and complex Newton systems."""
         identity = np.eye(self._J.shape[0])
         self._lu = (lu_factor(MU / h * identity - self._J),
                     lu_factor(MU_COMPLEX / h * identity - self._J))
@@ -217,7 +222,9 @@ class Radau:
 
     # ------------------------------------------------------------ one attempt
     def _newton(self, t, y, h, scale):
-        """Simplified Newton for ``Z`` (8.5–8.9, stopping criterion 8.10–8.11).
+        """Simplified Newton for ``Z`` in the transformed variables ``W``, stopped when
+        ``θ/(1 − θ) ‖ΔZ‖ < newton_tol`` (θ the contraction rate) or abandoned when it diverges
+        or cannot converge within ``NEWTON_MAXITER`` iterations.
 
         Returns ``(converged, iterations, Z, rate)``; the start is the last
         step's collocation polynomial extrapolated to ``t + c_i h``.
@@ -248,7 +255,7 @@ class Radau:
         return False, k + 1, Z, rate
 
     def _error(self, t, y, h, Z, scale, refine):
-        """``‖(I − h γ0 J)⁻¹ (γ0 h f(y0) + Σ e_i z_i)‖`` (8.19–8.20), as
+        """``‖(I − h γ0 J)⁻¹ (γ0 h f(y0) + Σ e_i z_i)‖``, as
         ``(μ/h − J)⁻¹ (f(y0) + μ/h Σ e_i z_i)``; ``refine``: once more with ``f(y0 + err)``."""
         ZE = MU / h * (E @ Z)
         err = lu_solve(self._lu[0], self._f + ZE)
@@ -259,7 +266,7 @@ class Radau:
         return size
 
     def _factor_after(self, h, err, iterations):
-        """Step-size factor: Gustafsson's predictive controller (8.25), safety from the
+        """Step-size factor: Gustafsson's predictive controller, safety from the
         Newton iterations."""
         safety = SAFETY * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + iterations)
         factor = safety * max(err, 1e-10) ** -0.25
