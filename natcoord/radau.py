@@ -115,7 +115,8 @@ class Radau:
     ``dropped``, counters ``n_steps n_rejected n_rhs n_factorizations
     n_projection_iterations n_active_set_changes`` and ``n_jacobians``,
     ``n_lu`` (LU decompositions, real and complex counted apart),
-    ``n_newton_iterations``. Applied forces may be Python callables.
+    ``n_newton_iterations``; ``n_rejected`` counts failed error tests and Newton
+    iterations that did not converge. Applied forces may be Python callables.
     """
 
     compiled = False
