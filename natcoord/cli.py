@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import math
 import re
 import sys
@@ -18,6 +17,7 @@ import numpy as np
 
 from . import models
 from .integrate import PROJECTIONS, IntegrationError, simulate
+from .experiments.records import parse_value
 from .linalg import available_solvers
 
 OK, FAILED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
@@ -102,18 +102,9 @@ def _model_file(args):
         raise BadInput(f"{path}: {err}") from None
 
 
-def _parse_value(text):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def _parameter(parameter, text):
     """``--param`` value: of the type of the factory's default when that is a number."""
-    value = _parse_value(text)
+    value = parse_value(text)
     default = parameter.default
     if isinstance(default, bool) or not isinstance(default, (int, float)):
         return value
@@ -132,8 +123,6 @@ def build_model(args):
     """
     if args.model not in models.REGISTRY:
         return _model_file(args)
-    factory = models.REGISTRY[args.model]
-    accepted = inspect.signature(factory).parameters
     text = {}
     for item in args.param:
         key, sep, value = item.partition("=")
@@ -142,15 +131,14 @@ def build_model(args):
         text[key] = value
     if args.scenario is not None:
         text["scenario"] = args.scenario
-    unknown = sorted(set(text) - set(accepted))
-    missing = [k for k, p in accepted.items() if p.default is p.empty and k not in text]
-    if unknown or missing:
-        raise BadInput(f"model {args.model!r} takes the parameters {list(accepted) or 'none'}"
-                       + (f", not {unknown}" if unknown else "")
-                       + (f"; give {missing} with --param KEY=VALUE" if missing else ""))
+    try:
+        models.check_parameters(args.model, text)
+    except ValueError as err:
+        raise BadInput(f"{err} (--param KEY=VALUE)") from None
+    accepted = models.parameters(args.model)
     kwargs = {key: _parameter(accepted[key], value) for key, value in text.items()}
     try:
-        return factory(**kwargs).build()
+        return models.build(args.model, **kwargs)
     except (ValueError, TypeError) as err:
         raise BadInput(f"model {args.model!r} with {kwargs or 'default parameters'}: "
                        f"{err}") from None

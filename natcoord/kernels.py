@@ -14,7 +14,6 @@ follow the same pattern.
 """
 from __future__ import annotations
 
-import numpy as np
 from .jit import njit
 
 

@@ -216,7 +216,6 @@ class Solution:
         not record them.
         """
         from .dynamics import Workspace
-        from .model import State
         ws = Workspace(self.model, solver or self.stats.get("solver"))
         a = np.empty_like(self.v)
         lam = np.empty((self.t.size, self.model.n_rows))

@@ -70,7 +70,6 @@ import time
 import uuid
 import warnings
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -161,13 +160,7 @@ def split(params):
 
 
 def _factory(spec):
-    if isinstance(spec, str):
-        try:
-            return _models.REGISTRY[spec]
-        except KeyError:
-            raise ValueError(f"unknown model {spec!r}; choose from "
-                             f"{sorted(_models.REGISTRY)}") from None
-    return spec
+    return _models.factory(spec) if isinstance(spec, str) else spec
 
 
 def _check_factory(spec, names):
@@ -247,7 +240,7 @@ def _warm_up(spec, model, sim):
 
 
 def host_and_cpu():
-    from .experiments.tolerance import cpu_name
+    from .experiments.records import cpu_name
     return socket.gethostname(), cpu_name()
 
 
@@ -357,8 +350,8 @@ def _parse(text):
         return math.nan
     if text in ("True", "False"):
         return text == "True"
-    from .cli import _parse_value
-    return _parse_value(text)
+    from .experiments.records import parse_value
+    return parse_value(text)
 
 
 def _round_trip(row):
@@ -369,7 +362,7 @@ class _Log:
     """The study's CSV: header on creation, one appended and flushed row per finished run."""
 
     def __init__(self, path, columns, command):
-        from .experiments.tolerance import csv_header
+        from .experiments.records import csv_header
         self.path, self.columns, self.rows = Path(path), list(columns), {}
         if self.path.exists() and self.path.stat().st_size:
             with self.path.open(newline="") as f:
@@ -517,7 +510,7 @@ class _Bar:
     """``Progress`` bar of the experiments, redrawn at most every ``every`` seconds."""
 
     def __init__(self, total, enabled, every=1.0):
-        from .experiments.tolerance import Progress
+        from .experiments.records import Progress
         self.bar, self.every, self.last = Progress(total, enabled), every, -math.inf
 
     def advance(self, label=""):
@@ -667,7 +660,7 @@ def parse_values(text, sample=False):
     ``rng -> value``: ``a:b`` uniform, ``a:b:log`` log-uniform, ``m~s``
     normal, ``x,y,z`` a uniform choice, ``x`` fixed.
     """
-    from .cli import _parse_value
+    from .experiments.records import parse_value
     parts = text.split(":")
     if sample:
         if "~" in text:
@@ -681,7 +674,7 @@ def parse_values(text, sample=False):
         if len(parts) > 1:
             raise ValueError(f"with --samples give a:b (uniform), a:b:log, mean~sd, a comma "
                              f"list or one value, not {text!r}")
-        choices = [_parse_value(x) for x in text.split(",")]
+        choices = [parse_value(x) for x in text.split(",")]
         return lambda rng: choices[int(rng.integers(len(choices)))] if len(choices) > 1 \
             else choices[0]
     if len(parts) in (3, 4):
@@ -695,7 +688,7 @@ def parse_values(text, sample=False):
         return [float(f"{v:.12g}") for v in values]
     if len(parts) != 1:
         raise ValueError(f"give a:b:n, a:b:n:log, a comma list or one value, not {text!r}")
-    return [_parse_value(x) for x in text.split(",")]
+    return [parse_value(x) for x in text.split(",")]
 
 
 class _Sampler:

@@ -309,7 +309,7 @@ def peers_figure(data, out):
 def peers_results(path):
     """Per-call times, time to accuracy (6-bar, chain) and the physics cross-check."""
     from natcoord.experiments.peers import CHAIN_TARGET, LEVELS, time_to_accuracy
-    from natcoord.experiments.tolerance import read_csv
+    from natcoord.experiments.records import read_csv
     rows = read_csv(path)
     r = {}
     for row in rows:

@@ -7,7 +7,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.cli import main as cli_main
-from natcoord.experiments import hexapod_speed, precision, tolerance
+from natcoord.experiments import hexapod_speed, precision, records, tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
 T_END = 1.0
@@ -47,11 +47,11 @@ def test_reference_interpolates_its_own_trajectory(six_bar):
 
 
 def test_csv_schema_and_round_trip(grid, tmp_path):
-    path = tolerance.write_csv(tmp_path / "six_bar_tolerance.csv", grid, tolerance.COLUMNS,
+    path = records.write_csv(tmp_path / "six_bar_tolerance.csv", grid, tolerance.COLUMNS,
                                "test grid")
     header = [line for line in path.read_text().splitlines() if not line.startswith("#")][0]
     assert tuple(header.split(",")) == tolerance.COLUMNS
-    rows = tolerance.read_csv(path)
+    rows = records.read_csv(path)
     assert [r["rtol"] for r in rows] == RTOLS
     for row in rows:
         assert row["success"] is True and row["model"] == "six-bar"
@@ -91,13 +91,13 @@ def test_cli_and_figures(six_bar, grid, tmp_path):
     assert cli_main(["bench", "tolerance", "six-bar", "--rtol", "1e-4:1e-5", "--t-end", "0.3",
                      "--repeat", "1", "--work-precision", "--out",
                      str(data / "six_bar_precision.csv")]) == 0
-    rows = tolerance.read_csv(data / "six_bar_precision.csv")
+    rows = records.read_csv(data / "six_bar_precision.csv")
     assert len(rows) == 2 * len(precision.comparison(rows[0]["solver"]))
     # Baumgarte stabilization lets the constraints drift; projection holds them
     drift = {(r["projection"], r["rtol"]): r["max_constraint_residual"] for r in rows}
     for rtol in (1e-4, 1e-5):
         assert drift["position+velocity", rtol] <= 1e-10 < drift["baumgarte", rtol]
-    tolerance.write_csv(data / "six_bar_tolerance.csv", grid, tolerance.COLUMNS, "test grid")
+    records.write_csv(data / "six_bar_tolerance.csv", grid, tolerance.COLUMNS, "test grid")
     figures = load_figures()
     results = figures.main(data, tmp_path / "figures", tmp_path, diagrams=False)
     for name in ("six_bar_runtime_vs_tol.png", "six_bar_work_precision.png"):

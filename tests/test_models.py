@@ -61,3 +61,12 @@ def test_energy_conserved(run):
     kinetic = np.array([run.model.kinetic_energy(v) for v in run.v])
     assert kinetic.max() > 0.05                      # it moved
     assert np.abs(run.energy - run.energy[0]).max() < 2e-7
+
+
+def test_build_by_name_checks_the_factory_parameters():
+    model = nc.models.build("chain", n=8, loops=1)
+    assert model.n_bodies == 8 and model.n_rows == chain(8, loops=1).build().n_rows
+    with pytest.raises(ValueError, match=r"takes the parameters .*not \['legs'\]"):
+        nc.models.build("hexapod", legs=7)
+    with pytest.raises(ValueError, match="unknown model 'bricard'; choose from"):
+        nc.models.build("bricard")

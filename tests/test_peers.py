@@ -10,7 +10,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from natcoord.experiments import peers, tolerance
+from natcoord.experiments import peers, records
 
 INSTALLED = {name: importlib.util.find_spec(module) is not None
              for name, module in peers.PEERS.items()}
@@ -36,7 +36,7 @@ def test_csv_schema(quick):
     text = (quick / "peers.csv").read_text().splitlines()
     assert text[0].startswith("# ") and "UTC" in text[1]            # machine header
     assert tuple(text[2].split(",")) == peers.COLUMNS
-    rows = tolerance.read_csv(quick / "peers.csv")
+    rows = records.read_csv(quick / "peers.csv")
     tools = {r["tool"] for r in rows}
     assert {"natcoord", "natcoord-numeric"} <= tools
     for name, present in INSTALLED.items():
@@ -46,7 +46,7 @@ def test_csv_schema(quick):
 
 
 def test_natcoord_converges_on_bricard(quick):
-    rows = [r for r in tolerance.read_csv(quick / "peers.csv")
+    rows = [r for r in records.read_csv(quick / "peers.csv")
             if r["experiment"] == "bricard" and r["tool"] == "natcoord"]
     assert min(r["error_m"] for r in rows) < 1e-7
 
@@ -91,7 +91,7 @@ def test_mujoco_spec_and_mjcf_build_the_same_chain():
 def test_peer_bricard_approaches_reference(quick, name):
     if not INSTALLED[name]:
         pytest.skip(f"{name} not installed (pip install -e '.[peers]')")
-    rows = [r for r in tolerance.read_csv(quick / "peers.csv")
+    rows = [r for r in records.read_csv(quick / "peers.csv")
             if r["experiment"] == "bricard" and r["tool"] == name]
     errors = [r["error_m"] for r in rows]
     assert min(errors) < 1e-5 and errors[-1] < errors[0]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import models
 from ..integrate import simulate
-from .tolerance import write_csv
+from .records import write_csv
 
 COLUMNS = ("n", "t_end", "rtol", "solver", "wall_median_s", "wall_min_s", "steps", "rejected",
            "rhs", "factorizations", "worst_joint_error_m")

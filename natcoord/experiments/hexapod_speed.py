@@ -11,7 +11,8 @@ import argparse
 
 from ..linalg import available_solvers, default_solver
 from ..models import hexapod
-from .tolerance import COLUMNS, Progress, measure, write_csv
+from .records import Progress, write_csv
+from .tolerance import COLUMNS, measure
 
 SPEED_COLUMNS = COLUMNS[:COLUMNS.index("wall_time_max") + 1] + ("realtime_factor",) \
     + COLUMNS[COLUMNS.index("steps"):COLUMNS.index("max_velocity_residual") + 1]

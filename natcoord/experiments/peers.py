@@ -54,7 +54,8 @@ from ..models.families import _AXES, ANGLE, LENGTH, MASS, SECTION, _rotation
 from ..models.six_bar import P3, RODS, rod_frame
 from . import scaling
 from .chain_simulation import joint_points
-from .tolerance import Progress, Reference, measure, write_csv
+from .records import Progress, write_csv
+from .tolerance import Reference, measure
 
 COLUMNS = ("experiment", "tool", "method", "n", "knob", "knob_value", "t_end", "repeat",
            "time_median_s", "time_min_s", "error_m", "steps", "check", "note")
@@ -674,7 +675,7 @@ def plot_peers(csv_path, png_path):
 
     import matplotlib.pyplot as plt
 
-    from .tolerance import read_csv
+    from .records import read_csv
     rows = read_csv(csv_path)
     tools = list(dict.fromkeys(r["tool"] for r in rows))
     colours = dict(zip(tools, plt.rcParams["axes.prop_cycle"].by_key()["color"]))

@@ -36,6 +36,7 @@ from ..linalg import available_solvers
 from ..linalg.blockldl import block_plan
 from ..linalg.symbolic import structure
 from ..model import State
+from .records import cpu_name
 
 FAMILIES = ("chain", "tree", "loops")
 LOOPS = 4
@@ -115,18 +116,6 @@ def predicted_time(rows, family, solver, n):
     return done[-1][1] * (n / done[-1][0]) ** max(growth, 1.0)
 
 
-def _cpu_name():
-    """The processor's model name (Linux), else the architecture."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def _versions():
     names = ("numpy", "scipy", "numba", "scikit-sparse")
     found = []
@@ -144,7 +133,7 @@ def run(args):
     if unknown:
         raise ValueError(f"unavailable solvers {sorted(unknown)}; "
                          f"available: {available_solvers()}")
-    common = dict(machine=f"{_cpu_name()} ({os.cpu_count()} cores)",
+    common = dict(machine=f"{cpu_name()} ({os.cpu_count()} cores)",
                   versions=_versions(),
                   date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     rows = []

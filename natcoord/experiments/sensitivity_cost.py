@@ -19,7 +19,7 @@ from .. import integrate
 from ..integrate import simulate
 from ..models import hexapod, six_bar
 from ..sensitivity import sensitivities
-from .tolerance import write_csv
+from .records import write_csv
 
 CASES = {
     "hexapod-sprung": (lambda: hexapod(leg_springs=(2000.0, 10.0)).build(), 1.0,

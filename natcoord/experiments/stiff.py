@@ -38,7 +38,7 @@ from ..integrate import simulate
 from ..models import hexapod, spring_pendulum
 from ..models.spring_pendulum import polar_equations, polar_initial, polar_to_position
 from ..radau import Radau
-from .tolerance import Progress, write_csv
+from .records import Progress, write_csv
 
 COLUMNS = ("problem", "tool", "method", "coordinates", "rtol", "t_end", "repeat", "success",
            "wall_time_median", "wall_time_min", "steps", "rejected", "rhs", "jacobians",

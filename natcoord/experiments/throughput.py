@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from .. import study
-from .tolerance import Progress, write_csv
+from .records import Progress, write_csv
 
 COLUMNS = ("mode", "workers", "runs", "wall_s", "runs_per_s", "speedup", "efficiency",
            "overhead_per_task_ms", "cluster_start_s", "identical")
