@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import models
-from .integrate import PROJECTIONS, IntegrationError, simulate
+from .integrate import METHODS, PROJECTIONS, IntegrationError, simulate
 from .experiments.records import parse_value
 from .linalg import available_solvers
 
@@ -155,6 +155,7 @@ def _run(model, t_end, args):
     try:
         return simulate(model, t_end, rtol=args.rtol, atol=args.atol, proj_tol=args.proj_tol,
                         t_eval=t_eval, solver=args.solver, projection=args.projection,
+                        method=args.method,
                         progress=not args.quiet), OK
     except IntegrationError as err:
         print(f"natcoord: {err}", file=sys.stderr)
@@ -186,7 +187,7 @@ def cmd_simulate(args):
     t_end = args.t_end if args.t_end is not None else model.scenario["t_end"]
     print(f"natcoord: simulating {model.name} for {t_end:g} s (rtol={args.rtol:g}, "
           f"proj_tol={args.proj_tol:g}, solver={args.solver or 'default'}, "
-          f"projection={args.projection})", file=sys.stderr)
+          f"projection={args.projection}, method={args.method})", file=sys.stderr)
     sol, status = _run(model, t_end, args)
     if sol is None:
         return status
@@ -241,6 +242,8 @@ def main(argv=None):
     sim.add_argument("--solver", choices=available_solvers(), help="linear solver backend")
     sim.add_argument("--projection", choices=PROJECTIONS, default=PROJECTIONS[0],
                      help="stabilization of the constraints")
+    sim.add_argument("--method", choices=METHODS, default=METHODS[0],
+                     help="integrator: explicit DOPRI5, or implicit Radau IIA for stiff models")
     sim.add_argument("--outputs", type=non_negative_int, default=1000,
                      help="number of equidistant output intervals (0: every step)")
     sim.add_argument("--out", metavar="F.npz",

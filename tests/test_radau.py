@@ -147,3 +147,13 @@ def test_step_budget_ends_the_run_with_the_partial_solution():
         nc.simulate(rod_pendulum().build(), 1.0, method="radau", max_steps=5)
     partial = failure.value.solution
     assert not partial.success and 0 < partial.t[-1] < 1.0
+
+
+def test_command_line_method_radau(tmp_path):
+    """`natcoord simulate MODEL --method radau` integrates with Radau and says so in the file."""
+    from natcoord.cli import main
+    out = tmp_path / "ball.npz"
+    assert main(["simulate", "spring-pendulum", "--method", "radau", "--t-end", "0.05",
+                 "--quiet", "--outputs", "5", "--out", str(out)]) == 0
+    sol = nc.Solution.load(out)
+    assert sol.success and sol.stats["method"] == "radau" and sol.t[-1] == 0.05

@@ -15,7 +15,8 @@ from .spring_pendulum import spring_pendulum
 
 #: CLI names -> factory
 REGISTRY = {"six-bar": six_bar, "chain": chain, "tree": tree, "hexapod": hexapod,
-            "n-four-bar": n_four_bar, "four-bar": four_bar, "andrews": andrews}
+            "n-four-bar": n_four_bar, "four-bar": four_bar, "andrews": andrews,
+            "spring-pendulum": spring_pendulum}
 
 
 
