@@ -33,3 +33,11 @@ from .derivatives import Linearization, linearize  # noqa: E402
 from .reactions import Reaction, joint_reaction  # noqa: E402
 
 __all__ += ["linearize", "Linearization", "joint_reaction", "Reaction"]
+
+from .sensitivity import Sensitivities, sensitivities  # noqa: E402
+
+__all__ += ["sensitivities", "Sensitivities"]
+
+from .estimation import Estimate, estimate  # noqa: E402
+
+__all__ += ["estimate", "Estimate"]

@@ -14,7 +14,9 @@ and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap
   difference ``dG = (G(p + dp) − G(p − dp)) / 2`` (likewise ``dγ`` with
   ``(p ± dp, v ± dv)``) has no truncation error: it is the derivative.
 * ``M`` depends on the mass parameters only; gravity is constant in p.
-* Spring–dampers are differentiated analytically. Other applied forces
+* Spring–dampers and Cartesian spring–dampers are differentiated
+  analytically (a Cartesian one is skipped for directions that do not move
+  its bodies: the Jacobian's columns cost O(1) each). Other applied forces
   (point forces, torques, possibly user callables of ``(t, state)``) by
   central differences of their ``apply`` alone, step ``FORCE_STEP``: exact
   for constant forces and torques (affine in p), O(step²) for callables.
@@ -26,12 +28,14 @@ the constraint manifold).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .checks import number
 from .dynamics import Workspace
-from .forces import SpringDamper
+from .forces import CartesianSpringDamper, SpringDamper
 from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from .model import State
 
@@ -106,6 +110,8 @@ class LinearizationPoint:
         self.a, self.lam = a, lam
         self.X, self.V, self.A = p.reshape(-1, 3), v.reshape(-1, 3), a.reshape(-1, 3)
         self.W = model.tables.weight_table(t, np.zeros((model.n_weights, 3)))
+        self.G = ws.G.copy()
+        self.springs = SpringLinearization(model, self.X, self.V)
 
     def derivative(self, dp=None, dv=None, param=None):
         """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
@@ -138,16 +144,51 @@ class LinearizationPoint:
         if scale == 0.0:
             return np.zeros(self.model.n_rows), np.zeros((self.model.tables.pattern_row.size, 3))
         dX, dV = dX / scale, dV / scale
-        gamma_p, G_p = self._constraint_terms(self.X + dX, self.V + dV)
-        gamma_m, G_m = self._constraint_terms(self.X - dX, self.V - dV)
+        gamma_p, G_p, _ = self._constraint_terms(self.X + dX, self.V + dV)
+        gamma_m, G_m, _ = self._constraint_terms(self.X - dX, self.V - dV)
         return 0.5 * scale * (gamma_p - gamma_m), 0.5 * scale * (G_p - G_m)
+
+    def velocity_residual_derivative(self, dX):
+        """``∂(G v + g_t)/∂p dp`` at the base ``v``: exact central difference
+        (``G`` affine in p, ``g_t`` at most quadratic), scaled as in
+        :meth:`constraint_derivative`."""
+        scale = np.abs(dX).max()
+        if scale == 0.0:
+            return np.zeros(self.model.n_rows)
+        dX = dX / scale
+        _, G_p, g_t_p = self._constraint_terms(self.X + dX, self.V)
+        _, G_m, g_t_m = self._constraint_terms(self.X - dX, self.V)
+        return 0.5 * scale * (self._times(G_p - G_m, self.V) + g_t_p - g_t_m)
+
+    def projection_derivative(self, dp, dv):
+        """Derivative of the projection of projection.py at this (projected) point.
+
+        The projected ``(p⁺, v⁺)`` satisfies ``g(p⁺) = 0``, ``G v⁺ + g_t = 0``
+        and moves from the unprojected point along ``M⁻¹ Gᵀ μ``; linearized
+        (``K`` factored here, dropped rows ignored as in the projection):
+
+            [[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −G dp],                      dp⁺ = dp + Δp
+            [[M, Gᵀ], [G, 0]] [Δv; ν] = [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)],
+                                                                     dv⁺ = dv + Δv
+
+        i.e. the M-orthogonal projection of ``dp`` onto the tangent space and
+        of ``dv`` onto the linearized velocity constraint. Terms of the size of
+        the multipliers μ (the residual before projection) are neglected:
+        the Jacobian of the simplified Newton factorization and ``∂M/∂θ``
+        multiply μ.
+        """
+        zero = np.zeros(self.model.n_coords)
+        dp = dp + self.ws.solver.solve(zero, -self._times(self.G, np.reshape(dp, (-1, 3))))[0]
+        rate = self._times(self.G, np.reshape(dv, (-1, 3)))
+        rate += self.velocity_residual_derivative(np.reshape(dp, (-1, 3)))
+        return dp, dv + self.ws.solver.solve(zero, -rate)[0]
 
     def _constraint_terms(self, X, V):
         tables, m = self.model.tables, self.model.n_rows
         g, g_t, gamma = np.zeros(m), np.zeros(m), np.zeros(m)
         G = np.zeros((tables.pattern_row.size, 3))
         constraint_kernel(X, V, self.W, *tables.kernel_args(), g, g_t, gamma, G)
-        return gamma, G
+        return gamma, G, g_t
 
     def _times(self, G, V):
         out = np.zeros(self.model.n_rows)
@@ -162,11 +203,11 @@ class LinearizationPoint:
 
     def force_derivative(self, dX, dV):
         """``df = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3): gravity is constant."""
-        F = np.zeros_like(self.X)
+        F = self.springs.derivative(dX.ravel(), dV.ravel()).reshape(-1, 3)
         for force in self.model.forces:
-            if isinstance(force, SpringDamper):
-                spring_derivative(force, self.X, self.V, dX, dV, F)
-            elif dX.any() or dV.any():
+            if isinstance(force, CartesianSpringDamper):
+                cartesian_spring_derivative(force, self.X, self.V, dX, dV, F)
+            elif not isinstance(force, SpringDamper) and (dX.any() or dV.any()):
                 self._force_difference(force, dX, dV, F)
         return F
 
@@ -184,25 +225,85 @@ class LinearizationPoint:
             F += sign / (2.0 * h) * out
 
 
-def spring_derivative(spring, X, V, dX, dV, F):
-    """Directional derivative of a spring–damper's generalized force into ``F``.
+class SpringLinearization:
+    """The model's spring–dampers linearized at ``(X, V)``.
 
-    With ``d = r_b − r_a``, ``l = |d|``, ``n = d / l``, ``l̇ = n·ḋ`` and the
-    tension ``T = k (l − l0) + c l̇`` (force ``T n`` on a, ``−T n`` on b):
+    Per spring, with ``d = r_b − r_a = D p + d₀`` (D: 3 × 12 n, from the
+    affine end points), ``l = |d|``, ``n = d / l``, ``P = 1 − n nᵀ``,
+    ``l̇ = n·ḋ`` and the tension ``T = k (l − l0) + c l̇`` (force ``T n`` on a,
+    ``−T n`` on b, so the generalized force is ``−Dᵀ T n``):
 
-        dn = (1 − n nᵀ) dd / l,   dl = n·dd,   dl̇ = dn·ḋ + n·dḋ,
-        d(T n) = (k dl + c dl̇) n + T dn.
+        dn = P dd / l,   dl = n·dd,   dl̇ = ḋᵀ P dd / l + n·dḋ,
+        d(T n) = (k dl + c dl̇) n + T dn = S_p dd + S_v dḋ,
+        S_p = n (k n + c P ḋ / l)ᵀ + (T / l) P,   S_v = c n nᵀ,
+
+    hence ``df = −Dᵀ (S_p D dp + S_v D dv)``. The springs are stacked: ``D``
+    (3 s × 12 n, cached on the model) and ``S_p, S_v`` (s, 3, 3) per base point.
     """
-    d = spring.b.evaluate(X) - spring.a.evaluate(X)
-    rate = spring.b.rate(V) - spring.a.rate(V)
-    dd = spring.b.rate(dX) - spring.a.rate(dX)
-    drate = spring.b.rate(dV) - spring.a.rate(dV)
-    length = np.linalg.norm(d)
-    n = d / length
-    dn = (dd - n * (n @ dd)) / length
-    tension = spring.k * (length - spring.l0) + spring.c * (n @ rate)
-    dtension = spring.k * (n @ dd) + spring.c * (dn @ rate + n @ drate)
-    _distribute_pair(spring, dtension * n + tension * dn, F)
+
+    def __init__(self, model, X, V):
+        all_springs = springs(model)
+        self.D, d0 = _spring_map(model)
+        k, c, l0 = (np.array([getattr(sp, a) for sp in all_springs]) for a in ("k", "c", "l0"))
+        d = (self.D @ X.ravel() + d0).reshape(-1, 3)
+        rate = (self.D @ V.ravel()).reshape(-1, 3)
+        length = np.linalg.norm(d, axis=1)
+        n = d / length[:, None]
+        P = np.eye(3) - n[:, :, None] * n[:, None, :]
+        tension = k * (length - l0) + c * np.einsum("si,si->s", n, rate)
+        Prate = np.einsum("sij,sj->si", P, rate) / length[:, None]
+        self.S_p = n[:, :, None] * (k[:, None] * n + c[:, None] * Prate)[:, None, :] \
+            + (tension / length)[:, None, None] * P
+        self.S_v = c[:, None, None] * n[:, :, None] * n[:, None, :]
+
+    def derivative(self, dp, dv):
+        """``df`` (12 n,) of all springs along ``(dp, dv)``."""
+        dd = (self.D @ dp).reshape(-1, 3)
+        drate = (self.D @ dv).reshape(-1, 3)
+        force = np.einsum("sij,sj->si", self.S_p, dd) + np.einsum("sij,sj->si", self.S_v, drate)
+        return -self.D.T @ force.ravel()
+
+
+def _spring_map(model):
+    """``(D, d₀)``: the spring vectors ``d = r_b − r_a`` of all springs, stacked, as
+    ``D p + d₀`` (3 s × 12 n and 3 s,); topology only, cached on the model."""
+    cache = model.__dict__.setdefault("_symbolic", {})
+    if "springs" not in cache:
+        all_springs = springs(model)
+        D = np.zeros((3 * len(all_springs), model.n_coords))
+        d0 = np.zeros(3 * len(all_springs))
+        for i, spring in enumerate(all_springs):
+            vector = spring.b - spring.a
+            for slot, coef in vector.terms.items():
+                D[3 * i:3 * i + 3, 3 * slot:3 * slot + 3] = coef * np.eye(3)
+            d0[3 * i:3 * i + 3] = vector.const
+        cache["springs"] = (D, d0)
+    return cache["springs"]
+
+
+def cartesian_spring_derivative(spring, X, V, dX, dV, F):
+    """Directional derivative of a Cartesian spring–damper's generalized force into ``F``.
+
+    With the components ``q_k`` (quadratic forms, gradient ``∇q_k`` affine in
+    X, so ``∇²q_k dX = ∇q_k(dX) − ∇q_k(0)``), ``q̇_k = ∇q_k · V`` and the
+    tensions ``T_k = k_k (q_k − d0_k) + c_k q̇_k`` (force ``−Σ T_k ∇q_k``):
+
+        dT_k = k_k ∇q_k · dX + c_k (∇²q_k dX · V + ∇q_k · dV),
+        df = −Σ_k (dT_k ∇q_k + T_k ∇²q_k dX).
+
+    Nothing is added when ``dX, dV`` vanish on the slots of the spring's bodies.
+    """
+    slots = sorted({s for q in spring.components for pair in q.quad for s in pair}
+                   | {s for q in spring.components for s in q.lin})
+    if not (dX[slots].any() or dV[slots].any()):
+        return
+    zero = np.zeros_like(X)
+    for q, k, c, d0 in zip(spring.components, spring.k, spring.c, spring.rest):
+        grad = q.gradient(X)
+        hess_dx = q.gradient(dX) - q.gradient(zero)
+        tension = k * (q.value(X) - d0) + c * np.sum(grad * V)
+        dtension = k * np.sum(grad * dX) + c * (np.sum(hess_dx * V) + np.sum(grad * dV))
+        F -= dtension * grad + tension * hess_dx
 
 
 def _distribute_pair(spring, force, F):
@@ -234,10 +335,7 @@ def parameter_direction(model, name, at):
     kind, _, key = name.partition(":")
     df = np.zeros((4 * model.n_bodies, 3))
     if kind in ("mass", "inertia"):
-        if key not in model.body_index:
-            raise KeyError(f"parameter {name!r}: unknown body {key!r}; bodies: "
-                           f"{list(model.body_index)}")
-        body = model.bodies[model.body_index[key]]
+        body = _body(model, name, key)
         c = np.concatenate([[1.0], body.com])
         if kind == "inertia":
             dJ4 = np.zeros((4, 4))
@@ -261,8 +359,53 @@ def parameter_direction(model, name, at):
                     "rest_length": -spring.k}[kind]
         _distribute_pair(spring, dtension * n, df)
         return {"df": df}
-    raise KeyError(f"unknown parameter {name!r}: use mass:<body>, inertia:<body>, "
-                   f"gravity:x|y|z, stiffness:<k>, damping:<k> or rest_length:<k>")
+    raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
+
+
+def parameter_value(model, name):
+    """The current value of a named parameter (``inertia:<body>`` is a scale: 1)."""
+    kind, _, key = name.partition(":")
+    if kind in ("mass", "inertia"):
+        body = _body(model, name, key)
+        return body.mass if kind == "mass" else 1.0
+    if kind == "gravity" and key in ("x", "y", "z"):
+        return float(model.gravity["xyz".index(key)])
+    if kind in SPRING_ATTRIBUTES:
+        return getattr(_spring(model, name, key), SPRING_ATTRIBUTES[kind])
+    raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
+
+
+#: the forms of parameter names
+PARAMETER_NAMES = ("mass:<body>, inertia:<body>, gravity:x|y|z, stiffness:<k>, damping:<k> "
+                   "or rest_length:<k>")
+#: spring parameter -> SpringDamper attribute
+SPRING_ATTRIBUTES = {"stiffness": "k", "damping": "c", "rest_length": "l0"}
+
+
+def set_parameter(model, name, value):
+    """Set a parameter on the mutable lists ``bodies``, ``forces`` and array
+    ``gravity`` of a model copy being made by :meth:`Model.with_parameters`."""
+    kind, _, key = name.partition(":")
+    if kind == "inertia":
+        raise ValueError(f"parameter {name!r} is a scale of the central inertia at 1; "
+                         f"to set it, build the model with the inertia wanted")
+    if kind == "mass":
+        body = _body(model, name, key)
+        model.bodies[body.index] = replace(body, mass=number(value, "mass", name, "positive"))
+    elif kind == "gravity":
+        model.gravity["xyz".index(key)] = number(value, "value", name)
+    else:
+        spring = _spring(model, name, key)
+        new = copy.copy(spring)
+        setattr(new, SPRING_ATTRIBUTES[kind], number(value, kind, name, "non-negative"))
+        model.forces[next(i for i, f in enumerate(model.forces) if f is spring)] = new
+
+
+def _body(model, name, key):
+    if key not in model.body_index:
+        raise KeyError(f"parameter {name!r}: unknown body {key!r}; bodies: "
+                       f"{list(model.body_index)}")
+    return model.bodies[model.body_index[key]]
 
 
 def _spring(model, name, key):

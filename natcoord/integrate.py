@@ -35,6 +35,9 @@ D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799,
               -10690763975 / 1880347072, 701980252875 / 199316789632,
               -1453857185 / 822651844, 69997945 / 29380423])
 PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
+#: integration methods of :func:`simulate`: DOPRI5 (explicit) and Radau IIA (implicit,
+#: :mod:`natcoord.radau`)
+METHODS = ("dopri5", "radau")
 SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
@@ -79,8 +82,9 @@ class _Run:
     """One integration: state, workspace, counters, recorded outputs and the checks
     every projected state passes (docs/method.md#17-integration)."""
 
-    def __init__(self, model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol):
-        self.model, self.ws, self.n = model, ws, model.n_coords
+    def __init__(self, model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol,
+                 method="dopri5"):
+        self.model, self.ws, self.n, self.method = model, ws, model.n_coords, method
         self.proj_tol, self.projection = proj_tol, projection
         self.baumgarte = baumgarte if projection == "baumgarte" else None
         self.multipliers, self.drift_tol = multipliers, drift_tol
@@ -96,7 +100,7 @@ class _Run:
         self.wall = None
         self.dropped_start = np.zeros(0, np.int64)
         self._dropped = self._unlocked = None
-        self.stepper = None                    # the compiled stepper, if it drives the run
+        self.stepper = None                    # the stepper object, if one drives the run
 
     def rhs(self, t, y):
         p, v = y[:self.n], y[self.n:]
@@ -199,15 +203,19 @@ class _Run:
         st = self.stepper
         rhs, factorizations = self.ws.n_rhs, self.ws.n_factorizations
         projection_iterations, active = self.projection_iterations, self.active_set_changes
-        if st is not None:                     # the compiled path; the workspace counts
+        if st is not None:                     # a stepper object; the workspace counts
             rhs += st.n_rhs                    # only the multipliers of the records
             factorizations += st.n_factorizations
             projection_iterations += st.n_projection_iterations
             active += st.n_active_set_changes
-        return {"solver": self.ws.solver.name, "steps": self.steps, "rejected": self.rejected,
-                "rhs": rhs, "factorizations": factorizations,
+        return {"method": self.method, "solver": self.ws.solver.name, "steps": self.steps,
+                "rejected": self.rejected, "rhs": rhs, "factorizations": factorizations,
                 "projection_iterations": projection_iterations,
-                "active_set_changes": active, "compiled": st is not None,
+                "active_set_changes": active,
+                "compiled": st is not None and st.compiled,
+                "jacobians": getattr(st, "n_jacobians", 0),
+                "lu_decompositions": getattr(st, "n_lu", 0),
+                "newton_iterations": getattr(st, "n_newton_iterations", 0),
                 "wall_time": 0.0 if self.wall is None else time.perf_counter() - self.wall}
 
     def solution(self):
@@ -253,8 +261,16 @@ def _initial_step(rhs, t, y, f0, rtol, atol, direction_end):
 def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, solver=None,
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
-             max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6):
+             max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6,
+             method="dopri5"):
     """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
+
+    ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
+    compiled where the model allows; or ``"radau"``, the implicit Radau IIA of
+    order 5 (:class:`natcoord.radau.Radau`, docs/method.md#110-stiff-mechanisms-radau-iia)
+    for stiff mechanisms (stiff springs, light bodies on stiff supports), with
+    the same projection, checks, outputs and :class:`Solution`; its
+    ``stats`` add ``jacobians``, ``lu_decompositions`` and ``newton_iterations``.
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
     ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:
@@ -291,6 +307,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     """
     rtol, atol, proj_tol = validate.tolerances(rtol, rtol if atol is None else atol, proj_tol)
     validate.choice("projection", projection, PROJECTIONS)
+    validate.choice("method", method, METHODS)
     baumgarte = validate.baumgarte(baumgarte)
     drift_tol = validate.positive("drift_tol", drift_tol, finite=False)
     drop_tol, hold_tol = validate.partitioning(drop_tol, hold_tol)
@@ -308,20 +325,25 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         initial_state = model.initial_state(t=t0)
     else:
         _consistent(ws, initial_state, proj_tol)
-    run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol)
+    run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method)
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
     compiled = COMPILED and ws.solver.name == "block" and _compilable(model)
     try:
-        if compiled:
-            from .stepper import DOPRI5
-            run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, state=initial_state,
-                                 first_step=first_step, max_step=max_step,
-                                 projection=projection, baumgarte=baumgarte,
-                                 drop_tol=drop_tol, hold_tol=hold_tol)
+        if method == "radau" or compiled:
+            options = dict(state=initial_state, first_step=first_step, max_step=max_step,
+                           projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
+                           hold_tol=hold_tol)
+            if method == "radau":
+                from .radau import Radau
+                run.stepper = Radau(model, t_end, rtol, atol, proj_tol,
+                                    solver=ws.solver.name, **options)
+            else:
+                from .stepper import DOPRI5
+                run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, **options)
             run.dropped_start = run.stepper.dropped.copy()
             _check_step(run, run.t, run.y)
             run.wall = time.perf_counter()
-            _integrate_compiled(run, t_end, t_eval, max_steps, progress)
+            _drive(run, t_end, t_eval, max_steps, progress)
         else:
             f = run.rhs(run.t, run.y)
             run.dropped_start = ws.solver.dropped.copy()
@@ -431,7 +453,7 @@ def _compilable(model):
 
 
 def _check_step(run, t, y):
-    """:meth:`_Run.check` of a state the compiled stepper produced: the workspace
+    """:meth:`_Run.check` of a state a stepper object produced: the workspace
     takes the stepper's dropped set (and, for the locking test, ``G`` at the state)."""
     p, v = y[:run.n], y[run.n:]
     run.ws.solver.dropped = run.stepper.dropped
@@ -440,13 +462,15 @@ def _check_step(run, t, y):
     run.check(t, p, v)
 
 
-def _integrate_compiled(run, t_end, t_eval, max_steps, progress):
-    """The driver of :func:`_integrate` over the compiled stepper ``run.stepper``:
-    one :meth:`~natcoord.stepper.DOPRI5.step` per accepted step (the same steps as
-    the Python path), then the same checks, records, outputs and progress.
-    Without drives, :func:`_integrate_chunked` instead."""
+def _drive(run, t_end, t_eval, max_steps, progress):
+    """The driver of a stepper object ``run.stepper`` (the compiled
+    :class:`~natcoord.stepper.DOPRI5`, which takes the same steps as :func:`_integrate`,
+    or :class:`~natcoord.radau.Radau`): one ``step()`` per accepted step, then the
+    checks, records, outputs (``dense_output()`` projected by ``project``) and
+    progress of :func:`_integrate`. A stepper that runs many steps per call
+    (``chunked``) is driven by :func:`_integrate_chunked` instead."""
     stepper = run.stepper
-    if stepper.chunked:
+    if getattr(stepper, "chunked", False):
         return _integrate_chunked(run, t_end, t_eval, max_steps, progress)
     t, y = run.t, run.y
     next_out = 0
@@ -485,7 +509,7 @@ def _integrate_compiled(run, t_end, t_eval, max_steps, progress):
 
 
 def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
-    """:func:`_integrate_compiled` for a model without drives: steps, outputs and
+    """:func:`_drive` for a chunked stepper (DOPRI5 on a model without drives): steps, outputs and
     their checks in compiled chunks (:meth:`~natcoord.stepper.DOPRI5.advance`);
     Python only stores the records and handles what a chunk stopped for."""
     from .compiled import OUTPUT_RECORD

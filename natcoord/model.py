@@ -1,6 +1,7 @@
 """The immutable model: topology, constants and compiled constraint tables."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -128,7 +129,6 @@ class Model:
         self.n_bodies = len(self.bodies)
         self.n_coords = 12 * self.n_bodies
         self.body_index = {b.name: b.index for b in self.bodies}
-        self.J4 = _frozen(np.array([b.J4 for b in self.bodies]))
         rows, kind, owner, joint_rows = [], [], [], []
         for b in self.bodies:
             rows += rigid_body_rows(b.index, b.name)
@@ -148,12 +148,7 @@ class Model:
                                     np.int64)
         self.tables = ConstraintTables(rows, 4 * self.n_bodies)
         self.n_weights = 1 + len(self.tables.weights)
-        # Gravity as the constant generalized force C(c̄)ᵀ m g (§1.2).
-        fg = np.zeros((4 * self.n_bodies, 3))
-        for b in self.bodies:
-            fg[4 * b.index] = b.mass * self.gravity
-            fg[4 * b.index + 1:4 * b.index + 4] = b.mass * np.outer(b.com, self.gravity)
-        self.gravity_force = _frozen(fg)
+        self._set_mass_terms()
         # prescribed joint rates and set_initial velocities (checked after assembly)
         self.joint_rates = dict(getattr(mech, "joint_rates", {}))
         self.velocity_requests = {
@@ -163,6 +158,37 @@ class Model:
         self.p_guess, self.v_guess = _frozen(p0), _frozen(v0)
         self.p_reference = _frozen(np.concatenate([b.coordinates().ravel()
                                                    for b in self.bodies]))
+
+    def _set_mass_terms(self):
+        """``J4`` of every body and gravity as the constant generalized force
+        ``C(c̄)ᵀ m g`` (§1.2), from ``bodies`` and ``gravity``."""
+        self.J4 = _frozen(np.array([b.J4 for b in self.bodies]))
+        fg = np.zeros((4 * self.n_bodies, 3))
+        for b in self.bodies:
+            fg[4 * b.index] = b.mass * self.gravity
+            fg[4 * b.index + 1:4 * b.index + 4] = b.mass * np.outer(b.com, self.gravity)
+        self.gravity_force = _frozen(fg)
+
+    def with_parameters(self, values):
+        """A copy with the named parameters set: ``{"mass:<body>": m,
+        "gravity:x|y|z": g_k, "stiffness:<k>" | "damping:<k>" | "rest_length:<k>": x}``
+        (names of :func:`natcoord.derivatives.parameter_direction`; springs numbered
+        in the order of ``add_spring``). Topology, joints and the initial guess are
+        shared; the mass matrix, gravity force and default initial state are
+        recomputed. ``KeyError``/``ValueError`` name a bad parameter."""
+        from .derivatives import parameter_value, set_parameter
+        new = copy.copy(self)
+        for cached in ("mass_matrix", "_default_initial", "_symbolic"):   # mass-dependent
+            new.__dict__.pop(cached, None)
+        new.bodies, new.forces, new.gravity = list(self.bodies), list(self.forces), \
+            np.array(self.gravity)
+        for name, value in dict(values).items():
+            parameter_value(self, name)              # the name exists
+            set_parameter(new, name, value)
+        new.bodies, new.forces = tuple(new.bodies), tuple(new.forces)
+        new.gravity = _frozen(new.gravity)
+        new._set_mass_terms()
+        return new
 
     # ------------------------------------------------------------------ info
     def __repr__(self):

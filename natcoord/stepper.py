@@ -99,6 +99,8 @@ class DOPRI5:
     dropped at the last factorization.
     """
 
+    compiled = True
+
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
                  baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL):

@@ -327,7 +327,7 @@ def peers_results(path):
                 r[f"peers_{experiment}_{tool}_{fmt_exp(level)}_s"] = \
                     "not reached" if np.isnan(t) else fmt_time(t)
             r[f"peers_{experiment}_{tool}_best_error"] = fmt_exp(
-                min(row["error_m"] for row in sel if row["tool"] == tool))
+                np.nanmin([row["error_m"] for row in sel if row["tool"] == tool]))
     return r
 
 

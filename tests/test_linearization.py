@@ -39,7 +39,10 @@ def hexapod_with_springs():
 
 MODELS = {"six-bar": nc.models.six_bar, "hexapod": hexapod_with_springs,
           "hexapod-driven": lambda: nc.models.hexapod("driven"),
-          "chain-with-loops": lambda: nc.models.chain(8, loops=2)}
+          "chain-with-loops": lambda: nc.models.chain(8, loops=2),
+          # Cartesian spring–dampers in place of the spherical joints (analytic derivative)
+          "hexapod-elastic": lambda: nc.models.hexapod("driven",
+                                                       elastic_joints=(1e5, 100.0))}
 
 
 def null_space(model, p):

@@ -441,11 +441,18 @@ def bricard_rows(peers, t_end, rtols, exudyn_steps, mujoco_steps, repeat, max_se
     for tool, method, knob, values, run in sweeps:
         for value in values:
             walls = []
-            for _ in range(repeat):
-                wall, times, points, steps = run(value)
-                walls.append(wall)
-                if wall > max_seconds / 4:
-                    break
+            try:
+                for _ in range(repeat):
+                    wall, times, points, steps = run(value)
+                    walls.append(wall)
+                    if wall > max_seconds / 4:
+                        break
+            except Exception as err:        # noqa: BLE001 -- a peer's failure is a row
+                rows.append(dict(common, tool=tool, method=method, knob=knob,
+                                 knob_value=value, repeat=0, time_median_s=np.nan,
+                                 time_min_s=np.nan, error_m=np.nan, steps=np.nan,
+                                 note=f"failed: {type(err).__name__}: {err}"))
+                continue
             error = float(np.linalg.norm(points - reference.point(times), axis=1).max())
             rows.append(dict(common, tool=tool, method=method, knob=knob, knob_value=value,
                              repeat=len(walls), time_median_s=float(np.median(walls)),
@@ -644,7 +651,7 @@ def summary(rows):
     lines.append("bricard: time [s] to P3 error ≤ " + ", ".join(f"{x:g}" for x in LEVELS))
     for tool in dict.fromkeys(r["tool"] for r in bricard):
         times = [time_to_accuracy(bricard, tool, x) for x in LEVELS]
-        best = min(r["error_m"] for r in bricard if r["tool"] == tool)
+        best = np.nanmin([r["error_m"] for r in bricard if r["tool"] == tool])
         lines.append(f"  {tool}: " + ", ".join("not reached" if np.isnan(t) else f"{t:.3g}"
                                                for t in times)
                      + f" (smallest error {best:.1e} m)")
@@ -687,7 +694,10 @@ def plot_peers(csv_path, png_path):
             (ax[2], "chain", "(c) chain, worst joint-point error", (CHAIN_TARGET,))):
         sel = [r for r in rows if r["experiment"] == experiment]
         for tool in dict.fromkeys(r["tool"] for r in sel):
-            pts = sorted((r["error_m"], r["time_median_s"]) for r in sel if r["tool"] == tool)
+            pts = sorted((r["error_m"], r["time_median_s"]) for r in sel
+                         if r["tool"] == tool and r["error_m"] == r["error_m"])   # failed: NaN
+            if not pts:
+                continue
             e, t = np.transpose(pts)
             a.loglog(e, t, "o-", ms=4, color=colours[tool], label=tool)
         for level in target:

@@ -2,7 +2,7 @@
 
 ``natcoord bench tolerance MODEL`` simulates MODEL on the grid of integration
 tolerances ``--rtol`` × projection tolerances ``--proj-tol`` (× ``--solver`` ×
-``--projection``) and writes one CSV row per grid point (``COLUMNS``). The
+``--projection`` × ``--method``, DOPRI5 or Radau IIA) and writes one CSV row per grid point (``COLUMNS``). The
 grid runs on Dask (:func:`natcoord.study.sweep`; ``--scheduler ADDR`` or a
 LocalCluster of ``--workers`` single-threaded processes, default one per
 core): each grid point is one task whose ``--repeat`` runs are timed one
@@ -33,12 +33,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__, study
-from ..integrate import PROJECTIONS, IntegrationError, simulate
+from ..integrate import METHODS, PROJECTIONS, IntegrationError, simulate
 from ..linalg import available_solvers, default_solver
 from ..linalg.base import HOLD_TOL
 
 #: CSV columns, in order (units: seconds, metres, joules).
-COLUMNS = ("model", "solver", "projection", "rtol", "proj_tol", "hold_tol", "t_end", "repeat",
+COLUMNS = ("model", "method", "solver", "projection", "rtol", "proj_tol", "hold_tol", "t_end", "repeat",
            "success", "wall_time_median", "wall_time_min", "wall_time_max", "steps",
            "rejected", "rhs", "factorizations", "projection_iterations",
            "active_set_changes", "dropped", "max_constraint_residual",
@@ -106,7 +106,7 @@ def output_error(sol, reference):
 
 
 def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
-            projection="position+velocity", repeat=1, hold_tol=HOLD_TOL):
+            projection="position+velocity", repeat=1, hold_tol=HOLD_TOL, method="dopri5"):
     """One grid point: ``repeat`` identical simulations → a CSV row (dict).
 
     The output is every accepted step (no extra output projections, which
@@ -115,20 +115,21 @@ def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
     conservative model ``E_ref(t) = E(0)`` to the reference accuracy, so it is
     the energy drift. Without a ``reference``, or when a run fails
     (``success = False``), the two errors are left empty. ``hold_tol`` is the
-    hysteresis of constraint partitioning (0: none).
+    hysteresis of constraint partitioning (0: none); ``method`` that of ``simulate``.
     """
     walls = []
     for _ in range(repeat):
         try:
             sol = simulate(model, t_end, rtol=rtol, proj_tol=proj_tol, solver=solver,
-                           projection=projection, hold_tol=hold_tol)
+                           projection=projection, hold_tol=hold_tol, method=method)
         except IntegrationError as err:
             sol = err.solution
         walls.append(sol.stats["wall_time"])
         if not sol.success:
             break
     stats, nan = sol.stats, float("nan")
-    row = dict(model=model.name, solver=solver or default_solver(), projection=projection,
+    row = dict(model=model.name, method=method, solver=solver or default_solver(),
+               projection=projection,
                rtol=rtol, proj_tol=proj_tol if projection in PROJECTING else nan,
                hold_tol=hold_tol,
                t_end=t_end, repeat=len(walls), success=sol.success,
@@ -148,8 +149,9 @@ def measure(model, rtol, proj_tol, t_end, reference=None, solver=None,
 
 
 def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=True,
-             hold_tol=HOLD_TOL, client=None, workers=None):
-    """Rows (``COLUMNS``) over ``combos`` (solver, projection) × ``proj_tols`` × ``rtols``.
+             hold_tol=HOLD_TOL, client=None, workers=None, methods=("dopri5",)):
+    """Rows (``COLUMNS``) over ``methods`` × ``combos`` (solver, projection) × ``proj_tols``
+    × ``rtols``.
 
     Projections that do not use ``proj_tol`` run once per ``rtol``. The grid
     runs on Dask through :func:`natcoord.study.sweep` (``client``: a Client,
@@ -157,16 +159,16 @@ def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=Tru
     one task per grid point, the ``repeat`` timed runs of a point one after
     the other on one single-threaded worker, after an untimed warm-up run per
     worker so that compilation and caches do not count; the reference run is
-    a task too. Each row records the host and CPU that timed it; see
+    a task too (DOPRI5, whatever ``methods``). Each row records the host and CPU that timed it; see
     :mod:`natcoord.study` on timing several runs at once.
     """
     t_end = model.scenario["t_end"] if t_end is None else t_end
-    points = [(s, p, tol, rtol) for s, p in combos
+    points = [(m, s, p, tol, rtol) for m in methods for s, p in combos
               for tol in (proj_tols if p in PROJECTING else [proj_tols[0]]) for rtol in rtols]
     # the study measures the drift of the weaker stabilizations: not a failure here
-    grid = [dict(solver=s or default_solver(), projection=p, proj_tol=tol, rtol=rtol,
+    grid = [dict(method=m, solver=s or default_solver(), projection=p, proj_tol=tol, rtol=rtol,
                  hold_tol=hold_tol, t_end=t_end, drift_tol=np.inf)
-            for s, p, tol, rtol in points]
+            for m, s, p, tol, rtol in points]
     reference = dict(rtol=REFERENCE_TOL, proj_tol=REFERENCE_TOL, solver=combos[0][0])
     table = study.sweep(model, grid, measures=("error", "drift", "stats", "time"),
                         reference=reference, repeat=repeat, warmup=True, client=client,
@@ -179,7 +181,7 @@ def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=Tru
 def grid_row(model, r):
     """A row of ``COLUMNS`` from a row of :func:`natcoord.study.sweep`."""
     nan, ok = float("nan"), bool(r["success"])
-    row = dict(model=model.name, solver=r["solver"],
+    row = dict(model=model.name, method=r["method"], solver=r["solver"],
                projection=r["projection"], rtol=r["rtol"],
                proj_tol=r["proj_tol"] if r["projection"] in PROJECTING else nan,
                hold_tol=r["hold_tol"], t_end=r["t_end"], repeat=_int(r["repeat"]), success=ok,
@@ -270,6 +272,7 @@ def describe(args, proj_tols):
     words += [f"--param {p}" for p in args.param]
     words += [f"--rtol {tols(args.rtol)} --proj-tol {tols(proj_tols)}",
               f"--repeat {args.repeat} --solver {','.join(args.solver)}"]
+    words += [f"--method {','.join(args.method)}"] if args.method != ["dopri5"] else []
     words += [f"--t-end {args.t_end:g}"] if args.t_end is not None else []
     words += [f"--hold-tol {args.hold_tol:g}"] if args.hold_tol != HOLD_TOL else []
     words += [f"--workers {args.workers}"] if args.workers else []
@@ -296,6 +299,8 @@ def configure(parser):
                         help=f"backend(s), comma separated, from {solvers}")
     parser.add_argument("--projection", type=lambda s: s.split(","), default=[PROJECTIONS[0]],
                         help=f"stabilization(s), comma separated, from {list(PROJECTIONS)}")
+    parser.add_argument("--method", type=lambda s: s.split(","), default=["dopri5"],
+                        help=f"integration method(s), comma separated, from {list(METHODS)}")
     parser.add_argument("--hold-tol", type=float, default=HOLD_TOL,
                         help=f"hysteresis of constraint partitioning: a dropped row stays "
                              f"dropped while its relative pivot is below this (default "
@@ -322,6 +327,9 @@ def run(args):
     for name in args.projection:
         if name not in PROJECTIONS:
             raise ValueError(f"projection {name!r} unknown; choose from {list(PROJECTIONS)}")
+    for name in args.method:
+        if name not in METHODS:
+            raise ValueError(f"--method {name!r} unknown; choose from {list(METHODS)}")
     if args.work_precision:
         combos = comparison(args.solver[0])
         proj_tols = args.proj_tol or [1e-10]
@@ -329,7 +337,8 @@ def run(args):
         combos = [(s, p) for p in args.projection for s in args.solver]
         proj_tols = args.proj_tol or parse_tolerances("1e-4,1e-6,1e-8,1e-10,1e-12")
     rows = run_grid(model, args.rtol, proj_tols, combos, args.t_end, args.repeat,
-                    hold_tol=args.hold_tol, client=args.scheduler, workers=args.workers)
+                    hold_tol=args.hold_tol, client=args.scheduler, workers=args.workers,
+                    methods=args.method)
     out = args.out or default_out(args.model, "precision" if args.work_precision else "tolerance")
     path = write_csv(out, rows, COLUMNS, describe(args, proj_tols))
     print(f"{len(rows)} grid points written to {path}")

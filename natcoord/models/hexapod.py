@@ -11,6 +11,12 @@ redundant rows. Scenarios (``T_END``):
   the reference configuration) from the closed-form inverse kinematics of the
   platform centre path ``c(t) = (0.1 sin 2πt, 0.1 (1 − cos 2πt), 1.0)`` at
   constant orientation, 10 s; 0 DOF, the drive forces do the work.
+
+``elastic_joints=(k, c)`` makes the legs elastic, for the stiff benchmark
+(benchmarks/stiff.py): the spherical joint ``S_k`` is replaced by a zero-length
+Cartesian spring–damper of stiffness ``k`` (N/m) and damping ``c`` (N·s/m) per
+axis between piston and platform at ``P_k``; the default (``None``) is the
+rigid model.
 """
 from __future__ import annotations
 
@@ -86,8 +92,15 @@ def leg_frame(k):
     return np.column_stack([t, np.cross(u, t), u])
 
 
-def hexapod(scenario="passive", gravity=GRAVITY):
-    """The Stewart–Gough platform; ``scenario`` is ``"passive"`` or ``"driven"``."""
+def hexapod(scenario="passive", gravity=GRAVITY, leg_springs=None, elastic_joints=None):
+    """The Stewart–Gough platform; ``scenario`` is ``"passive"`` or ``"driven"``.
+
+    ``leg_springs=(stiffness, damping)`` adds a spring–damper in every leg, from
+    ``B_k`` on the cylinder to ``P_k`` on the piston, at rest in the reference
+    configuration (springs numbered 0..5 in leg order, for the parameter names
+    ``stiffness:<k>``, ``damping:<k>``); the default ``None`` adds none.
+    ``elastic_joints=(stiffness, damping)``: elastic legs (module docstring).
+    """
     if scenario not in SCENARIOS:
         raise ValueError(f"hexapod(scenario={scenario!r}): choose one of {SCENARIOS}")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity), name=f"hexapod-{scenario}")
@@ -112,7 +125,16 @@ def hexapod(scenario="passive", gravity=GRAVITY):
                            name=f"U{k + 1}")
         mech.add_prismatic(cylinder, piston, point=P, axis=u, name=f"P{k + 1}",
                            drive=leg_drive(k) if scenario == "driven" else None)
-        mech.add_spherical(piston, platform, point=P, name=f"S{k + 1}")
+        if elastic_joints is None:
+            mech.add_spherical(piston, platform, point=P, name=f"S{k + 1}")
+        else:
+            stiffness, damping = elastic_joints
+            mech.add_cartesian_spring(piston, platform, P, P, stiffness=stiffness,
+                                      damping=damping, name=f"S{k + 1}")
+        if leg_springs is not None:
+            stiffness, damping = leg_springs
+            mech.add_spring(cylinder, piston, B, P, stiffness=stiffness, damping=damping,
+                            name=f"leg{k + 1}")
     mech.scenario = {"t_end": T_END[scenario],
                      "output_point": ("platform", tuple(PLATFORM_CENTRE.tolist()))}
     return mech

@@ -1,0 +1,149 @@
+"""Trajectory sensitivities (issue 10, item 2): the derivative of the discrete
+DOPRI5-with-projection map agrees with central differences of whole
+simulations, and stays in the tangent space of the constraints.
+
+The comparison is meaningful only along the same steps, so every run takes a
+fixed step (``first_step = max_step``, a loose ``rtol`` that accepts every
+step, checked) and a tight projection tolerance ``proj_tol = 1e-13``. The
+reference ``(y(θ + ε) − y(θ − ε)) / 2ε`` with ``ε = 1e-6`` relative has
+truncation O(ε²) ≈ 1e-12 and projection noise ``proj_tol / ε`` ≈ 1e-7 at worst;
+we ask for 1e-7 relative to the largest sensitivity (measured: 3e-10 to 3e-9).
+"""
+import numpy as np
+import pytest
+
+import natcoord as nc
+from natcoord.derivatives import parameter_value
+
+EPS, RTOL = 1e-6, 1e-7
+FIXED = dict(rtol=1e-3, first_step=0.01, max_step=0.01, proj_tol=1e-13)
+T_END = 0.6
+T_EVAL = np.r_[0.0, np.arange(1, 7) * 0.1 - 0.0045]   # inside steps: dense output
+
+
+def sprung_four_bar():
+    """The planar four-bar (3 redundant rows) with a spring–damper from ground to
+    the coupler."""
+    mech = nc.models.four_bar()
+    mech.add_spring(nc.GROUND, "coupler1", (2.0, 0.0, 0.0), (0.5, 1.0, 0.0),
+                    stiffness=50.0, damping=2.0)
+    return mech.build()
+
+
+def trajectory(model, initial_state):
+    sol = nc.simulate(model, T_END, t_eval=T_EVAL, initial_state=initial_state, **FIXED)
+    assert sol.stats["rejected"] == 0 and sol.stats["steps"] == round(T_END / 0.01)
+    return np.hstack([sol.p, sol.v])
+
+
+def central_difference(run, step):
+    return (run(step) - run(-step)) / (2.0 * step)
+
+
+def computed(sens, column):
+    j = sens.columns.index(column)
+    return np.hstack([sens.dp[:, :, j], sens.dv[:, :, j]])
+
+
+def assert_close(mine, reference):
+    scale = np.abs(reference).max()
+    assert scale > 1e-3                                  # the parameter matters
+    assert np.abs(mine - reference).max() <= RTOL * scale
+
+
+FOUR_BAR_PARAMS = ["stiffness:0", "damping:0", "mass:coupler1", "rest_length:0", "gravity:y"]
+
+
+@pytest.fixture(scope="module")
+def four_bar():
+    model = sprung_four_bar()
+    return model, nc.sensitivities(model, T_END, params=FOUR_BAR_PARAMS, t_eval=T_EVAL,
+                                   **FIXED)
+
+
+@pytest.mark.parametrize("name", FOUR_BAR_PARAMS)
+def test_parameter_sensitivities_match_finite_differences(four_bar, name):
+    model, sens = four_bar
+    initial, x = model.initial_state(), parameter_value(model, name)
+
+    def run(step):
+        return trajectory(model.with_parameters({name: x * (1.0 + step)}), initial) / x
+    assert_close(computed(sens, name), central_difference(run, EPS))
+
+
+@pytest.fixture(scope="module")
+def six_bar():
+    model = nc.models.six_bar().build()
+    return model, nc.sensitivities(model, T_END, params=["p0", "v0", "mass:rod3"],
+                                   t_eval=T_EVAL, **FIXED)
+
+
+@pytest.mark.parametrize("which", ["p0", "v0"])
+def test_initial_state_sensitivities_match_finite_differences(six_bar, which):
+    """Column i starts from the tangent direction ``z_i``: a simulation from the
+    assembled ``(p0 + ε z_i, v0)`` (or ``(p0, v0 + ε z_i)``) differs by ε column i."""
+    model, sens = six_bar
+    initial = model.initial_state()
+    Z = sens.basis[which]
+    assert np.allclose(Z.T @ (model.mass_matrix @ Z), np.eye(Z.shape[1]), atol=1e-12)
+    for i, z in enumerate(Z.T):
+        def run(step):
+            p, v = (initial.p + step * z, initial.v) if which == "p0" else \
+                (initial.p, initial.v + step * z)
+            return trajectory(model, model.initial_state(p=p, v=v, proj_tol=1e-14))
+        assert_close(computed(sens, f"{which}[{i}]"), central_difference(run, EPS))
+
+
+def test_mass_sensitivity_of_the_six_bar(six_bar):
+    model, sens = six_bar
+    initial = model.initial_state()
+
+    def run(step):
+        return trajectory(model.with_parameters({"mass:rod3": 1.0 + step}), initial)
+    assert_close(computed(sens, "mass:rod3"), central_difference(run, EPS))
+
+
+@pytest.mark.parametrize("case", ["four_bar", "six_bar"])
+def test_sensitivities_stay_in_the_tangent_space(case, request):
+    """``G dp = 0`` and ``G dv + ∂(G v + g_t)/∂p dp = 0`` (kept rows) to round-off."""
+    model, sens = request.getfixturevalue(case)
+    ws = nc.Workspace(model)
+    for k, (t, p, v) in enumerate(zip(sens.solution.t, sens.solution.p, sens.solution.v)):
+        at = nc.derivatives.linearization_point(model, (t, p, v), workspace=ws)
+        kept = np.setdiff1d(np.arange(model.n_rows), ws.solver.dropped)
+        G = model.tables.csr(at.G).toarray()[kept]
+        for dp, dv in zip(sens.dp[k].T, sens.dv[k].T):
+            scale = max(np.abs(dp).max(), np.abs(dv).max(), 1.0)
+            assert np.abs(G @ dp).max() <= 1e-12 * scale
+            rate = G @ dv + at.velocity_residual_derivative(dp.reshape(-1, 3))[kept]
+            assert np.abs(rate).max() <= 1e-11 * scale
+
+
+def test_point_sensitivity_is_the_coordinates_one(four_bar):
+    model, sens = four_bar
+    tip = sens.point("coupler1", (1.0, 1.0, 0.0))
+    X = sens.dp.reshape(T_EVAL.size, -1, 3, len(sens.columns))
+    s = model.body_slice("coupler1").start // 3               # rows o, e1, e2, e3
+    assert np.allclose(tip, X[:, s] + X[:, s + 1], atol=1e-14)   # r = o + e1 here
+
+
+def test_with_parameters_leaves_the_model_alone(four_bar):
+    model, _ = four_bar
+    heavier = model.with_parameters({"mass:coupler1": 3.0, "stiffness:0": 7.0})
+    assert parameter_value(heavier, "mass:coupler1") == 3.0
+    assert parameter_value(heavier, "stiffness:0") == 7.0
+    assert parameter_value(model, "mass:coupler1") == 1.0
+    assert parameter_value(model, "stiffness:0") == 50.0
+    assert heavier.mass_matrix.sum() != model.mass_matrix.sum()
+
+
+def test_bad_requests_name_the_argument():
+    model = sprung_four_bar()
+    with pytest.raises(KeyError, match="stiffness:3"):
+        nc.sensitivities(model, 0.1, params=["stiffness:3"])
+    with pytest.raises(ValueError, match="params"):
+        nc.sensitivities(model, 0.1, params=[])
+    with pytest.raises(ValueError, match="projection"):
+        nc.sensitivities(model, 0.1, params=["p0"], projection="velocity")
+    with pytest.raises(ValueError, match="mass"):
+        model.with_parameters({"mass:coupler1": -1.0})
