@@ -110,6 +110,7 @@ data: venv
 	$(BIN)/natcoord bench scaling
 	$(BIN)/python benchmarks/tolerance.py
 	$(BIN)/python benchmarks/hexapod_speed.py
+	$(BIN)/python benchmarks/core_speed.py
 	$(BIN)/natcoord bench chain
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[peers]' || echo "natcoord: peers (pin, mujoco, exudyn) not installable; benchmarks/peers.py leaves out what is missing"
 	$(BIN)/python benchmarks/peers.py

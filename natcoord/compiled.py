@@ -25,7 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from .forces import PointForce, SpringDamper, Torque
-from .integrate import A, B, BETA, C, E, FAC_MAX, FAC_MIN, SAFETY
+from .integrate import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY
 from .kernels import constraint_kernel, jacobian_times
 from .jit import njit
 from .linalg.blockldl import factor_kernel, solve_kernel
@@ -40,16 +40,20 @@ for _s in range(1, 7):
 B_DENSE = np.asarray(B, float)
 E_DENSE = np.asarray(E, float)
 C_DENSE = np.asarray(C, float)
+D_DENSE = np.asarray(D, float)
 
 #: status codes of a step attempt
 ACCEPTED, REJECTED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, NON_FINITE, \
-    POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS = range(8)
+    POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS, CHECK, FULL, FINISHED = range(11)
 
 #: projection modes (integrate.PROJECTIONS order)
 MODES = {"position+velocity": 0, "velocity": 1, "none": 2, "baumgarte": 3}
 
 #: force kinds in the flattened force list
 POINT_FORCE, TORQUE, SPRING = 0, 1, 2
+
+#: kinds of the records :func:`advance` writes
+STEP_RECORD, OUTPUT_RECORD = 0, 1
 
 #: counters (int64 array): evaluations, factorizations, projection iterations,
 #: active-set changes, and where the last failure happened (body or node)
@@ -593,3 +597,110 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor):
         c[LAST_REJECTED] = 0.0
         return ACCEPTED, rejected
     return MAX_ATTEMPTS, rejected
+
+
+# ------------------------------------------------------------------ many steps
+@njit(cache=True)
+def dense_point(S, theta, out):
+    """``integrate.dense_output`` of the last accepted step at ``t_old + θ h`` into ``out``
+    (the same operations in the same order: ``D @ K`` by BLAS as NumPy's)."""
+    h, y0, y1, K = S.ctrl[H_ACC], S.yprev, S.ynewacc, S.Kacc
+    np.dot(D_DENSE, K, S.comb)
+    for i in range(out.size):
+        dy = y1[i] - y0[i]
+        r3 = h * K[0, i] - dy
+        r4 = dy - h * K[6, i] - r3
+        r5 = h * S.comb[i]
+        out[i] = y0[i] + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
+
+
+@njit(cache=True)
+def violated(T, S, y, W, mode, tol, drift_tol):
+    """True where ``integrate._Run.check`` would act on ``y`` (locking aside): with
+    position+velocity projection (mode 0) a row, kept or dropped, of ``g`` or
+    ``G v + g_t`` above its :func:`_threshold`; otherwise a residual above ``drift_tol``."""
+    n = y.size // 2
+    X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
+    _constraints(T, S, X, V, W)
+    _velocity_residual(T, S, V)
+    if mode == 0:
+        tol_p = _threshold(T, S, y[:n], False, tol)
+        tol_v = _threshold(T, S, y[n:], True, tol)
+        for r in range(S.g.size):
+            if abs(S.g[r]) > tol_p or abs(S.Gv[r]) > tol_v:
+                return True
+        return False
+    size = 0.0
+    for r in range(S.g.size):
+        size = max(size, abs(S.g[r]), abs(S.Gv[r]))
+    return size > drift_tol
+
+
+@njit(cache=True)
+def _record(T, S, W, t, y, kind, n, rec_t, rec_y, rec_obs, rec_kind):
+    rec_t[n] = t
+    rec_y[n, :] = y
+    rec_kind[n] = kind
+    rec_obs[n, 0], rec_obs[n, 1], rec_obs[n, 2] = observe(T, S, y, W)
+
+
+@njit(cache=True)
+def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, every_step,
+            drift_tol, rec_t, rec_y, rec_obs, rec_kind):
+    """Accepted steps (:func:`step`) and their records, without returning to Python.
+
+    Records (time, state, :func:`observe`, kind) go to ``rec_*`` in order: every
+    accepted step if ``every_step``, else the points ``t_eval[next_out:]`` the
+    steps pass (dense output, projected as an accepted step). Every recorded
+    state passes :func:`violated` first. For a model without drives (the
+    weight tables ``W7``, ``W1`` constant). Stops when
+
+    * ``t_bound`` is reached and its outputs written (``FINISHED``),
+    * the record buffers are full (``FULL``; pending outputs of the last
+      step are written by the next call),
+    * a state fails the check (``CHECK``: record ``n`` holds it, not counted),
+    * an output's projection fails (its status; ``rec_kind[n]`` is ``OUTPUT_RECORD``),
+    * ``step`` fails (its status; ``rec_kind[n]`` is ``STEP_RECORD``), or ``budget``
+      attempts are used (``MAX_ATTEMPTS``).
+
+    Returns ``(status, records, next_out, accepted steps, rejected attempts)``.
+    """
+    c = S.ctrl
+    cap = rec_t.size - 1                 # the last slot holds a failing state
+    n = steps = rejected = 0
+    while True:
+        while not every_step and next_out < t_eval.size and t_eval[next_out] <= c[T_NOW]:
+            if n == cap:
+                return FULL, n, next_out, steps, rejected
+            t_out = t_eval[next_out]
+            y = rec_y[n]
+            dense_point(S, (t_out - c[T_PREV]) / c[H_ACC], y)
+            rec_t[n], rec_kind[n] = t_out, OUTPUT_RECORD
+            status = project(T, S, P, Wk, y, W1, mode, c[PROJ_TOL])
+            if status != 0:
+                return status, n, next_out, steps, rejected
+            if violated(T, S, y, W1, mode, c[PROJ_TOL], drift_tol):
+                return CHECK, n, next_out, steps, rejected
+            _record(T, S, W1, t_out, y, OUTPUT_RECORD, n, rec_t, rec_y, rec_obs, rec_kind)
+            n += 1
+            next_out += 1
+        if c[T_NOW] >= c[T_BOUND]:
+            return FINISHED, n, next_out, steps, rejected
+        if n == cap:
+            return FULL, n, next_out, steps, rejected
+        if steps + rejected >= budget:
+            rec_kind[n] = STEP_RECORD
+            return MAX_ATTEMPTS, n, next_out, steps, rejected
+        status, r = step(T, S, P, Wk, W7, mode, budget - steps - rejected, eps_floor)
+        rejected += r
+        if status != ACCEPTED:
+            rec_kind[n] = STEP_RECORD
+            return status, n, next_out, steps, rejected
+        if violated(T, S, S.y, W1, mode, c[PROJ_TOL], drift_tol):
+            rec_t[n], rec_kind[n] = c[T_NOW], STEP_RECORD
+            rec_y[n, :] = S.y
+            return CHECK, n, next_out, steps, rejected
+        steps += 1
+        if every_step:
+            _record(T, S, W1, c[T_NOW], S.y, STEP_RECORD, n, rec_t, rec_y, rec_obs, rec_kind)
+            n += 1

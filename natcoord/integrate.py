@@ -183,15 +183,19 @@ class _Run:
         self._unlocked = dropped.copy()
         return None
 
-    def record(self, t, y):
+    def record(self, t, y, observed=None):
+        """Store ``(t, p, v)`` with energy, ``‖g‖∞``, ``‖G v + g_t‖∞`` (``observed``
+        if the compiled stepper computed them) and, if asked for, the multipliers."""
         ws, model = self.ws, self.model
         p, v = y[:self.n].copy(), y[self.n:].copy()
         lam = None
         if self.multipliers:
             _, lam = ws.accelerations(t, p, v, self.baumgarte)
-        ws.constraints(t, p, v)
-        self.records.append((t, p, v, model.energy(p, v), float(np.abs(ws.g).max(initial=0)),
-                             float(np.abs(ws.velocity_residual(v)).max(initial=0)), lam))
+        if observed is None:
+            ws.constraints(t, p, v)
+            observed = (model.energy(p, v), np.abs(ws.g).max(initial=0),
+                        np.abs(ws.velocity_residual(v)).max(initial=0))
+        self.records.append((t, p, v, *(float(x) for x in observed), lam))
 
     def stats(self):
         """Counters; ``wall_time`` from after the first evaluation (Numba compilation
@@ -463,8 +467,11 @@ def _drive(run, t_end, t_eval, max_steps, progress):
     :class:`~natcoord.stepper.DOPRI5`, which takes the same steps as :func:`_integrate`,
     or :class:`~natcoord.radau.Radau`): one ``step()`` per accepted step, then the
     checks, records, outputs (``dense_output()`` projected by ``project``) and
-    progress of :func:`_integrate`."""
+    progress of :func:`_integrate`. A stepper that runs many steps per call
+    (``chunked``) is driven by :func:`_integrate_chunked` instead."""
     stepper = run.stepper
+    if getattr(stepper, "chunked", False):
+        return _integrate_chunked(run, t_end, t_eval, max_steps, progress)
     t, y = run.t, run.y
     next_out = 0
     if t_eval is None or t_eval[0] == t:
@@ -499,3 +506,51 @@ def _drive(run, t_end, t_eval, max_steps, progress):
             last_report = time.perf_counter()
             print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",
                   file=sys.stderr, flush=True)
+
+
+def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
+    """:func:`_drive` for a chunked stepper (DOPRI5 on a model without drives): steps, outputs and
+    their checks in compiled chunks (:meth:`~natcoord.stepper.DOPRI5.advance`);
+    Python only stores the records and handles what a chunk stopped for."""
+    from .compiled import OUTPUT_RECORD
+    stepper = run.stepper
+    next_out = 0
+    if t_eval is None or t_eval[0] == run.t:
+        run.record(run.t, run.y)
+        next_out = 1 if t_eval is not None else 0
+    last_report = time.perf_counter()
+    while stepper.status == "running":
+        budget = max_steps - run.steps - run.rejected
+        if budget <= 0:
+            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
+        drift_tol = np.inf if run.drift is not None else run.drift_tol
+        chunk = stepper.advance(t_eval, next_out, budget, drift_tol)
+        run.rejected += chunk.rejected
+        run.steps += chunk.steps
+        next_out = chunk.next_out
+        for t, y, obs in zip(chunk.t, chunk.y, chunk.obs):
+            run.record(float(t), y, obs)
+        if chunk.failed is not None and chunk.failed[2] != OUTPUT_RECORD:
+            run.t, run.y = stepper.t_old, stepper._S.yprev.copy()
+        else:
+            run.t, run.y = stepper.t, stepper.y.copy()
+        if chunk.error is not None:
+            raise chunk.error
+        if chunk.status == "failed":
+            if run.steps + run.rejected >= max_steps:
+                raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
+            raise _Abort(stepper.message)
+        if chunk.failed is not None:             # raises, or warns of the drift once
+            t, y, kind = chunk.failed
+            _check_step(run, t, y)
+            if kind == OUTPUT_RECORD:
+                next_out += 1
+            else:
+                run.steps += 1
+                run.t, run.y = t, y
+            if kind == OUTPUT_RECORD or t_eval is None:
+                run.record(t, y, stepper.observe(t, y))
+        if progress and time.perf_counter() - last_report > 1.0:
+            last_report = time.perf_counter()
+            print(f"  t = {run.t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} "
+                  f"rejected", file=sys.stderr, flush=True)

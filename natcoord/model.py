@@ -39,6 +39,7 @@ class ConstraintTables:
 
     def __init__(self, rows, n_slots):
         self.weights = []          # time-dependent weight functions, index 1..
+        self._last_table = None    # (t, table) of the last weight_table
         quad, lin, const = [], [], []
         for r, row in enumerate(rows):
             for weight, q in row.parts:
@@ -83,10 +84,23 @@ class ConstraintTables:
                 self.lin_w, self.lin_g, self.const_row, self.const_c, self.const_w)
 
     def weight_table(self, t, out):
-        """``W[k] = (w_k, ẇ_k, ẅ_k)`` at time t (row 0 is the constant 1)."""
+        """``W[k] = (w_k, ẇ_k, ẅ_k)`` at time t (row 0 is the constant 1).
+
+        The table of the last t is kept: a run evaluates it several times at the
+        same t (an output's projection, its check and its record), and drive
+        functions in Python cost far more than the kernels they feed. One
+        tuple, replaced whole, so concurrent runs of the model read a
+        consistent pair.
+        """
+        last = self._last_table
+        if last is not None and last[0] == t:
+            out[:] = last[1]
+            return out
         out[0] = (1.0, 0.0, 0.0)
         for k, weight in enumerate(self.weights, start=1):
             out[k] = weight(t)
+        if self.weights:
+            self._last_table = (t, out.copy())
         return out
 
     def csr(self, G):

@@ -50,6 +50,31 @@ class StepRecord:
     message: str = ""
 
 
+@dataclass
+class Chunk:
+    """What one call of :meth:`DOPRI5.advance` did.
+
+    Records ``t`` (k,), ``y`` (k, 2 N), ``obs`` (k, 3: energy, ‖g‖∞,
+    ‖G v + g_t‖∞), ``kind`` (k,: ``compiled.STEP_RECORD`` or ``OUTPUT_RECORD``),
+    all checked; ``next_out`` the next ``t_eval`` index; ``steps`` accepted and
+    ``rejected`` attempts; ``status`` ``"ok"`` or ``"failed"`` (the stepper's
+    ``message`` says why). ``failed``: ``(t, y, kind)`` of a state that did
+    not pass the check (a step state is accepted by the stepper but not in
+    ``steps``); ``error``: the exception of an output whose projection failed.
+    """
+
+    t: np.ndarray
+    y: np.ndarray
+    obs: np.ndarray
+    kind: np.ndarray
+    next_out: int
+    steps: int
+    rejected: int
+    status: str
+    failed: tuple = None
+    error: Exception = None
+
+
 class DenseOutput:
     """The order-4 continuous extension of one DOPRI5 step (``integrate.dense_output``)."""
 
@@ -122,6 +147,8 @@ class DOPRI5:
         h = first_step or _initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[cc.H] = min(h, max_step)
+        self._records = None
+        self._no_outputs = np.zeros(0)
         self._warm()
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
@@ -136,6 +163,14 @@ class DOPRI5:
                              (cc.project, (self._T, S, self._P, self._W, S.yproj, self._W1,
                                            self._mode, 1e-10))):
             kernel.compile(tuple(typeof(a) for a in args))
+        if self.chunked:
+            capacity = 1
+            n2 = 2 * self.model.n_coords
+            records = (np.zeros(capacity), np.zeros((capacity, n2)), np.zeros((capacity, 3)),
+                       np.zeros(capacity, np.int64))
+            args = (self._T, S, self._P, self._W, self._W7, self._W1, self._mode, 1, 1e-15,
+                    np.zeros(0), 0, True, 1.0, *records)
+            cc.advance.compile(tuple(typeof(a) for a in args))
 
     # ------------------------------------------------------------ state
     @property
@@ -272,16 +307,72 @@ class DOPRI5:
             if self.t >= self.t_bound:
                 self.status = "finished"
             return StepRecord(t_old, self.t, float(c[cc.H_ACC]), err, rejected, "accepted")
+        self._failed(status, max_attempts)
+        return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", self.message)
+
+    def _failed(self, status, max_attempts):
+        """Enter the ``"failed"`` status for a failed :func:`natcoord.compiled.step`."""
+        c, t = self._S.ctrl, self.t
         if status == -1:
-            message = (f"step size underflow at t = {t_old:.6g} "
-                       f"(h = {min(c[cc.H], c[cc.T_BOUND] - t_old):.3e})")
+            message = (f"step size underflow at t = {t:.6g} "
+                       f"(h = {min(c[cc.H], c[cc.T_BOUND] - t):.3e})")
         elif status == cc.MAX_ATTEMPTS:
-            message = f"no step accepted in {max_attempts} attempts at t = {t_old:g}"
+            message = f"no step accepted in {max_attempts} attempts at t = {t:g}"
         else:
-            message = (f"evaluation failed at t = {t_old:.6g}: "
-                       f"{self._status_message(status, t_old)}")
+            message = f"evaluation failed at t = {t:.6g}: {self._status_message(status, t)}"
         self.status, self.message = "failed", message
-        return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", message)
+
+    # ------------------------------------------------------------ many steps
+    @property
+    def chunked(self):
+        """True if :meth:`advance` can run many steps per call (a model without drives)."""
+        return not self._drives
+
+    def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
+                capacity=256):
+        """Accepted steps and their records in one compiled call (:func:`natcoord.compiled.advance`).
+
+        Records every accepted step (``t_eval`` None) or the points
+        ``t_eval[next_out:]`` the steps pass (dense output, projected); each
+        recorded state is checked first (all rows within the projection
+        tolerance with ``projection="position+velocity"``, else residuals
+        within ``drift_tol``). Returns a :class:`Chunk`; on a step failure
+        ``status`` becomes ``"failed"`` as in :meth:`step`. Only for
+        :attr:`chunked` steppers.
+        """
+        if not self.chunked:
+            raise RuntimeError("advance() needs a model without drives; use step()")
+        if self.status != "running":
+            raise RuntimeError(f"advance() on a {self.status} stepper")
+        if self._records is None or self._records[0].size != capacity + 1:
+            n2 = 2 * self.model.n_coords
+            self._records = (np.zeros(capacity + 1), np.zeros((capacity + 1, n2)),
+                             np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
+        every = t_eval is None
+        t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
+        status, n, next_out, steps, rejected = cc.advance(
+            self._T, self._S, self._P, self._W, self._W7, self._W1, self._mode, max_attempts,
+            10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol, *self._records)
+        self.n_steps += steps
+        self.n_rejected += rejected
+        rec_t, rec_y, rec_obs, rec_kind = self._records
+        chunk = Chunk(rec_t[:n].copy(), rec_y[:n].copy(), rec_obs[:n].copy(),
+                      rec_kind[:n].copy(), next_out, steps, rejected, "ok")
+        if status == cc.FINISHED:
+            self.status = "finished"
+        elif status == cc.CHECK:
+            chunk.failed = (float(rec_t[n]), rec_y[n].copy(), int(rec_kind[n]))
+            if rec_kind[n] == cc.STEP_RECORD:
+                self.n_steps += 1             # accepted; the caller's check decides
+        elif status != cc.FULL and rec_kind[n] == cc.OUTPUT_RECORD:
+            message = self._status_message(status, self.t)
+            chunk.error = ProjectionError(message) if status in (
+                cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION) else \
+                np.linalg.LinAlgError(message)
+        elif status != cc.FULL:
+            self._failed(status, max_attempts)
+            chunk.status = "failed"
+        return chunk
 
     def dense_output(self):
         """The order-4 interpolant of the last accepted step (a :class:`DenseOutput`)."""

@@ -185,10 +185,10 @@ def test_any_failure_while_recording_an_output_keeps_the_solution(model, monkeyp
     escaped uncaught, losing every step."""
     record = integrate._Run.record
 
-    def failing(run, t, y):
+    def failing(run, t, y, *observed):
         if t > 0.45:
             raise nc.ProjectionError("velocity projection: stuck")
-        record(run, t, y)
+        record(run, t, y, *observed)
     monkeypatch.setattr(integrate._Run, "record", failing)
     with pytest.raises(nc.IntegrationError) as err:
         nc.simulate(model, t_end=1.0, t_eval=np.linspace(0, 1, 11))
