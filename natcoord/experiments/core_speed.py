@@ -29,7 +29,7 @@ from ..integrate import simulate
 from ..jit import njit
 from ..models import chain, hexapod, six_bar
 from ..stepper import DOPRI5
-from .tolerance import write_csv
+from .records import write_csv
 
 COLUMNS = ("measure", "model", "outputs", "driver", "value", "unit", "ratio", "steps", "rhs")
 
