@@ -35,7 +35,7 @@ import numpy as np
 
 from .checks import number
 from .dynamics import Workspace
-from .forces import CartesianSpringDamper, SpringDamper
+from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
 from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from .model import State
 
@@ -320,6 +320,11 @@ def springs(model):
     return [f for f in model.forces if isinstance(f, SpringDamper)]
 
 
+def loads(model):
+    """The model's point forces and torques in the order they were added."""
+    return [f for f in model.forces if isinstance(f, (PointForce, Torque))]
+
+
 def parameter_direction(model, name, at):
     """``dM`` and ``df`` of one named parameter at the base point ``at``.
 
@@ -331,6 +336,10 @@ def parameter_direction(model, name, at):
     * ``"stiffness:<k>"``, ``"damping:<k>"``, ``"rest_length:<k>"``: of the
       k-th spring (0-based, order of ``add_spring``): ``df = ∂T/∂θ`` times the
       spring's unit force pair, ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``.
+    * ``"load:<k>"``: a scale s of the k-th point force or torque (0-based,
+      order of ``add_force``/``add_torque``) at s = 1: the load is linear in
+      s, so ``df`` is its generalized force at the base point, exactly, also
+      for a load given as a function of ``(t, state)``.
     """
     kind, _, key = name.partition(":")
     df = np.zeros((4 * model.n_bodies, 3))
@@ -359,12 +368,20 @@ def parameter_direction(model, name, at):
                     "rest_length": -spring.k}[kind]
         _distribute_pair(spring, dtension * n, df)
         return {"df": df}
+    if kind == "load":
+        load = _load(model, name, key)
+        load.apply(at.t, State(at.t, at.X.ravel(), at.V.ravel()), at.X, at.V, df)
+        return {"df": df}
     raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
 
 
 def parameter_value(model, name):
-    """The current value of a named parameter (``inertia:<body>`` is a scale: 1)."""
+    """The current value of a named parameter (``inertia:<body>`` and ``load:<k>``
+    are scales: 1)."""
     kind, _, key = name.partition(":")
+    if kind == "load":
+        _load(model, name, key)
+        return 1.0
     if kind in ("mass", "inertia"):
         body = _body(model, name, key)
         return body.mass if kind == "mass" else 1.0
@@ -376,8 +393,8 @@ def parameter_value(model, name):
 
 
 #: the forms of parameter names
-PARAMETER_NAMES = ("mass:<body>, inertia:<body>, gravity:x|y|z, stiffness:<k>, damping:<k> "
-                   "or rest_length:<k>")
+PARAMETER_NAMES = ("mass:<body>, inertia:<body>, gravity:x|y|z, stiffness:<k>, damping:<k>, "
+                   "rest_length:<k> or load:<k>")
 #: spring parameter -> SpringDamper attribute
 SPRING_ATTRIBUTES = {"stiffness": "k", "damping": "c", "rest_length": "l0"}
 
@@ -394,11 +411,28 @@ def set_parameter(model, name, value):
         model.bodies[body.index] = replace(body, mass=number(value, "mass", name, "positive"))
     elif kind == "gravity":
         model.gravity["xyz".index(key)] = number(value, "value", name)
+    elif kind == "load":
+        load = _load(model, name, key)
+        attribute = "force" if isinstance(load, PointForce) else "torque"
+        if callable(getattr(load, attribute)):
+            raise ValueError(f"parameter {name!r}: the load is a function of (t, state); "
+                             f"scale it inside that function instead")
+        new = copy.copy(load)
+        setattr(new, attribute, number(value, "scale", name) * np.asarray(getattr(load, attribute), float))
+        model.forces[next(i for i, f in enumerate(model.forces) if f is load)] = new
     else:
         spring = _spring(model, name, key)
         new = copy.copy(spring)
         setattr(new, SPRING_ATTRIBUTES[kind], number(value, kind, name, "non-negative"))
         model.forces[next(i for i, f in enumerate(model.forces) if f is spring)] = new
+
+
+def _load(model, name, key):
+    all_loads = loads(model)
+    if not key.isdigit() or int(key) >= len(all_loads):
+        raise KeyError(f"parameter {name!r}: point forces and torques are numbered "
+                       f"0..{len(all_loads) - 1} in the order they were added")
+    return all_loads[int(key)]
 
 
 def _body(model, name, key):

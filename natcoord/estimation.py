@@ -76,7 +76,8 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
 
     ``model``: a :class:`~natcoord.Model`; ``theta0``: ``{name: start value}``
     with names of :meth:`~natcoord.Model.with_parameters` (``mass:<body>``,
-    ``gravity:x|y|z``, ``stiffness:<k>``, ``damping:<k>``, ``rest_length:<k>``),
+    ``gravity:x|y|z``, ``stiffness:<k>``, ``damping:<k>``, ``rest_length:<k>``,
+    ``load:<k>`` a scale of a constant point force or torque),
     set on ``model`` at every evaluation. ``t_eval`` (k,) measurement times,
     ``points`` a list of ``(body, point)`` (world reference coordinates, as in
     :meth:`Solution.point`), ``data`` (k, len(points), 3) the measured

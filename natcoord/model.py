@@ -171,7 +171,8 @@ class Model:
 
     def with_parameters(self, values):
         """A copy with the named parameters set: ``{"mass:<body>": m,
-        "gravity:x|y|z": g_k, "stiffness:<k>" | "damping:<k>" | "rest_length:<k>": x}``
+        "gravity:x|y|z": g_k, "stiffness:<k>" | "damping:<k>" | "rest_length:<k>": x,
+        "load:<k>": a scale of the k-th constant point force or torque}``
         (names of :func:`natcoord.derivatives.parameter_direction`; springs numbered
         in the order of ``add_spring``). Topology, joints and the initial guess are
         shared; the mass matrix, gravity force and default initial state are

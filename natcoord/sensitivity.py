@@ -76,7 +76,7 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     ``params``: names among ``"p0"``, ``"v0"`` and the model parameters of
     :func:`~natcoord.derivatives.parameter_direction` (``mass:<body>``,
     ``inertia:<body>``, ``gravity:x|y|z``, ``stiffness:<k>``, ``damping:<k>``,
-    ``rest_length:<k>``). The initial state (``initial_state`` or
+    ``rest_length:<k>``, ``load:<k>``). The initial state (``initial_state`` or
     ``model.initial_state()``) is held fixed for model parameters.
 
     ``"p0"`` gives d columns, d = dim ker G(p0) (kept rows): the initial

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from test_solver_agreement import mechanism_specs, random_mechanism
 
 import natcoord as nc
-from natcoord.derivatives import linearization_point, linearize, springs
+from natcoord.derivatives import linearization_point, linearize, loads, springs
 from natcoord.models.hexapod import BASE_POINTS, PLATFORM_POINTS
 
 STEP, RTOL = 1e-3, 1e-7
@@ -39,6 +39,7 @@ def hexapod_with_springs():
 
 MODELS = {"six-bar": nc.models.six_bar, "hexapod": hexapod_with_springs,
           "hexapod-driven": lambda: nc.models.hexapod("driven"),
+          "andrews": nc.models.andrews,
           "chain-with-loops": lambda: nc.models.chain(8, loops=2),
           # Cartesian spring–dampers in place of the spherical joints (analytic derivative)
           "hexapod-elastic": lambda: nc.models.hexapod("driven",
@@ -163,6 +164,10 @@ def with_parameter(factory, name, delta):
                           replace(body, inertia=(1.0 + delta) * body.inertia))
     elif kind == "gravity":
         mech.gravity = mech.gravity + delta * np.eye(3)["xyz".index(key)]
+    elif kind == "load":
+        load = loads(mech)[int(key)]
+        attribute = "torque" if hasattr(load, "torque") else "force"
+        setattr(load, attribute, (1.0 + delta) * np.asarray(getattr(load, attribute)))
     else:
         spring = springs(mech)[int(key)]
         attribute = {"stiffness": "k", "damping": "c", "rest_length": "l0"}[kind]
@@ -174,7 +179,7 @@ def parameter_value(model, name):
     kind, _, key = name.partition(":")
     if kind == "mass":
         return model.bodies[model.body_index[key]].mass
-    if kind == "inertia":
+    if kind in ("inertia", "load"):
         return 1.0
     if kind == "gravity":
         return np.linalg.norm(model.gravity)      # the scale of a component's step
@@ -187,6 +192,7 @@ PARAMETERS = {
     "hexapod": ["mass:platform", "mass:piston3", "inertia:platform", "gravity:z",
                 "stiffness:0", "damping:2", "rest_length:5"],
     "chain-with-loops": ["mass:rod5", "inertia:rod1", "gravity:z"],
+    "andrews": ["load:0", "mass:crank"],                 # the driving torque
 }
 
 
@@ -232,3 +238,17 @@ def test_random_mechanisms(spec):
     if N.size:
         directions.append((unit(N @ rng.standard_normal(N.shape[1])), np.zeros(n)))
     assert_directional_derivatives(model, state, directions)
+
+
+def test_a_load_enters_linearly():
+    """Doubling Andrews' driving torque moves (a, λ) by exactly ∂(a, λ)/∂(load scale)."""
+    model = nc.models.andrews().build()
+    state = moving_state(model)
+    doubled = model.with_parameters({"load:0": 2.0})
+    a1, lam1, _ = nc.accelerations(model, state)
+    a2, lam2, _ = nc.accelerations(doubled, state)
+    lin = linearize(model, state, params=["load:0"])
+    assert relative_error(lin.da_dtheta[:, 0], a2 - a1) < 1e-9
+    assert relative_error(lin.dlam_dtheta[:, 0], lam2 - lam1) < 1e-9
+    with pytest.raises(KeyError, match="numbered 0..0"):
+        model.with_parameters({"load:1": 2.0})
