@@ -528,7 +528,7 @@ class _Bar:
 # ------------------------------------------------------------------ sweep
 def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, client=None,
           out=None, seed=None, n_samples=None, reference=REFERENCE, repeat=1, warmup=None,
-          workers=None, progress=False, command=None, retry_failed=False):
+          workers=None, progress=False, command=None, retry_failed=False, batch=None):
     """Run a parameter study or a Monte Carlo study on Dask; one row per run.
 
     ``model``: registry name, factory or built ``Model``; ``grid``: dict of
@@ -543,10 +543,14 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
     scheduler address or None (a LocalCluster of ``workers`` processes);
     ``out``: CSV appended as rows finish, resumed when it exists (rows with
     ``success = False`` are run again only with ``retry_failed``);
-    ``progress``: progress bar on stderr. Returns a pandas DataFrame (or a
-    NumPy structured array) in grid order. See the module docstring.
+    ``progress``: progress bar on stderr; ``batch``: grid points per Dask task
+    (default: about eight tasks per worker thread; 1 gives one task per run).
+    Returns a pandas DataFrame (or a NumPy structured array) in grid order.
+    See the module docstring.
     """
     groups, custom = _measure_spec(measures)
+    if batch is not None:
+        validate_batch(batch)
     monte_carlo = callable(grid)
     if monte_carlo and seed is None:
         seed = np.random.SeedSequence().entropy
@@ -592,7 +596,7 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
             with _connected(client, workers, verbose=client is None or progress) as c:
                 check_workers(c)
                 _submit_all(c, model, pending, measures, groups, reference, repeat, warmup,
-                            progress, done, log, label_row)
+                            progress, done, log, label_row, batch)
     finally:
         if log:
             log.close()
@@ -609,14 +613,34 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
     return table
 
 
+def run_batch(spec, items, measures=DEFAULT_MEASURES, repeat=1, warmup=False):
+    """Several grid points in one Dask task: :func:`run_task` of each ``(params, reference)``."""
+    return [run_task(spec, params, measures, ref, repeat, warmup) for params, ref in items]
+
+
+def batch_size(batch, n_points, client):
+    """Grid points per task: ``batch``, or (``None``) about eight tasks per worker
+    thread, so that short runs do not pay Dask's per-task cost (some ms) each."""
+    if batch is not None:
+        return validate_batch(batch)
+    threads = sum(client.nthreads().values()) or 1
+    return max(1, n_points // (8 * threads))
+
+
+def validate_batch(batch):
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a whole number ≥ 1 (or None: automatic), got {batch!r}")
+    return batch
+
+
 def _submit_all(client, model, pending, measures, groups, reference, repeat, warmup,
-                progress, done, log, label_row):
+                progress, done, log, label_row, batch):
     from dask.distributed import as_completed
     token = uuid.uuid4().hex[:8]
     spec = model
     if hasattr(model, "n_coords"):                                # a built Model
         spec = client.scatter(model, broadcast=True, hash=False)
-    refs, futures = {}, {}
+    refs, items = {}, []
     for key, sample, params in pending:
         ref = None
         if "error" in groups and reference is not None:
@@ -627,25 +651,33 @@ def _submit_all(client, model, pending, measures, groups, reference, repeat, war
                                            dict(reference), key=f"nc-reference-{rkey}-{token}",
                                            priority=10)
             ref = refs[rkey]
-        fut = client.submit(run_task, spec, params, measures, ref, repeat, warmup,
-                            key=f"nc-run-{key}-{token}")
-        futures[fut] = (key, sample, params)
-    bar = _Bar(len(futures), progress)
+        items.append(((key, sample, params), ref))
+    size = batch_size(batch, len(items), client)
+    futures = {}
+    for start in range(0, len(items), size):
+        chunk = items[start:start + size]
+        fut = client.submit(run_batch, spec, [(point[2], ref) for point, ref in chunk],
+                            measures, repeat, warmup,
+                            key=f"nc-run-{chunk[0][0][0]}-{len(chunk)}-{token}")
+        futures[fut] = [point for point, _ in chunk]
+    bar = _Bar(len(items), progress)
     failures = 0
     try:
         for fut in as_completed(list(futures), loop=client.loop):
-            key, sample, params = futures.pop(fut)
+            points = futures.pop(fut)
             try:
-                result = fut.result()
+                results = fut.result()
             except Exception as err:                          # noqa: BLE001 -- worker died
-                result = {"success": False, "message": f"{type(err).__name__}: {err}"}
+                results = [{"success": False, "message": f"{type(err).__name__}: {err}"}] \
+                    * len(points)
             fut.release()
-            row = label_row(key, sample, params, result)
-            done[key] = row
-            if log:
-                log.append(row)
-            failures += not row["success"]
-            bar.advance(f"{failures} failed" if failures else "")
+            for (key, sample, params), result in zip(points, results):
+                row = label_row(key, sample, params, result)
+                done[key] = row
+                if log:
+                    log.append(row)
+                failures += not row["success"]
+                bar.advance(f"{failures} failed" if failures else "")
     finally:
         if futures:                                           # interrupted: stop the rest
             client.cancel(list(futures) + list(refs.values()))
@@ -732,6 +764,9 @@ def configure(parser):
                              "LocalCluster on 127.0.0.1)")
     parser.add_argument("--workers", type=int,
                         help="workers of the LocalCluster (default: one per core)")
+    parser.add_argument("--batch", type=int, metavar="N",
+                        help="grid points per Dask task (default: about eight tasks per "
+                             "worker; 1: one task per run)")
     parser.add_argument("--retry-failed", action="store_true",
                         help="when resuming, run again the rows that failed")
     parser.add_argument("--out", help="CSV file, appended and resumed (default: "
@@ -771,7 +806,7 @@ def run(args):
     table = sweep(args.model, grid, fixed, measures=measures, client=args.scheduler,
                   out=out, seed=args.seed, n_samples=args.samples, repeat=args.repeat,
                   workers=args.workers, progress=not args.quiet, command=_describe(args),
-                  retry_failed=args.retry_failed)
+                  retry_failed=args.retry_failed, batch=args.batch)
     success = np.asarray(table["success"], bool)
     print(f"{success.size} runs ({int((~success).sum())} failed) in {out}")
     return 0

@@ -173,11 +173,25 @@ def test_table_without_pandas():
 
 
 def test_throughput_benchmark_rows_equal_the_plain_loop(tmp_path):
-    """benchmarks/throughput.py: the sweep's rows on 1 and 2 workers equal the loop's bit for bit."""
+    """benchmarks/throughput.py: the sweep's rows on 1 and 2 workers, one run per task or
+    batched, equal the loop's bit for bit."""
     from natcoord.experiments import throughput
     rows = throughput.run(n=4, t_end=0.3, workers=(1, 2), out=tmp_path / "t.csv",
                           progress=False)
-    assert [r["mode"] for r in rows] == ["loop", "dask", "dask"]
+    assert [(r["mode"], r["workers"], r["batch"]) for r in rows] == [
+        ("loop", 1, ""), ("dask", 1, 1), ("dask", 2, 1), ("dask", 1, "auto"), ("dask", 2, "auto")]
     assert all(r["identical"] for r in rows)
     assert all(r["runs_per_s"] > 0 for r in rows)
     assert (tmp_path / "t.csv").read_text().startswith("# ")
+
+
+def test_batched_tasks_give_the_same_rows(client):
+    """Several grid points per Dask task change nothing in the table."""
+    grid = {"mass": [0.8, 1.0, 1.2], "rtol": [1e-5, 1e-7]}
+    kwargs = dict(simulate_kwargs={"t_end": 0.2}, measures=("end", "stats"), client=client,
+                  reference=None)
+    one = nc.sweep("six-bar", grid, batch=1, **kwargs)
+    batched = nc.sweep("six-bar", grid, batch=4, **kwargs)
+    assert one.drop(columns="key").equals(batched.drop(columns="key"))
+    with pytest.raises(ValueError, match="batch must be a whole number"):
+        nc.sweep("six-bar", grid, batch=0, **kwargs)

@@ -7,11 +7,13 @@ through :func:`natcoord.study.run_task`, the function a sweep's tasks call:
 * ``loop``: a plain ``for`` loop in this process — the baseline;
 * ``dask``, 1 worker and 2 workers: ``nc.sweep`` on a ``LocalCluster`` of
   single-threaded worker processes (started, and warmed up with one run per
-  worker, before the clock starts; its start-up time is its own column).
+  worker, before the clock starts; its start-up time is its own column),
+  once with one run per Dask task (``batch = 1``) and once with the sweep's
+  default batching (about eight tasks per worker).
 
 Reported per mode: wall time, throughput (runs/s), speed-up over the loop,
-parallel efficiency ``T_1 worker / (w · T_w workers)``, and the overhead per
-task ``(T_dask − T_loop) / n`` of the 1-worker cluster (scheduling,
+parallel efficiency ``T_1 worker / (w · T_w workers)`` (same batching), and
+the overhead per run ``(T_dask − T_loop) / n`` on 1 worker (scheduling,
 serialization and the per-row bookkeeping of the study). ``identical``
 says whether every measured number of the sweep equals the loop's bit for
 bit (the determinism of docs/method.md does not depend on the worker).
@@ -26,8 +28,8 @@ import numpy as np
 from .. import study
 from .records import Progress, write_csv
 
-COLUMNS = ("mode", "workers", "runs", "wall_s", "runs_per_s", "speedup", "efficiency",
-           "overhead_per_task_ms", "cluster_start_s", "identical")
+COLUMNS = ("mode", "workers", "batch", "runs", "wall_s", "runs_per_s", "speedup", "efficiency",
+           "overhead_per_run_ms", "cluster_start_s", "identical")
 #: what each run reduces to: the end state and the work counters (exact numbers)
 MEASURES = ("end", "stats")
 
@@ -45,9 +47,10 @@ def loop(points, t_end, rtol):
     return rows, time.perf_counter() - start
 
 
-def on_cluster(points, t_end, rtol, workers):
-    """Rows of ``nc.sweep`` on a fresh ``workers``-process LocalCluster, its wall time and
-    the cluster's start-up time (start and one warm-up run per worker, untimed)."""
+def on_cluster(points, t_end, rtol, workers, batch):
+    """Rows of ``nc.sweep`` on a fresh ``workers``-process LocalCluster with ``batch`` runs
+    per task (None: the sweep's default), its wall time and the cluster's start-up time
+    (start and one warm-up run per worker, untimed)."""
     start = time.perf_counter()
     client = study.local_client(workers)
     try:
@@ -55,7 +58,7 @@ def on_cluster(points, t_end, rtol, workers):
         client.run(study.run_task, "six-bar", {"t_end": 0.05, "rtol": rtol})
         started = time.perf_counter()
         table = study.sweep("six-bar", points, {"t_end": t_end, "rtol": rtol}, MEASURES,
-                            client=client, reference=None, warmup=False)
+                            client=client, reference=None, warmup=False, batch=batch)
         wall = time.perf_counter() - started
     finally:
         study.close_client(client)
@@ -73,24 +76,27 @@ def run(n=200, t_end=10.0, rtol=1e-6, workers=(1, 2), out="data/throughput.csv",
         progress=True):
     """Measure, print and write the table (``COLUMNS``); returns the rows."""
     points = grid(n)
-    bar = Progress(1 + len(workers), progress)
+    bar = Progress(1 + 2 * len(workers), progress)
     bar.show("plain loop")
     rows_loop, t_loop = loop(points, t_end, rtol)
     bar.done += 1
-    table = [dict(mode="loop", workers=1, runs=n, wall_s=t_loop, runs_per_s=n / t_loop,
-                  speedup=1.0, efficiency=1.0, overhead_per_task_ms=0.0, cluster_start_s=0.0,
+    table = [dict(mode="loop", workers=1, batch="", runs=n, wall_s=t_loop, runs_per_s=n / t_loop,
+                  speedup=1.0, efficiency=1.0, overhead_per_run_ms=0.0, cluster_start_s=0.0,
                   identical=True)]
-    t_one = None
-    for w in workers:
-        bar.show(f"dask, {w} worker(s)")
-        result, wall, startup = on_cluster(points, t_end, rtol, w)
-        bar.done += 1
-        t_one = wall if w == 1 else t_one
-        table.append(dict(mode="dask", workers=w, runs=n, wall_s=wall, runs_per_s=n / wall,
-                          speedup=t_loop / wall,
-                          efficiency=np.nan if t_one is None else t_one / (w * wall),
-                          overhead_per_task_ms=1e3 * (wall - t_loop) / n if w == 1 else np.nan,
-                          cluster_start_s=startup, identical=_same(result, rows_loop)))
+    for batch in (1, None):
+        t_one = None
+        for w in workers:
+            bar.show(f"dask, {w} worker(s), batch {batch or 'auto'}")
+            result, wall, startup = on_cluster(points, t_end, rtol, w, batch)
+            bar.done += 1
+            t_one = wall if w == 1 else t_one
+            table.append(dict(mode="dask", workers=w, batch=batch or "auto", runs=n,
+                              wall_s=wall, runs_per_s=n / wall,
+                              speedup=t_loop / wall,
+                              efficiency=np.nan if t_one is None else t_one / (w * wall),
+                              overhead_per_run_ms=(1e3 * (wall - t_loop) / n if w == 1
+                                                    else np.nan),
+                              cluster_start_s=startup, identical=_same(result, rows_loop)))
     bar.show("done")
     command = (f"python benchmarks/throughput.py --runs {n} --t-end {t_end:g} --rtol {rtol:g} "
                f"--workers {' '.join(map(str, workers))}")
@@ -101,12 +107,12 @@ def run(n=200, t_end=10.0, rtol=1e-6, workers=(1, 2), out="data/throughput.csv",
 
 
 def summary(table):
-    lines = [f"{'mode':<6}{'workers':>8}{'wall [s]':>10}{'runs/s':>9}{'speed-up':>10}"
-             f"{'efficiency':>12}{'overhead/task [ms]':>20}{'identical':>11}"]
+    lines = [f"{'mode':<6}{'workers':>8}{'batch':>6}{'wall [s]':>10}{'runs/s':>9}{'speed-up':>10}"
+             f"{'efficiency':>12}{'overhead/run [ms]':>20}{'identical':>11}"]
     for r in table:
-        lines.append(f"{r['mode']:<6}{r['workers']:>8}{r['wall_s']:>10.2f}{r['runs_per_s']:>9.1f}"
-                     f"{r['speedup']:>10.2f}{r['efficiency']:>12.2f}"
-                     f"{r['overhead_per_task_ms']:>20.2f}{str(r['identical']):>11}")
+        lines.append(f"{r['mode']:<6}{r['workers']:>8}{r['batch']:>6}{r['wall_s']:>10.2f}"
+                     f"{r['runs_per_s']:>9.1f}{r['speedup']:>10.2f}{r['efficiency']:>12.2f}"
+                     f"{r['overhead_per_run_ms']:>20.2f}{str(r['identical']):>11}")
     return "\n".join(lines) + f"\n({os.cpu_count()} cores on this machine)"
 
 
