@@ -428,11 +428,8 @@ def set_parameter(model, name, value):
 
 
 def _load(model, name, key):
-    all_loads = loads(model)
-    if not key.isdigit() or int(key) >= len(all_loads):
-        raise KeyError(f"parameter {name!r}: point forces and torques are numbered "
-                       f"0..{len(all_loads) - 1} in the order they were added")
-    return all_loads[int(key)]
+    return _numbered(loads(model), name, key, "point forces and torques are numbered {} in "
+                                              "the order they were added")
 
 
 def _body(model, name, key):
@@ -443,8 +440,12 @@ def _body(model, name, key):
 
 
 def _spring(model, name, key):
-    all_springs = springs(model)
-    if not key.isdigit() or int(key) >= len(all_springs):
-        raise KeyError(f"parameter {name!r}: springs are numbered 0..{len(all_springs) - 1} "
-                       f"in the order of add_spring")
-    return all_springs[int(key)]
+    return _numbered(springs(model), name, key, "springs are numbered {} in the order of "
+                                                "add_spring")
+
+
+def _numbered(items, name, key, numbering):
+    """``items[int(key)]``, or ``KeyError`` saying ``numbering`` (with ``0..n−1`` for ``{}``)."""
+    if not key.isdigit() or int(key) >= len(items):
+        raise KeyError(f"parameter {name!r}: " + numbering.format(f"0..{len(items) - 1}"))
+    return items[int(key)]

@@ -78,6 +78,42 @@ def dense_output(y0, y1, K, h, theta):
     return y0 + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
 
 
+class Evaluations:
+    """``F = (v, a)`` and the projection of docs/method.md#17-integration, evaluated on a
+    :class:`~natcoord.dynamics.Workspace` and counted as an integrator counts them:
+    the Python DOPRI5 path and :class:`~natcoord.radau.Radau` share them."""
+
+    def __init__(self, ws, projection, proj_tol, baumgarte):
+        self.ws, self.n = ws, ws.model.n_coords
+        self.projection, self.proj_tol = projection, proj_tol
+        self.baumgarte = baumgarte if projection == "baumgarte" else None
+        self.n_rhs = self.n_projection_iterations = self.n_active_set_changes = 0
+        self._dropped = None
+
+    def rhs(self, t, y):
+        """``(v, a)`` at ``(t, y)`` (a new array); a change of the dropped rows is counted."""
+        p, v = y[:self.n], y[self.n:]
+        a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
+        self.n_rhs += 1
+        dropped = self.ws.solver.dropped
+        if self._dropped is not None and not np.array_equal(dropped, self._dropped):
+            self.n_active_set_changes += 1
+        self._dropped = dropped.copy()
+        return np.concatenate([v, a])
+
+    def project(self, t, y):
+        """``y`` projected per ``self.projection`` (a new array)."""
+        p, v = y[:self.n], y[self.n:]
+        positions = self.projection == "position+velocity"
+        if positions:
+            p, k = project_positions(self.ws, t, p, v, self.proj_tol)
+            self.n_projection_iterations += k
+        if self.projection in ("position+velocity", "velocity"):
+            v, k = project_velocities(self.ws, t, p, v, self.proj_tol, evaluated=positions)
+            self.n_projection_iterations += k
+        return np.concatenate([p, v])
+
+
 class _Run:
     """One integration: state, workspace, counters, recorded outputs and the checks
     every projected state passes (docs/method.md#17-integration)."""
@@ -86,7 +122,8 @@ class _Run:
                  method="dopri5"):
         self.model, self.ws, self.n, self.method = model, ws, model.n_coords, method
         self.proj_tol, self.projection = proj_tol, projection
-        self.baumgarte = baumgarte if projection == "baumgarte" else None
+        self.evaluations = Evaluations(ws, projection, proj_tol, baumgarte)
+        self.baumgarte = self.evaluations.baumgarte
         self.multipliers, self.drift_tol = multipliers, drift_tol
         self.drive_rows = np.array([model.joint_rows[j][0] + joint.drive_row
                                     for j, joint in enumerate(model.joints)
@@ -94,35 +131,20 @@ class _Run:
         self.records = []
         self.t = self.y = None                 # last accepted state
         self.steps = self.rejected = 0
-        self.projection_iterations = 0
-        self.active_set_changes = 0
         self.drift = None                      # message once the residual exceeds drift_tol
         self.wall = None
         self.dropped_start = np.zeros(0, np.int64)
-        self._dropped = self._unlocked = None
+        self._unlocked = None
         self.stepper = None                    # the stepper object, if one drives the run
 
     def rhs(self, t, y):
-        p, v = y[:self.n], y[self.n:]
-        a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
-        dropped = self.ws.solver.dropped
-        if self._dropped is not None and not np.array_equal(dropped, self._dropped):
-            self.active_set_changes += 1
-        self._dropped = dropped.copy()
-        return np.concatenate([v, a])
+        return self.evaluations.rhs(t, y)
 
     def project(self, t, y):
         """Project per ``self.projection`` and :meth:`check` the result."""
-        p, v = y[:self.n], y[self.n:]
-        positions = self.projection == "position+velocity"
-        if positions:
-            p, k = project_positions(self.ws, t, p, v, self.proj_tol)
-            self.projection_iterations += k
-        if self.projection in ("position+velocity", "velocity"):
-            v, k = project_velocities(self.ws, t, p, v, self.proj_tol, evaluated=positions)
-            self.projection_iterations += k
-        self.check(t, p, v)
-        return np.concatenate([p, v])
+        y = self.evaluations.project(t, y)
+        self.check(t, y[:self.n], y[self.n:])
+        return y
 
     def check(self, t, p, v):
         """Stop when a drive row is dropped (the mechanism locks) or, with position and
@@ -202,7 +224,8 @@ class _Run:
         or cache loading and the symbolic phase excluded)."""
         st = self.stepper
         rhs, factorizations = self.ws.n_rhs, self.ws.n_factorizations
-        projection_iterations, active = self.projection_iterations, self.active_set_changes
+        projection_iterations = self.evaluations.n_projection_iterations
+        active = self.evaluations.n_active_set_changes
         if st is not None:                     # a stepper object; the workspace counts
             rhs += st.n_rhs                    # only the multipliers of the records
             factorizations += st.n_factorizations

@@ -49,9 +49,9 @@ from scipy.linalg import lu_factor, lu_solve
 
 from .derivatives import linearize
 from .dynamics import Workspace
-from .integrate import PROJECTIONS, _initial_step
+from .integrate import PROJECTIONS, Evaluations, _initial_step
 from .linalg.base import DROP_TOL, HOLD_TOL
-from .projection import ProjectionError, project_positions, project_velocities
+from .projection import ProjectionError
 from .stepper import StepRecord
 
 # ------------------------------------------------------------ coefficients (IV.5, Table 5.6)
@@ -136,16 +136,14 @@ class Radau:
         self.rtol = rtol
         self.atol = rtol if atol is None else atol
         self.proj_tol, self.projection, self.max_step = proj_tol, projection, max_step
-        self.baumgarte = baumgarte if projection == "baumgarte" else None
+        self.evaluations = Evaluations(self.ws, projection, proj_tol, baumgarte)
         self.t_bound, self.t_old = float(t_bound), t0
         # Hairer's Newton tolerance (fnewt) relative to the error scale
         self.newton_tol = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
-        self.n_steps = self.n_rejected = self.n_rhs = 0
+        self.n_steps = self.n_rejected = 0
         self.n_jacobians = self.n_lu = self.n_newton_iterations = 0
-        self.n_projection_iterations = self.n_active_set_changes = 0
         self.status, self.message = "running", ""
         self._t, self._y = t0, np.concatenate([state.p, state.v])
-        self._dropped = None
         self._f = self.rhs(t0, self._y)
         h = first_step or _initial_step(self.rhs, t0, self._y, self._f, rtol, self.atol,
                                         t_bound - t0)
@@ -170,7 +168,9 @@ class Radau:
         """Step size the next attempt starts from."""
         return self._h
 
-    nfev = property(lambda self: self.n_rhs)
+    n_rhs = nfev = property(lambda self: self.evaluations.n_rhs)
+    n_projection_iterations = property(lambda self: self.evaluations.n_projection_iterations)
+    n_active_set_changes = property(lambda self: self.evaluations.n_active_set_changes)
 
     @property
     def n_factorizations(self):
@@ -185,26 +185,11 @@ class Radau:
     # ------------------------------------------------------------ evaluations
     def rhs(self, t, y):
         """``F = (v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
-        p, v = y[:self.n], y[self.n:]
-        a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
-        self.n_rhs += 1
-        dropped = self.ws.solver.dropped
-        if self._dropped is not None and not np.array_equal(dropped, self._dropped):
-            self.n_active_set_changes += 1
-        self._dropped = dropped.copy()
-        return np.concatenate([v, a])
+        return self.evaluations.rhs(t, y)
 
     def project(self, t, y):
         """``y`` projected as the accepted steps are (a new array; docs/method.md#17-integration)."""
-        p, v = y[:self.n], y[self.n:]
-        positions = self.projection == "position+velocity"
-        if positions:
-            p, k = project_positions(self.ws, t, p, v, self.proj_tol)
-            self.n_projection_iterations += k
-        if self.projection in ("position+velocity", "velocity"):
-            v, k = project_velocities(self.ws, t, p, v, self.proj_tol, evaluated=positions)
-            self.n_projection_iterations += k
-        return np.concatenate([p, v])
+        return self.evaluations.project(t, y)
 
     def jacobian(self, t, y):
         """``J = [[0, I], [∂a/∂p, ∂a/∂v]]`` at ``(t, y)``, from the linearization."""

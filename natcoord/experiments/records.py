@@ -30,6 +30,17 @@ def parse_value(text):
     return text
 
 
+def text_table(rows, columns):
+    """``rows`` (dicts) as an aligned text table; ``columns``: ``(header, key or
+    function of the row, format spec)`` each."""
+    cells = [[format(key(r) if callable(key) else r[key], spec) for _, key, spec in columns]
+             for r in rows]
+    headers = [header for header, _, _ in columns]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths))
+                     for line in [headers] + cells)
+
+
 class Progress:
     """Plain-text progress bar on stderr: ``[#####-----] 5/10 label``."""
 

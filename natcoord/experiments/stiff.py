@@ -38,7 +38,7 @@ from ..integrate import simulate
 from ..models import hexapod, spring_pendulum
 from ..models.spring_pendulum import polar_equations, polar_initial, polar_to_position
 from ..radau import Radau
-from .records import Progress, write_csv
+from .records import Progress, text_table, write_csv
 
 COLUMNS = ("problem", "tool", "method", "coordinates", "rtol", "t_end", "repeat", "success",
            "wall_time_median", "wall_time_min", "steps", "rejected", "rhs", "jacobians",
@@ -167,14 +167,13 @@ def run(args):
 
 def summary(rows):
     """The table as text: problem, tool/method, steps, RHS, Jacobians, LU, time, error."""
-    lines = [f"{'problem':9} {'tool':16} {'coordinates':28} {'steps':>6} {'rhs':>7} {'jac':>5} {'lu':>6} "
-             f"{'time [s]':>9} {'end error':>10}"]
-    for r in rows:
-        lines.append(f"{r['problem']:9} {r['tool'] + ' ' + r['method']:16} "
-                     f"{r['coordinates']:28} {r['steps']:>6} "
-                     f"{r['rhs']:>7} {r['jacobians']:>5} {r['lu_decompositions']:>6} "
-                     f"{r['wall_time_median']:>9.3f} {r['end_error']:>10.2e}")
-    return "\n".join(lines)
+    return text_table(rows, [("problem", "problem", ""),
+                             ("tool", lambda r: f"{r['tool']} {r['method']}", ""),
+                             ("coordinates", "coordinates", ""), ("steps", "steps", ""),
+                             ("rhs", "rhs", ""), ("jac", "jacobians", ""),
+                             ("lu", "lu_decompositions", ""),
+                             ("time [s]", "wall_time_median", ".3f"),
+                             ("end error", "end_error", ".2e")])
 
 
 def main(argv=None):

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from .. import study
-from .records import Progress, write_csv
+from .records import Progress, text_table, write_csv
 
 COLUMNS = ("mode", "workers", "batch", "runs", "wall_s", "runs_per_s", "speedup", "efficiency",
            "overhead_per_run_ms", "cluster_start_s", "identical")
@@ -107,13 +107,13 @@ def run(n=200, t_end=10.0, rtol=1e-6, workers=(1, 2), out="data/throughput.csv",
 
 
 def summary(table):
-    lines = [f"{'mode':<6}{'workers':>8}{'batch':>6}{'wall [s]':>10}{'runs/s':>9}{'speed-up':>10}"
-             f"{'efficiency':>12}{'overhead/run [ms]':>20}{'identical':>11}"]
-    for r in table:
-        lines.append(f"{r['mode']:<6}{r['workers']:>8}{r['batch']:>6}{r['wall_s']:>10.2f}"
-                     f"{r['runs_per_s']:>9.1f}{r['speedup']:>10.2f}{r['efficiency']:>12.2f}"
-                     f"{r['overhead_per_run_ms']:>20.2f}{str(r['identical']):>11}")
-    return "\n".join(lines) + f"\n({os.cpu_count()} cores on this machine)"
+    return text_table(table, [("mode", "mode", ""), ("workers", "workers", ""),
+                              ("batch", "batch", ""), ("wall [s]", "wall_s", ".2f"),
+                              ("runs/s", "runs_per_s", ".1f"), ("speed-up", "speedup", ".2f"),
+                              ("efficiency", "efficiency", ".2f"),
+                              ("overhead/run [ms]", "overhead_per_run_ms", ".2f"),
+                              ("identical", "identical", "")]) \
+        + f"\n({os.cpu_count()} cores on this machine)"
 
 
 def configure(parser):
