@@ -34,8 +34,8 @@ class ContinuousSolution:
         flat = times.reshape(-1)
         outside = (flat < self.t_min) | (flat > self.t_max) | np.isnan(flat)
         if outside.any():
-            raise ValueError(f"t = {flat[outside][0]!r} is outside the integrated interval "
-                             f"[{self.t_min!r}, {self.t_max!r}]")
+            raise ValueError(f"t = {flat[outside][0]:.17g} is outside the integrated interval "
+                             f"[{self.t_min:.17g}, {self.t_max:.17g}]")
         ys = np.column_stack([self._value(s, project) for s in flat]) if flat.size else \
             np.zeros((self.y_end.size, 0))
         return ys[:, 0] if times.ndim == 0 else ys
