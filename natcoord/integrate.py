@@ -377,6 +377,24 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     and the last accepted state (``success=False``; with ``t_eval`` the last
     accepted step is appended, ``solution.last_record_is_step``).
     ``stats["wall_time"]`` excludes the first evaluation (compilation).
+
+    ``stats`` counts the integrator's work (as scipy's ``nfev``): ``steps``,
+    ``rejected``, ``rhs`` (evaluations of ``(v, a)``), ``factorizations`` (of the
+    KKT matrix), ``projection_iterations``, ``active_set_changes``; the work spent
+    on outputs (the projection of ``t_eval`` points, the multipliers of the
+    records) apart in ``output_rhs``, ``output_factorizations`` and
+    ``output_projection_iterations``.
+
+    ``dense_output=True``: ``Solution.sol`` is a callable ``sol(t)`` (as
+    ``solve_ivp``'s) giving ``y = (p, v)``, (2 N,) at a scalar ``t`` or (2 N, k) at
+    k times within the integrated interval (else ``ValueError``), from every
+    accepted step's own interpolant (DOPRI5's order-4 dense output, Radau's
+    collocation polynomial): the recorded state at the step times, *unprojected*
+    between them (off the constraints by the interpolation error);
+    ``sol(t, project=True)`` projects each value as ``t_eval`` outputs are. It
+    stores every step's interpolant data (DOPRI5: 10 × 2 N floats per step),
+    so it is off by default. A failed run's ``.solution.sol`` reaches its last
+    accepted step.
     """
     rtol, atol, proj_tol = validate.tolerances(rtol, rtol if atol is None else atol, proj_tol)
     validate.choice("projection", projection, PROJECTIONS)
