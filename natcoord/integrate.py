@@ -87,8 +87,10 @@ class DenseOutput:
         self.y_old, self.y_new, self.K = y_old, y_new, K
 
     def __call__(self, t):
-        """``y`` (2 N,) at time ``t`` in ``[t_old, t]`` (unprojected)."""
-        return dense_output(self.y_old, self.y_new, self.K, self.h, (t - self.t_old) / self.h)
+        """``y`` (2 N,) at time ``t`` in ``[t_old, t]``, (k, 2 N) at times (k,) (unprojected)."""
+        theta = (np.asarray(t, float) - self.t_old) / self.h
+        y = dense_output(self.y_old, self.y_new, self.K, self.h, np.reshape(theta, (-1, 1)))
+        return y.reshape(theta.shape + (-1,))
 
 
 class Evaluations:
@@ -263,7 +265,7 @@ class _Run:
         points, multipliers of the records) apart; ``wall_time`` from after the first
         evaluation (Numba compilation or cache loading and the symbolic phase excluded)."""
         st = self.stepper
-        output = self.output_work + (st.output_work if st is not None and st.compiled else 0)
+        output = self.output_work + getattr(st, "output_work", 0)
         rhs, factorizations, projection_iterations = self.work() - output
         active = self.evaluations.n_active_set_changes
         if st is not None:

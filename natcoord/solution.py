@@ -12,8 +12,9 @@ class ContinuousSolution:
     ``scipy.integrate.solve_ivp(dense_output=True).sol``.
 
     Built from the accepted steps' own continuous extensions (``pieces``, in
-    order, piece k callable on ``[ts[k], ts[k + 1]]``; ``y_end`` the state at ``ts[-1]``): DOPRI5's order-4
-    dense output or Radau's collocation polynomial (order 3). The value at a
+    order, piece k callable on ``[ts[k], ts[k + 1]]``; ``y_end`` the state at
+    ``ts[-1]``): DOPRI5's order-4 dense output or Radau's collocation polynomial
+    (order 3). The value at a
     step time is the step's recorded (projected) state; between steps it is the
     interpolant, not projected: it satisfies the constraints only to the
     interpolation error. ``sol(t, project=True)`` projects each value as the
@@ -21,8 +22,8 @@ class ContinuousSolution:
     """
 
     def __init__(self, ts, pieces, y_end, project):
-        self.ts, self.pieces, self.y_end, self._project = np.asarray(ts, float), pieces, \
-            y_end, project
+        self.ts = np.asarray(ts, float)
+        self.pieces, self.y_end, self._project = pieces, y_end, project
         self.t_min, self.t_max = self.ts[0], self.ts[-1]
 
     def __call__(self, t, project=False):
@@ -36,14 +37,14 @@ class ContinuousSolution:
         if outside.any():
             raise ValueError(f"t = {flat[outside][0]:.17g} is outside the integrated interval "
                              f"[{self.t_min:.17g}, {self.t_max:.17g}]")
-        ys = np.column_stack([self._value(s, project) for s in flat]) if flat.size else \
-            np.zeros((self.y_end.size, 0))
-        return ys[:, 0] if times.ndim == 0 else ys
-
-    def _value(self, t, project):
-        k = np.searchsorted(self.ts, t, side="right") - 1
-        y = self.y_end.copy() if k == len(self.pieces) else self.pieces[k](t)
-        return self._project(t, y) if project else y
+        piece = np.searchsorted(self.ts, flat, side="right") - 1
+        ys = np.empty((flat.size, self.y_end.size))
+        for k in np.unique(piece):
+            at = piece == k
+            ys[at] = self.y_end if k == len(self.pieces) else self.pieces[k](flat[at])
+        if project:
+            ys = np.array([self._project(t, y) for t, y in zip(flat, ys)]).reshape(ys.shape)
+        return ys[0] if times.ndim == 0 else ys.T
 
 
 class Solution:
