@@ -364,8 +364,8 @@ class DOPRI5:
         self.n_rejected += rejected
         rec_t, rec_y, rec_obs, rec_kind = self._records
         seg_t, seg_y, seg_K = self._segments
-        pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(), seg_y[k, 1].copy(),
-                              seg_K[k].copy()) for k in range(m)]
+        pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
+                              seg_y[k, 1].copy(), seg_K[k].copy()) for k in range(m)]
         chunk = Chunk(rec_t[:n].copy(), rec_y[:n].copy(), rec_obs[:n].copy(),
                       rec_kind[:n].copy(), next_out, steps, rejected, "ok", pieces=pieces)
         if status == cc.FINISHED:
