@@ -56,8 +56,9 @@ POINT_FORCE, TORQUE, SPRING = 0, 1, 2
 STEP_RECORD, OUTPUT_RECORD = 0, 1
 
 #: counters (int64 array): evaluations, factorizations, projection iterations,
-#: active-set changes, and where the last failure happened (body or node)
-N_RHS, N_FACT, N_PROJ, N_ACTIVE, FAIL_WHERE, FAIL_SIZE = range(6)
+#: active-set changes, where the last failure happened (body or node), and the
+#: factorizations and projection iterations of those spent on :func:`advance`'s outputs
+N_RHS, N_FACT, N_PROJ, N_ACTIVE, FAIL_WHERE, OUT_FACT, OUT_PROJ = range(7)
 
 Tables = namedtuple("Tables", [
     "quad_row", "quad_a", "quad_b", "quad_c", "quad_w", "quad_ga", "quad_gb",
@@ -163,7 +164,7 @@ def make_buffers(model, n_joint_rows):
                    ynewacc=z(2 * n), yproj=z(2 * n), yprev=z(2 * n), y=z(2 * n), f=z(2 * n),
                    threshold=z(n_joint_rows), dropped=np.zeros(n_joint_rows, np.int64),
                    mask=np.zeros(m, np.bool_), rhs_mask=np.zeros(m, np.bool_),
-                   counts=np.zeros(6, np.int64), ctrl=z(N_CTRL), tmp=z((5, 3)),
+                   counts=np.zeros(7, np.int64), ctrl=z(N_CTRL), tmp=z((5, 3)),
                    comb=z(2 * n), sq=z(2 * n), stack=np.zeros((64, 3), np.int64), vals=z(64),
                    scale=z(m))
 
@@ -645,61 +646,85 @@ def _record(T, S, W, t, y, kind, n, rec_t, rec_y, rec_obs, rec_kind):
 
 
 @njit(cache=True)
+def _project_output(T, S, P, Wk, y, W, mode):
+    """:func:`project` of an output, its work counted in ``OUT_FACT`` and ``OUT_PROJ``."""
+    fact, proj = S.counts[N_FACT], S.counts[N_PROJ]
+    status = project(T, S, P, Wk, y, W, mode, S.ctrl[PROJ_TOL])
+    S.counts[OUT_FACT] += S.counts[N_FACT] - fact
+    S.counts[OUT_PROJ] += S.counts[N_PROJ] - proj
+    return status
+
+
+@njit(cache=True)
+def _keep_step(S, m, seg_t, seg_y, seg_K):
+    """Store the last accepted step's dense-output data (t_old, h; y_old, y_new; K) at ``m``."""
+    seg_t[m, 0], seg_t[m, 1] = S.ctrl[T_PREV], S.ctrl[H_ACC]
+    seg_y[m, 0, :] = S.yprev
+    seg_y[m, 1, :] = S.ynewacc
+    seg_K[m, :, :] = S.Kacc
+
+
+@njit(cache=True)
 def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, every_step,
-            drift_tol, rec_t, rec_y, rec_obs, rec_kind):
+            drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K):
     """Accepted steps (:func:`step`) and their records, without returning to Python.
 
     Records (time, state, :func:`observe`, kind) go to ``rec_*`` in order: every
     accepted step if ``every_step``, else the points ``t_eval[next_out:]`` the
     steps pass (dense output, projected as an accepted step). Every recorded
     state passes :func:`violated` first. For a model without drives (the
-    weight tables ``W7``, ``W1`` constant). Stops when
+    weight tables ``W7``, ``W1`` constant). With ``seg_t`` not empty, each
+    accepted step's dense-output data go to ``seg_t`` (t_old, h), ``seg_y``
+    (y_old, y_new) and ``seg_K`` (the stages), checked or not. Stops when
 
     * ``t_bound`` is reached and its outputs written (``FINISHED``),
-    * the record buffers are full (``FULL``; pending outputs of the last
+    * the record or step buffers are full (``FULL``; pending outputs of the last
       step are written by the next call),
     * a state fails the check (``CHECK``: record ``n`` holds it, not counted),
     * an output's projection fails (its status; ``rec_kind[n]`` is ``OUTPUT_RECORD``),
     * ``step`` fails (its status; ``rec_kind[n]`` is ``STEP_RECORD``), or ``budget``
       attempts are used (``MAX_ATTEMPTS``).
 
-    Returns ``(status, records, next_out, accepted steps, rejected attempts)``.
+    Returns ``(status, records, next_out, accepted steps, rejected attempts, stored steps)``.
     """
     c = S.ctrl
     cap = rec_t.size - 1                 # the last slot holds a failing state
-    n = steps = rejected = 0
+    n = steps = rejected = m = 0
     while True:
         while not every_step and next_out < t_eval.size and t_eval[next_out] <= c[T_NOW]:
             if n == cap:
-                return FULL, n, next_out, steps, rejected
+                return FULL, n, next_out, steps, rejected, m
             t_out = t_eval[next_out]
             y = rec_y[n]
             dense_point(S, (t_out - c[T_PREV]) / c[H_ACC], y)
             rec_t[n], rec_kind[n] = t_out, OUTPUT_RECORD
-            status = project(T, S, P, Wk, y, W1, mode, c[PROJ_TOL])
+            status = _project_output(T, S, P, Wk, y, W1, mode)
             if status != 0:
-                return status, n, next_out, steps, rejected
+                return status, n, next_out, steps, rejected, m
             if violated(T, S, y, W1, mode, c[PROJ_TOL], drift_tol):
-                return CHECK, n, next_out, steps, rejected
+                return CHECK, n, next_out, steps, rejected, m
             _record(T, S, W1, t_out, y, OUTPUT_RECORD, n, rec_t, rec_y, rec_obs, rec_kind)
             n += 1
             next_out += 1
         if c[T_NOW] >= c[T_BOUND]:
-            return FINISHED, n, next_out, steps, rejected
-        if n == cap:
-            return FULL, n, next_out, steps, rejected
+            return FINISHED, n, next_out, steps, rejected, m
+        if n == cap or (seg_t.shape[0] > 0 and m == seg_t.shape[0]):
+            return FULL, n, next_out, steps, rejected, m
         if steps + rejected >= budget:
             rec_kind[n] = STEP_RECORD
-            return MAX_ATTEMPTS, n, next_out, steps, rejected
+            return MAX_ATTEMPTS, n, next_out, steps, rejected, m
         status, r = step(T, S, P, Wk, W7, mode, budget - steps - rejected, eps_floor)
         rejected += r
         if status != ACCEPTED:
             rec_kind[n] = STEP_RECORD
-            return status, n, next_out, steps, rejected
+            return status, n, next_out, steps, rejected, m
+        if seg_t.shape[0] > 0:
+            _keep_step(S, m, seg_t, seg_y, seg_K)
+            m += 1
         if violated(T, S, S.y, W1, mode, c[PROJ_TOL], drift_tol):
             rec_t[n], rec_kind[n] = c[T_NOW], STEP_RECORD
             rec_y[n, :] = S.y
-            return CHECK, n, next_out, steps, rejected
+            return CHECK, n, next_out, steps, rejected, m
         steps += 1
         if every_step:
             _record(T, S, W1, c[T_NOW], S.y, STEP_RECORD, n, rec_t, rec_y, rec_obs, rec_kind)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from .linalg.base import DROP_TOL, HOLD_TOL
 from .model import JOINT
 from .projection import (ProjectionError, describe_rows, project_positions,
                          project_velocities, threshold)
-from .solution import Solution
+from .solution import ContinuousSolution, Solution
 
 C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
 A = [np.array([]),
@@ -78,6 +79,20 @@ def dense_output(y0, y1, K, h, theta):
     return y0 + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
 
 
+class DenseOutput:
+    """The order-4 continuous extension of one DOPRI5 step (:func:`dense_output`)."""
+
+    def __init__(self, t_old, h, y_old, y_new, K):
+        self.t_old, self.t, self.h = t_old, t_old + h, h
+        self.y_old, self.y_new, self.K = y_old, y_new, K
+
+    def __call__(self, t):
+        """``y`` (2 N,) at time ``t`` in ``[t_old, t]``, (k, 2 N) at times (k,) (unprojected)."""
+        theta = (np.asarray(t, float) - self.t_old) / self.h
+        y = dense_output(self.y_old, self.y_new, self.K, self.h, np.reshape(theta, (-1, 1)))
+        return y.reshape(theta.shape + (-1,))
+
+
 class Evaluations:
     """``F = (v, a)`` and the projection of docs/method.md#17-integration, evaluated on a
     :class:`~natcoord.dynamics.Workspace` and counted as an integrator counts them:
@@ -119,7 +134,7 @@ class _Run:
     every projected state passes (docs/method.md#17-integration)."""
 
     def __init__(self, model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol,
-                 method="dopri5"):
+                 method="dopri5", dense=False):
         self.model, self.ws, self.n, self.method = model, ws, model.n_coords, method
         self.proj_tol, self.projection = proj_tol, projection
         self.evaluations = Evaluations(ws, projection, proj_tol, baumgarte)
@@ -136,6 +151,31 @@ class _Run:
         self.dropped_start = np.zeros(0, np.int64)
         self._unlocked = None
         self.stepper = None                    # the stepper object, if one drives the run
+        self.pieces = [] if dense else None    # the accepted steps' continuous extensions
+        self.output_work = np.zeros(3, np.int64)
+
+    def work(self):
+        """Evaluations, KKT factorizations and projection iterations so far, outputs included."""
+        work = np.array([self.ws.n_rhs, self.ws.n_factorizations,
+                         self.evaluations.n_projection_iterations], np.int64)
+        st = self.stepper
+        if st is not None:
+            work += [st.n_rhs, st.n_factorizations, st.n_projection_iterations]
+        return work
+
+    @contextmanager
+    def output(self):
+        """Count the work done inside as the outputs', not the integrator's."""
+        before = self.work()
+        try:
+            yield
+        finally:
+            self.output_work += self.work() - before
+
+    def accept(self, piece):
+        """Keep an accepted step's continuous extension (with ``dense_output=True``)."""
+        if self.pieces is not None:
+            self.pieces.append(piece)
 
     def rhs(self, t, y):
         return self.evaluations.rhs(t, y)
@@ -212,7 +252,8 @@ class _Run:
         p, v = y[:self.n].copy(), y[self.n:].copy()
         lam = None
         if self.multipliers:
-            _, lam = ws.accelerations(t, p, v, self.baumgarte)
+            with self.output():
+                _, lam = ws.accelerations(t, p, v, self.baumgarte)
         if observed is None:
             ws.constraints(t, p, v)
             observed = (model.energy(p, v), np.abs(ws.g).max(initial=0),
@@ -220,30 +261,41 @@ class _Run:
         self.records.append((t, p, v, *(float(x) for x in observed), lam))
 
     def stats(self):
-        """Counters; ``wall_time`` from after the first evaluation (Numba compilation
-        or cache loading and the symbolic phase excluded)."""
+        """Counters: the integrator's work, the outputs' (projections of ``t_eval``
+        points, multipliers of the records) apart; ``wall_time`` from after the first
+        evaluation (Numba compilation or cache loading and the symbolic phase excluded)."""
         st = self.stepper
-        rhs, factorizations = self.ws.n_rhs, self.ws.n_factorizations
-        projection_iterations = self.evaluations.n_projection_iterations
+        output = self.output_work + getattr(st, "output_work", 0)
+        rhs, factorizations, projection_iterations = self.work() - output
         active = self.evaluations.n_active_set_changes
-        if st is not None:                     # a stepper object; the workspace counts
-            rhs += st.n_rhs                    # only the multipliers of the records
-            factorizations += st.n_factorizations
-            projection_iterations += st.n_projection_iterations
+        if st is not None:
             active += st.n_active_set_changes
         return {"method": self.method, "solver": self.ws.solver.name, "steps": self.steps,
-                "rejected": self.rejected, "rhs": rhs, "factorizations": factorizations,
-                "projection_iterations": projection_iterations,
+                "rejected": self.rejected, "rhs": int(rhs),
+                "factorizations": int(factorizations),
+                "projection_iterations": int(projection_iterations),
                 "active_set_changes": active,
+                "output_rhs": int(output[0]), "output_factorizations": int(output[1]),
+                "output_projection_iterations": int(output[2]),
                 "compiled": st is not None and st.compiled,
                 "jacobians": getattr(st, "n_jacobians", 0),
                 "lu_decompositions": getattr(st, "n_lu", 0),
                 "newton_iterations": getattr(st, "n_newton_iterations", 0),
                 "wall_time": 0.0 if self.wall is None else time.perf_counter() - self.wall}
 
+    def continuous(self):
+        """The :class:`~natcoord.solution.ContinuousSolution` up to the last accepted
+        step, or None without ``dense_output``."""
+        if self.pieces is None:
+            return None
+        pieces = [piece for piece in self.pieces if piece.t_old < self.t]
+        ts = [piece.t_old for piece in pieces] + [self.t]
+        project = (self.stepper or self.evaluations).project
+        return ContinuousSolution(ts, pieces, self.y.copy(), project)
+
     def solution(self):
         return Solution(self.model, self.records, self.stats(), self.dropped_start,
-                        self.drift is None, self.drift or "ok")
+                        self.drift is None, self.drift or "ok", sol=self.continuous())
 
     def partial(self, message, t_eval):
         """The solution so far after a failure: every output reached and, when that
@@ -260,7 +312,7 @@ class _Run:
             message += (f"; the last record (t = {self.t:g}) is the last accepted step, "
                         f"not a t_eval point")
         return Solution(self.model, self.records, self.stats(), self.dropped_start, False,
-                        message, last_record_is_step=last_is_step)
+                        message, last_record_is_step=last_is_step, sol=self.continuous())
 
 
 def _joints(model, rows):
@@ -285,7 +337,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
              max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6,
-             method="dopri5"):
+             method="dopri5", dense_output=False):
     """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
 
     ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
@@ -327,6 +379,24 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     and the last accepted state (``success=False``; with ``t_eval`` the last
     accepted step is appended, ``solution.last_record_is_step``).
     ``stats["wall_time"]`` excludes the first evaluation (compilation).
+
+    ``stats`` counts the integrator's work (as scipy's ``nfev``): ``steps``,
+    ``rejected``, ``rhs`` (evaluations of ``(v, a)``), ``factorizations`` (of the
+    KKT matrix), ``projection_iterations``, ``active_set_changes``; the work spent
+    on outputs (the projection of ``t_eval`` points, the multipliers of the
+    records) apart in ``output_rhs``, ``output_factorizations`` and
+    ``output_projection_iterations``.
+
+    ``dense_output=True``: ``Solution.sol`` is a callable ``sol(t)`` (as
+    ``solve_ivp``'s) giving ``y = (p, v)``, (2 N,) at a scalar ``t`` or (2 N, k) at
+    k times within the integrated interval (else ``ValueError``), from every
+    accepted step's own interpolant (DOPRI5's order-4 dense output, Radau's
+    collocation polynomial): the recorded state at the step times, *unprojected*
+    between them (off the constraints by the interpolation error);
+    ``sol(t, project=True)`` projects each value as ``t_eval`` outputs are. It
+    stores every step's interpolant data (DOPRI5: 10 × 2 N floats per step),
+    so it is off by default. A failed run's ``.solution.sol`` reaches its last
+    accepted step.
     """
     rtol, atol, proj_tol = validate.tolerances(rtol, rtol if atol is None else atol, proj_tol)
     validate.choice("projection", projection, PROJECTIONS)
@@ -348,7 +418,8 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         initial_state = model.initial_state(t=t0)
     else:
         _consistent(ws, initial_state, proj_tol)
-    run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method)
+    run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method,
+               bool(dense_output))
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
     compiled = COMPILED and ws.solver.name == "block" and _compilable(model)
     try:
@@ -449,14 +520,15 @@ def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_step
         t_new = t + h
         f = K[6].copy()
         f[:run.n] = y_proj[run.n:]         # FSAL; ṗ = v exactly at the projected state
-        t_old, y_old = t, y
+        dense = DenseOutput(t, h, y, y_new, K.copy())
+        run.accept(dense)
         run.t, run.y = t, y = t_new, y_proj
         if t_eval is None:
             run.record(t, y)
         while t_eval is not None and next_out < t_eval.size and t_eval[next_out] <= t_new:
-            theta = (t_eval[next_out] - t_old) / h
-            y_out = dense_output(y_old, y_new, K, h, theta)
-            run.record(t_eval[next_out], run.project(t_eval[next_out], y_out))
+            with run.output():
+                y_out = run.project(t_eval[next_out], dense(t_eval[next_out]))
+            run.record(t_eval[next_out], y_out)
             next_out += 1
         fac = err ** (0.2 - 0.75 * BETA) / err_old ** BETA
         factor = min(FAC_MAX, max(FAC_MIN, SAFETY / max(fac, 1e-10)))
@@ -515,13 +587,15 @@ def _drive(run, t_end, t_eval, max_steps, progress):
         _check_step(run, record.t, y_new)
         run.steps += 1
         run.t, run.y = t, y = record.t, y_new
+        dense = stepper.dense_output()
+        run.accept(dense)
         if t_eval is None:
             run.record(t, y)
-        elif next_out < t_eval.size and t_eval[next_out] <= t:
-            dense = stepper.dense_output()
+        else:
             while next_out < t_eval.size and t_eval[next_out] <= t:
                 t_out = t_eval[next_out]
-                y_out = stepper.project(t_out, dense(t_out))
+                with run.output():
+                    y_out = stepper.project(t_out, dense(t_out))
                 _check_step(run, t_out, y_out)
                 run.record(t_out, y_out)
                 next_out += 1
@@ -547,7 +621,9 @@ def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
         if budget <= 0:
             raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
         drift_tol = np.inf if run.drift is not None else run.drift_tol
-        chunk = stepper.advance(t_eval, next_out, budget, drift_tol)
+        chunk = stepper.advance(t_eval, next_out, budget, drift_tol, dense=run.pieces is not None)
+        for piece in chunk.pieces:
+            run.accept(piece)
         run.rejected += chunk.rejected
         run.steps += chunk.steps
         next_out = chunk.next_out

@@ -99,9 +99,10 @@ class DenseOutput:
         self.y_old, self.Q = y_old, Q
 
     def __call__(self, t):
-        """``y`` (2 N,) at time ``t`` (unprojected; extrapolates outside the step)."""
-        theta = (t - self.t_old) / self.h
-        return self.y_old + np.array([theta, theta**2, theta**3]) @ self.Q
+        """``y`` (2 N,) at time ``t``, (k, 2 N) at times (k,) (unprojected; extrapolates
+        outside the step)."""
+        theta = (np.asarray(t, float) - self.t_old) / self.h
+        return self.y_old + np.stack([theta, theta**2, theta**3], axis=-1) @ self.Q
 
 
 class Radau:

@@ -7,6 +7,46 @@ from types import MappingProxyType
 import numpy as np
 
 
+class ContinuousSolution:
+    """``sol(t)``: the state ``y = (p, v)`` at any time of the integrated interval, like
+    ``scipy.integrate.solve_ivp(dense_output=True).sol``.
+
+    Built from the accepted steps' own continuous extensions (``pieces``, in
+    order, piece k callable on ``[ts[k], ts[k + 1]]``; ``y_end`` the state at
+    ``ts[-1]``): DOPRI5's order-4 dense output or Radau's collocation polynomial
+    (order 3). The value at a
+    step time is the step's recorded (projected) state; between steps it is the
+    interpolant, not projected: it satisfies the constraints only to the
+    interpolation error. ``sol(t, project=True)`` projects each value as the
+    ``t_eval`` outputs are (``project(t, y)``), at the cost of a projection per time.
+    """
+
+    def __init__(self, ts, pieces, y_end, project):
+        self.ts = np.asarray(ts, float)
+        self.pieces, self.y_end, self._project = pieces, y_end, project
+        self.t_min, self.t_max = self.ts[0], self.ts[-1]
+
+    def __call__(self, t, project=False):
+        """``y`` (2 N,) at a scalar ``t``, (2 N, k) at times ``t`` (k,)."""
+        times = np.asarray(t, float)
+        if times.ndim > 1:
+            raise ValueError(f"t must be a scalar or a 1-d array of times, got shape "
+                             f"{times.shape}")
+        flat = times.reshape(-1)
+        outside = (flat < self.t_min) | (flat > self.t_max) | np.isnan(flat)
+        if outside.any():
+            raise ValueError(f"t = {flat[outside][0]:.17g} is outside the integrated interval "
+                             f"[{self.t_min:.17g}, {self.t_max:.17g}]")
+        piece = np.searchsorted(self.ts, flat, side="right") - 1
+        ys = np.empty((flat.size, self.y_end.size))
+        for k in np.unique(piece):
+            at = piece == k
+            ys[at] = self.y_end if k == len(self.pieces) else self.pieces[k](flat[at])
+        if project:
+            ys = np.array([self._project(t, y) for t, y in zip(flat, ys)]).reshape(ys.shape)
+        return ys[0] if times.ndim == 0 else ys.T
+
+
 class Solution:
     """Trajectory at output times, like ``scipy.integrate.solve_ivp``'s result.
 
@@ -16,12 +56,14 @@ class Solution:
     when requested; ``stats`` counters; ``dropped`` labels of the redundant
     rows dropped at the first output; ``success`` and ``message``;
     ``last_record_is_step``: the run failed and its last record is the last
-    accepted step, not a ``t_eval`` point (see ``simulate``).
+    accepted step, not a ``t_eval`` point (see ``simulate``); ``sol`` the
+    :class:`ContinuousSolution` of ``simulate(..., dense_output=True)``.
     """
 
     def __init__(self, model, records, stats, dropped_rows, success=True, message="ok",
-                 last_record_is_step=False):
+                 last_record_is_step=False, sol=None):
         self.model = model
+        self._sol = sol
         self.t = np.array([r[0] for r in records])
         shape = (len(records), model.n_coords)
         self.p = np.array([r[1] for r in records]).reshape(shape)
@@ -37,6 +79,22 @@ class Solution:
         self.success = success
         self.message = message
         self.last_record_is_step = last_record_is_step
+
+    _sol = None
+
+    @property
+    def sol(self):
+        """The :class:`ContinuousSolution` ``sol(t)`` (``sol(t, project=True)`` projected).
+
+        Only with ``simulate(..., dense_output=True)``, which stores every
+        step's interpolant; :meth:`save` does not write it (the projection needs
+        the run's solver, and the per-step data are many times the records), so
+        a loaded solution has none.
+        """
+        if self._sol is None:
+            raise ValueError("no continuous solution: pass dense_output=True to simulate "
+                             "(a loaded Solution has none: save() does not store it)")
+        return self._sol
 
     def __repr__(self):
         return (f"<natcoord.Solution {self.model.name!r}: {self.t.size} outputs, "

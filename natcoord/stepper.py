@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import compiled as cc
-from .integrate import PROJECTIONS, _initial_step, dense_output
+from .integrate import PROJECTIONS, DenseOutput, _initial_step
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
 from .projection import ProjectionError
@@ -60,7 +60,9 @@ class Chunk:
     ``rejected`` attempts; ``status`` ``"ok"`` or ``"failed"`` (the stepper's
     ``message`` says why). ``failed``: ``(t, y, kind)`` of a state that did
     not pass the check (a step state is accepted by the stepper but not in
-    ``steps``); ``error``: the exception of an output whose projection failed.
+    ``steps``); ``error``: the exception of an output whose projection failed;
+    ``pieces``: with ``dense``, the :class:`~natcoord.integrate.DenseOutput` of
+    every step the stepper accepted (that of ``failed`` included).
     """
 
     t: np.ndarray
@@ -73,18 +75,7 @@ class Chunk:
     status: str
     failed: tuple = None
     error: Exception = None
-
-
-class DenseOutput:
-    """The order-4 continuous extension of one DOPRI5 step (``integrate.dense_output``)."""
-
-    def __init__(self, t_old, h, y_old, y_new, K):
-        self.t_old, self.t, self.h = t_old, t_old + h, h
-        self.y_old, self.y_new, self.K = y_old, y_new, K
-
-    def __call__(self, t):
-        """``y`` (2 N,) at time ``t`` in ``[t_old, t]`` (unprojected)."""
-        return dense_output(self.y_old, self.y_new, self.K, self.h, (t - self.t_old) / self.h)
+    pieces: list = ()
 
 
 class DOPRI5:
@@ -147,7 +138,7 @@ class DOPRI5:
         h = first_step or _initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[cc.H] = min(h, max_step)
-        self._records = None
+        self._records = self._segments = None
         self._no_outputs = np.zeros(0)
         self._warm()
         self._y_view = S.y.view()
@@ -169,7 +160,7 @@ class DOPRI5:
             records = (np.zeros(capacity), np.zeros((capacity, n2)), np.zeros((capacity, 3)),
                        np.zeros(capacity, np.int64))
             args = (self._T, S, self._P, self._W, self._W7, self._W1, self._mode, 1, 1e-15,
-                    np.zeros(0), 0, True, 1.0, *records)
+                    np.zeros(0), 0, True, 1.0, *records, *self._steps(capacity))
             cc.advance.compile(tuple(typeof(a) for a in args))
 
     # ------------------------------------------------------------ state
@@ -207,6 +198,12 @@ class DOPRI5:
     @property
     def n_active_set_changes(self):
         return int(self._S.counts[cc.N_ACTIVE])
+
+    @property
+    def output_work(self):
+        """Of the counters, the work of the outputs :meth:`advance` projected:
+        ``[evaluations (0), factorizations, projection iterations]``."""
+        return np.array([0, self._S.counts[cc.OUT_FACT], self._S.counts[cc.OUT_PROJ]])
 
     @property
     def dropped(self):
@@ -328,8 +325,14 @@ class DOPRI5:
         """True if :meth:`advance` can run many steps per call (a model without drives)."""
         return not self._drives
 
+    def _steps(self, capacity):
+        """Buffers of :func:`~natcoord.compiled.advance` for ``capacity`` steps'
+        dense-output data: ``(t_old, h)``, ``(y_old, y_new)``, the stages ``K``."""
+        n2 = 2 * self.model.n_coords
+        return np.zeros((capacity, 2)), np.zeros((capacity, 2, n2)), np.zeros((capacity, 7, n2))
+
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
-                capacity=256):
+                capacity=256, dense=False):
         """Accepted steps and their records in one compiled call (:func:`natcoord.compiled.advance`).
 
         Records every accepted step (``t_eval`` None) or the points
@@ -337,7 +340,8 @@ class DOPRI5:
         recorded state is checked first (all rows within the projection
         tolerance with ``projection="position+velocity"``, else residuals
         within ``drift_tol``). Returns a :class:`Chunk`; on a step failure
-        ``status`` becomes ``"failed"`` as in :meth:`step`. Only for
+        ``status`` becomes ``"failed"`` as in :meth:`step`. ``dense``: keep each
+        accepted step's dense output (``Chunk.pieces``). Only for
         :attr:`chunked` steppers.
         """
         if not self.chunked:
@@ -348,16 +352,22 @@ class DOPRI5:
             n2 = 2 * self.model.n_coords
             self._records = (np.zeros(capacity + 1), np.zeros((capacity + 1, n2)),
                              np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
+        if self._segments is None or self._segments[0].shape[0] != capacity * dense:
+            self._segments = self._steps(capacity * dense)
         every = t_eval is None
         t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
-        status, n, next_out, steps, rejected = cc.advance(
+        status, n, next_out, steps, rejected, m = cc.advance(
             self._T, self._S, self._P, self._W, self._W7, self._W1, self._mode, max_attempts,
-            10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol, *self._records)
+            10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol, *self._records,
+            *self._segments)
         self.n_steps += steps
         self.n_rejected += rejected
         rec_t, rec_y, rec_obs, rec_kind = self._records
+        seg_t, seg_y, seg_K = self._segments
+        pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
+                              seg_y[k, 1].copy(), seg_K[k].copy()) for k in range(m)]
         chunk = Chunk(rec_t[:n].copy(), rec_y[:n].copy(), rec_obs[:n].copy(),
-                      rec_kind[:n].copy(), next_out, steps, rejected, "ok")
+                      rec_kind[:n].copy(), next_out, steps, rejected, "ok", pieces=pieces)
         if status == cc.FINISHED:
             self.status = "finished"
         elif status == cc.CHECK:
