@@ -25,7 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from .forces import PointForce, SpringDamper, Torque
-from .integrate import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY
+from .integrate import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY, clip_step
 from .kernels import constraint_kernel, jacobian_times
 from .jit import njit
 from .linalg.blockldl import factor_kernel, solve_kernel
@@ -563,7 +563,7 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor):
     n = N // 2
     for _ in range(max_attempts):
         t = c[T_NOW]
-        c[H] = min(c[H], c[T_BOUND] - t)
+        c[H] = clip_step(c[H], t, c[T_BOUND], eps_floor)
         if c[H] < eps_floor * max(abs(t), 1.0):
             return -1, rejected
         status = attempt(T, S, P, Wk, W7, mode)
@@ -587,7 +587,7 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor):
         S.f[:] = S.K[6]
         S.f[:n] = S.y[n:]
         c[T_PREV] = t
-        c[T_NOW] = t + h
+        c[T_NOW] = c[T_BOUND] if h == c[T_BOUND] - t else t + h
         c[H_ACC] = h
         fac = err ** (0.2 - 0.75 * BETA) / c[ERR_OLD] ** BETA
         fct = min(FAC_MAX, max(FAC_MIN, SAFETY / max(fac, 1e-10)))

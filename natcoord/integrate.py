@@ -16,6 +16,7 @@ import numpy as np
 
 from . import validate
 from .dynamics import Workspace
+from .jit import njit
 from .linalg.base import DROP_TOL, HOLD_TOL
 from .model import JOINT
 from .projection import (ProjectionError, describe_rows, project_positions,
@@ -40,12 +41,25 @@ PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
 #: :mod:`natcoord.radau`)
 METHODS = ("dopri5", "radau")
 SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
+#: smallest step relative to max(|t|, 1): below it the step size has underflowed
+EPS_FLOOR = 10 * np.finfo(float).eps
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
 LOCKED = 1e-3
 #: drive the compiled DOPRI5 stepper (:mod:`natcoord.stepper`) when the solver is
 #: ``block`` and every force has a compiled form; False forces the Python path
 COMPILED = True
+
+
+@njit(cache=True)
+def clip_step(h, t, t_bound, eps_floor):
+    """The step from ``t`` toward ``t_bound``: ``h``, or the whole remainder when ``h``
+    would leave a sliver below the step-size floor ``eps_floor · max(|t_bound|, 1)``
+    (a floating-point remainder that no later step could cover)."""
+    remaining = t_bound - t
+    if h > remaining - eps_floor * max(abs(t_bound), 1.0):
+        return remaining
+    return h
 
 
 class IntegrationError(RuntimeError):
@@ -490,8 +504,8 @@ def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_step
     while t < t_end:
         if run.steps + run.rejected >= max_steps:
             raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
-        h = min(h, t_end - t)
-        if h < 10 * np.finfo(float).eps * max(abs(t), 1.0):
+        h = clip_step(h, t, t_end, EPS_FLOOR)
+        if h < EPS_FLOOR * max(abs(t), 1.0):
             raise _Abort(f"step size underflow at t = {t:.6g} (h = {h:.3e})")
         try:
             K[0] = f
@@ -517,7 +531,7 @@ def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_step
             continue
         # accepted step
         run.steps += 1
-        t_new = t + h
+        t_new = t_end if h == t_end - t else t + h
         f = K[6].copy()
         f[:run.n] = y_proj[run.n:]         # FSAL; ṗ = v exactly at the projected state
         dense = DenseOutput(t, h, y, y_new, K.copy())

@@ -49,7 +49,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from .derivatives import linearize
 from .dynamics import Workspace
-from .integrate import PROJECTIONS, Evaluations, _initial_step
+from .integrate import EPS_FLOOR, PROJECTIONS, Evaluations, _initial_step, clip_step
 from .linalg.base import DROP_TOL, HOLD_TOL
 from .projection import ProjectionError
 from .stepper import StepRecord
@@ -279,8 +279,8 @@ class Radau:
         t, y = self._t, self._y
         rejected, err, last_rejected = 0, np.nan, False
         for _ in range(max_attempts):
-            h = min(self._h, self.t_bound - t)
-            if h < 10 * np.finfo(float).eps * max(abs(t), 1.0):
+            h = clip_step(self._h, t, self.t_bound, EPS_FLOOR)
+            if h < EPS_FLOOR * max(abs(t), 1.0):
                 return self._fail(t, err, rejected,
                                   f"step size underflow at t = {t:.6g} (h = {h:.3e})")
             try:

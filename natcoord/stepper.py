@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import compiled as cc
-from .integrate import PROJECTIONS, DenseOutput, _initial_step
+from .integrate import EPS_FLOOR, PROJECTIONS, DenseOutput, _initial_step, clip_step
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
 from .projection import ProjectionError
@@ -280,7 +280,7 @@ class DOPRI5:
         S, c = self._S, self._S.ctrl
         t_old = self.t
         rejected = 0
-        eps_floor = 10 * np.finfo(float).eps
+        eps_floor = EPS_FLOOR
         if not self._drives:
             status, rejected = cc.step(self._T, S, self._P, self._W, self._W7, self._mode,
                                        max_attempts, eps_floor)
@@ -288,7 +288,7 @@ class DOPRI5:
             status = cc.MAX_ATTEMPTS
             W7, weights = self._W7, self.model.tables.weight_table
             for _ in range(max_attempts):
-                h = min(c[cc.H], c[cc.T_BOUND] - t_old)
+                h = clip_step(c[cc.H], t_old, c[cc.T_BOUND], eps_floor)
                 for s in range(1, 6):
                     weights(t_old + cc.C_DENSE[s] * h, W7[s])
                 W7[6] = W7[5]                                # c_6 = c_7 = 1

@@ -23,10 +23,10 @@ def kernels():
     """Every ``cache=True`` Numba dispatcher of natcoord, by qualified name."""
     from numba.core.registry import CPUDispatcher
 
-    from . import compiled
+    from . import compiled, integrate
     from . import kernels as k
     from .linalg import blockldl
-    modules = [k, blockldl, compiled]
+    modules = [k, blockldl, compiled, integrate]
     try:
         from .linalg import cholmod
         modules.append(cholmod)
