@@ -78,6 +78,16 @@ class Chunk:
     pieces: list = ()
 
 
+def _control(index, doc=None):
+    """A read-only float of the compiled control vector ``ctrl[index]``."""
+    return property(lambda self: float(self._S.ctrl[index]), doc=doc)
+
+
+def _counter(index):
+    """A read-only counter ``counts[index]`` of the compiled buffers."""
+    return property(lambda self: int(self._S.counts[index]))
+
+
 class DOPRI5:
     """Compiled Dormand–Prince 5(4) with projection, one call per step.
 
@@ -164,40 +174,18 @@ class DOPRI5:
             cc.advance.compile(tuple(typeof(a) for a in args))
 
     # ------------------------------------------------------------ state
-    @property
-    def t(self):
-        return float(self._S.ctrl[cc.T_NOW])
-
-    @property
-    def t_old(self):
-        return float(self._S.ctrl[cc.T_PREV])
-
-    @property
-    def h(self):
-        """Step size the next attempt starts from."""
-        return float(self._S.ctrl[cc.H])
+    t = _control(cc.T_NOW)
+    t_old = _control(cc.T_PREV)
+    h = _control(cc.H, "Step size the next attempt starts from.")
 
     @property
     def y(self):
         return self._y_view
 
-    @property
-    def n_rhs(self):
-        return int(self._S.counts[cc.N_RHS])
-
-    nfev = n_rhs
-
-    @property
-    def n_factorizations(self):
-        return int(self._S.counts[cc.N_FACT])
-
-    @property
-    def n_projection_iterations(self):
-        return int(self._S.counts[cc.N_PROJ])
-
-    @property
-    def n_active_set_changes(self):
-        return int(self._S.counts[cc.N_ACTIVE])
+    n_rhs = nfev = _counter(cc.N_RHS)
+    n_factorizations = _counter(cc.N_FACT)
+    n_projection_iterations = _counter(cc.N_PROJ)
+    n_active_set_changes = _counter(cc.N_ACTIVE)
 
     @property
     def output_work(self):

@@ -14,21 +14,10 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import natcoord as nc
+from joint_checks import (AXIS, CROSS_AXIS, PAIRS, POINT, T0, Evaluator, derivatives_in_t,
+                          moved, off_manifold, rotation, two_bodies, unit)
 from natcoord.kinematics import angular_velocity, joint_rate as state_joint_rate
 
-
-def unit(v):
-    return np.asarray(v, float) / np.linalg.norm(v)
-
-
-def rotation(axis, angle):
-    return Rotation.from_rotvec(angle * np.asarray(unit(axis))).as_matrix()
-
-
-T0 = 0.6
-POINT = np.array([0.3, -0.2, 0.5])
-AXIS = unit([1.0, 2.0, -0.5])
-CROSS_AXIS = unit(np.cross(AXIS, [0.0, 0.0, 1.0]))
 OBLIQUE_AXIS = unit(CROSS_AXIS + 0.6 * AXIS)            # 59° to AXIS
 IN_PLANE = unit(np.cross(AXIS, CROSS_AXIS))
 TUMBLE = Rotation.from_rotvec([0.5, -0.9, 0.3]).as_matrix()
@@ -46,8 +35,6 @@ JOINTS = {
         lambda m, a, b: m.add_point_on_plane(a, b, point=POINT, normal=AXIS, name="j"),
         1, (TUMBLE, 0.3 * CROSS_AXIS - 0.2 * IN_PLANE)),
 }
-PAIRS = {"body-body": ("A", "B"), "ground-body": (nc.GROUND, "B"),
-         "body-ground": ("A", nc.GROUND)}
 
 
 @pytest.fixture(params=list(PAIRS), scope="module")
@@ -60,60 +47,11 @@ def kind(request):
     return request.param
 
 
-def two_bodies():
-    mech = nc.Mechanism()
-    for name, origin, rotvec in (("A", (0.1, 0.2, -0.3), (0.3, -0.5, 0.8)),
-                                 ("B", (0.5, -0.1, 0.4), (-0.7, 0.2, 0.4))):
-        mech.add_body(name, mass=1.3, com=np.add(origin, (0.1, 0.05, -0.02)),
-                      inertia=np.diag([0.02, 0.03, 0.04]), origin=origin,
-                      axes=Rotation.from_rotvec(rotvec).as_matrix())
-    return mech
-
-
 @pytest.fixture(scope="module")
 def model(kind, pair):
     mech = two_bodies()
     JOINTS[kind][0](mech, *pair)
     return mech.build()
-
-
-class Evaluator:
-    """``g, g_t, γ`` (m,) and the dense ``G`` (m × 12 n) at ``(t, p, v)``."""
-
-    def __init__(self, model):
-        self.model, self.ws = model, nc.Workspace(model, "dense")
-
-    def __call__(self, t, p, v=None):
-        ws = self.ws
-        ws.constraints(t, np.asarray(p, float), np.zeros_like(p) if v is None else v)
-        return ws.g.copy(), ws.g_t.copy(), ws.gamma.copy(), self.model.tables.csr(ws.G).toarray()
-
-
-def off_manifold(model, seed):
-    rng = np.random.default_rng(seed)
-    n = model.n_coords
-    return (model.p_reference + 0.1 * rng.standard_normal(n), rng.standard_normal(n),
-            rng.standard_normal(n))
-
-
-def derivatives_in_t(f, h=1e-2):
-    def d1(h):
-        return (f(h) - f(-h)) / (2 * h)
-
-    def d2(h):
-        return (f(h) - 2 * f(0.0) + f(-h)) / h**2
-    return (4 * d1(h / 2) - d1(h)) / 3, (4 * d2(h / 2) - d2(h)) / 3
-
-
-def moved(model, pair, R, d):
-    a, b = pair
-    if b is nc.GROUND:
-        a, b, R, d = b, a, R.T, -R.T @ np.broadcast_to(d, 3)
-    X = model.p_reference.reshape(-1, 3).copy()
-    i = model.body_index[b]
-    X[4 * i] = POINT + R @ (X[4 * i] - POINT) + d
-    X[4 * i + 1:4 * i + 4] = X[4 * i + 1:4 * i + 4] @ R.T
-    return X.ravel()
 
 
 # ------------------------------------------------------------ constraint rows
