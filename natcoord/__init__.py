@@ -7,7 +7,7 @@ from . import models
 from .body import box_inertia, cylinder_inertia, rod_inertia
 from .dynamics import AccelerationInfo, Workspace, accelerations
 from .integrate import PROJECTIONS, IntegrationError, SimulationInterrupted, simulate
-from .joints import Drive
+from .drives import Drive
 from .linalg import available_solvers, default_solver
 from .importers import load_mjcf, load_urdf
 from .mechanism import GROUND, Mechanism

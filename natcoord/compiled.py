@@ -25,6 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from .forces import PointForce, SpringDamper, Torque
+from .drives import NO_LAWS, fill_weights
 from .integrate import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY, clip_step
 from .kernels import constraint_kernel, jacobian_times
 from .jit import njit
@@ -65,7 +66,8 @@ Tables = namedtuple("Tables", [
     "lin_row", "lin_a", "lin_d", "lin_w", "lin_g", "const_row", "const_c", "const_w",
     "pattern_row", "pattern_slot", "J4", "gravity_force",
     "force_kind", "force_index", "aff_ptr", "aff_slot", "aff_coef", "aff_const",
-    "pf_aff", "pf_vec", "tq_body", "tq_vec", "sp_a", "sp_b", "sp_k", "sp_l0", "sp_c"])
+    "pf_aff", "pf_vec", "tq_body", "tq_vec", "sp_a", "sp_b", "sp_k", "sp_l0", "sp_c",
+    "laws"])
 
 Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
@@ -146,7 +148,7 @@ def make_tables(model):
     tables = model.tables
     return Tables(*tables.kernel_args(), tables.pattern_row, tables.pattern_slot,
                   np.ascontiguousarray(model.J4), np.ascontiguousarray(model.gravity_force),
-                  **forces)
+                  **forces, laws=NO_LAWS if tables.laws is None else tables.laws)
 
 
 def make_block(solver):
@@ -335,6 +337,14 @@ def rhs(T, S, P, Wk, y, W, mode, out):
 
 
 @njit(cache=True)
+def weights_at(T, t, W):
+    """The weight table ``W`` at time t from the drives' laws, if they are compiled
+    (``T.laws`` empty: the table is constant, or filled by the caller)."""
+    if T.laws.weight_kind.size > 0:
+        fill_weights(T.laws, t, W)
+
+
+@njit(cache=True)
 def _kept_max(S, r):
     size = 0.0
     for i in range(r.size):
@@ -511,16 +521,17 @@ def attempt(T, S, P, Wk, W7, mode):
     ``K[0]`` the FSAL value ``S.f``; ``y_new = y + h Σ b_j K[j]``; the error
     ``‖h Σ e_j K[j] / (atol + rtol max(|y|, |y_new|))‖_rms``. Accepted
     (err ≤ 1): projected into ``S.yproj``. ``W7[s]`` is the weight table at the
-    stage time ``t + c_s h``. Returns a status; ``ctrl[ERR]`` holds the error.
+    stage time ``t + c_s h`` (filled here from compiled drives). Returns a status; ``ctrl[ERR]`` holds the error.
     """
     K, y, ys, yn, comb, sq = S.K, S.y, S.ystage, S.ynew, S.comb, S.sq
     N = y.size
-    h = S.ctrl[H]
+    t, h = S.ctrl[T_NOW], S.ctrl[H]
     K[0, :] = S.f
     for s in range(1, 7):
         np.dot(A_DENSE[s, :s], K[:s], comb)       # BLAS, as numpy's A[s] @ K[:s]
         for i in range(N):
             ys[i] = y[i] + h * comb[i]
+        weights_at(T, t + C_DENSE[s] * h, W7[s])
         status = rhs(T, S, P, Wk, ys, W7[s], mode, K[s])
         if status != 0:
             return status
@@ -672,8 +683,8 @@ def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, ever
     Records (time, state, :func:`observe`, kind) go to ``rec_*`` in order: every
     accepted step if ``every_step``, else the points ``t_eval[next_out:]`` the
     steps pass (dense output, projected as an accepted step). Every recorded
-    state passes :func:`violated` first. For a model without drives (the
-    weight tables ``W7``, ``W1`` constant). With ``seg_t`` not empty, each
+    state passes :func:`violated` first. For a model without drives or with
+    compiled ones (:func:`weights_at` fills ``W7``, ``W1``). With ``seg_t`` not empty, each
     accepted step's dense-output data go to ``seg_t`` (t_old, h), ``seg_y``
     (y_old, y_new) and ``seg_K`` (the stages), checked or not. Stops when
 
@@ -698,6 +709,7 @@ def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, ever
             y = rec_y[n]
             dense_point(S, (t_out - c[T_PREV]) / c[H_ACC], y)
             rec_t[n], rec_kind[n] = t_out, OUTPUT_RECORD
+            weights_at(T, t_out, W1)
             status = _project_output(T, S, P, Wk, y, W1, mode)
             if status != 0:
                 return status, n, next_out, steps, rejected, m
@@ -721,6 +733,7 @@ def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, ever
         if seg_t.shape[0] > 0:
             _keep_step(S, m, seg_t, seg_y, seg_K)
             m += 1
+        weights_at(T, c[T_NOW], W1)
         if violated(T, S, S.y, W1, mode, c[PROJ_TOL], drift_tol):
             rec_t[n], rec_kind[n] = c[T_NOW], STEP_RECORD
             rec_y[n, :] = S.y

@@ -620,7 +620,7 @@ def _drive(run, t_end, t_eval, max_steps, progress):
 
 
 def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
-    """:func:`_drive` for a chunked stepper (DOPRI5 on a model without drives): steps, outputs and
+    """:func:`_drive` for a chunked stepper (DOPRI5 on a model without Python drive callables): steps, outputs and
     their checks in compiled chunks (:meth:`~natcoord.stepper.DOPRI5.advance`);
     Python only stores the records and handles what a chunk stopped for."""
     from .compiled import OUTPUT_RECORD

@@ -16,138 +16,12 @@ Rheonomic drives are the same forms with time-dependent weights: a row is
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
-from .checks import finite_triple
+from .drives import WEIGHT_COS, WEIGHT_S, WEIGHT_SIN, Drive, Weight
 from .expressions import Affine, Quadratic, component, dot
-
-
-# --------------------------------------------------------------------- drives
-class Drive:
-    """A prescribed coordinate ``s(t)`` with its first two derivatives.
-
-    Build from three callables (``Drive(s, s_dot, s_ddot)``), from one callable
-    returning the triple (``Drive(f)``), or from samples
-    (``Drive.spline(t, s)``, a C² cubic spline). Calling it returns
-    ``(s, ṡ, s̈)`` as three finite floats or raises an error naming its joint.
-    """
-
-    #: what errors call the drive; the builder puts its joint here
-    label = "Drive"
-    CONTRACT = ("; a drive returns the triple (s, ṡ, s̈): the prescribed coordinate and its "
-                "first two time derivatives at time t. For a function s(t) alone, pass "
-                "Drive(s, s_dot, s_ddot) with its derivatives, or Drive.spline(t, s) on "
-                "samples of it")
-
-    def __init__(self, position, velocity=None, acceleration=None):
-        if velocity is None and acceleration is None:
-            self._triple = position
-        elif velocity is not None and acceleration is not None:
-            self._triple = lambda t: (position(t), velocity(t), acceleration(t))
-        else:
-            raise ValueError("Drive needs s(t), s'(t) and s''(t): pass all three callables, "
-                             "one callable returning the triple, or use Drive.spline(t, s)")
-
-    @classmethod
-    def spline(cls, t, s):
-        """C² cubic spline (not-a-knot) through the samples ``s`` at times ``t``."""
-        t, s = np.asarray(t, float), np.asarray(s, float)
-        spl = CubicSpline(t, s)
-        return cls(spl, spl.derivative(1), spl.derivative(2))._declare(
-            "spline", t=t.tolist(), s=s.tolist())
-
-    # Declarative drives: each carries ``spec``, the dictionary a model file
-    # stores (docs/model-format.md); ``Drive.from_spec`` rebuilds it.
-    def _declare(self, kind, **parameters):
-        self.spec = {"type": kind, **parameters}
-        return self
-
-    @classmethod
-    def constant_rate(cls, rate, start=0.0):
-        """``s(t) = start + rate·t``."""
-        rate, start = float(rate), float(start)
-        return cls(lambda t: (start + rate * t, rate, 0.0))._declare(
-            "constant_rate", rate=rate, start=start)
-
-    @classmethod
-    def sinusoid(cls, amplitude, frequency, phase=0.0, offset=0.0):
-        """``s(t) = offset + amplitude·sin(2π·frequency·t + phase)`` (frequency in Hz)."""
-        a, f, phi, c = (float(x) for x in (amplitude, frequency, phase, offset))
-        w = 2.0 * np.pi * f
-
-        def triple(t):
-            sin, cos = np.sin(w * t + phi), np.cos(w * t + phi)
-            return c + a * sin, a * w * cos, -a * w * w * sin
-
-        return cls(triple)._declare("sinusoid", amplitude=a, frequency=f, phase=phi, offset=c)
-
-    @classmethod
-    def polynomial(cls, coefficients):
-        """``s(t) = Σ_k c_k t^k`` for ``coefficients = (c_0, c_1, …)``."""
-        from numpy.polynomial import polynomial as P
-        c = np.atleast_1d(np.asarray(coefficients, float))
-        if c.ndim != 1 or c.size == 0 or not np.all(np.isfinite(c)):
-            raise ValueError(f"Drive.polynomial: coefficients must be finite numbers "
-                             f"(c_0, c_1, …), got {coefficients!r}")
-        c1, c2 = P.polyder(c), P.polyder(c, 2)
-        return cls(lambda t: (P.polyval(t, c), P.polyval(t, c1), P.polyval(t, c2)))._declare(
-            "polynomial", coefficients=c.tolist())
-
-    @classmethod
-    def from_spec(cls, spec):
-        """The drive a model file's ``{"type": …, parameters}`` describes."""
-        makers = {"constant_rate": cls.constant_rate, "sinusoid": cls.sinusoid,
-                  "polynomial": cls.polynomial, "spline": cls.spline}
-        if not isinstance(spec, dict) or spec.get("type") not in makers:
-            raise ValueError(f"drive must be an object with \"type\" one of {sorted(makers)}, "
-                             f"got {spec!r}")
-        parameters = {k: v for k, v in spec.items() if k != "type"}
-        try:
-            return makers[spec["type"]](**parameters)
-        except TypeError as err:
-            raise ValueError(f"{spec['type']} drive: {err}") from None
-
-    @classmethod
-    def coerce(cls, drive, where):
-        """The drive of joint ``where``, checked by one call at t = 0."""
-        if drive is None:
-            return None
-        if isinstance(drive, (tuple, list)) and len(drive) == 3 and all(map(callable, drive)):
-            drive = cls(*drive)
-        elif callable(drive) and not isinstance(drive, Drive):
-            drive = cls(drive)
-        elif not isinstance(drive, Drive):
-            raise ValueError(f"{where}: drive must be a Drive, a callable returning (s, s', s''), "
-                             f"or a tuple of three callables")
-        drive = copy.copy(drive)            # the same Drive may serve several joints
-        drive.label = where
-        drive(0.0)
-        return drive
-
-    def __call__(self, t):
-        s, sd, sdd = finite_triple(self._triple(t), "drive", self.label, t, self.CONTRACT)
-        return float(s), float(sd), float(sdd)
-
-
-class _Weight:
-    """Time-dependent weight ``w(t)`` of one part of a rheonomic row."""
-
-    def __init__(self, drive, kind):
-        self.drive, self.kind = drive, kind
-
-    def __call__(self, t):
-        """``(w, ẇ, ẅ)`` at time t."""
-        s, sd, sdd = self.drive(t)
-        if self.kind == "s":
-            return s, sd, sdd
-        c, n = np.cos(s), np.sin(s)
-        if self.kind == "cos":
-            return c, -n * sd, -c * sd * sd - n * sdd
-        return n, c * sd, -n * sd * sd + c * sdd  # "sin"
 
 
 @dataclass(frozen=True)
@@ -261,8 +135,8 @@ def revolute_rows(name, fi, fj, x, u, drive=None):
     if drive is not None:
         a_j = fj.direction(h1)
         rows.append(ConstraintRow(f"{name}: drive θ(t)", (
-            (_Weight(drive, "cos"), dot(a_j, fi.direction(h2))),
-            (_Weight(drive, "sin"), -1.0 * dot(a_j, fi.direction(h1))))))
+            (Weight(drive, WEIGHT_COS), dot(a_j, fi.direction(h2))),
+            (Weight(drive, WEIGHT_SIN), -1.0 * dot(a_j, fi.direction(h1))))))
     return rows
 
 
@@ -345,7 +219,7 @@ def prismatic_rows(name, fi, fj, x, u, drive=None):
     if drive is not None:
         rows.append(ConstraintRow(f"{name}: drive s(t)", (
             (None, translation_restriction(fi.point(x), fj.point(x), fi.direction(u))),
-            (_Weight(drive, "s"), Quadratic(const=-1.0)))))
+            (Weight(drive, WEIGHT_S), Quadratic(const=-1.0)))))
     return rows
 
 

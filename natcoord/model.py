@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from .drives import fill_weights, pack
 from .joints import rigid_body_rows
 
 RIGID, JOINT = 0, 1
@@ -77,6 +78,8 @@ class ConstraintTables:
         self.csr_indices = _frozen((3 * self.pattern_slot[:, None] + np.arange(3)).ravel(),
                                    np.int64)
         self.shape = (len(rows), 3 * n_slots)
+        #: the drives' laws (natcoord.drives.Laws), or None if a drive is a Python callable
+        self.laws = pack(self.weights)
 
     def kernel_args(self):
         return (self.quad_row, self.quad_a, self.quad_b, self.quad_c, self.quad_w,
@@ -97,8 +100,11 @@ class ConstraintTables:
             out[:] = last[1]
             return out
         out[0] = (1.0, 0.0, 0.0)
-        for k, weight in enumerate(self.weights, start=1):
-            out[k] = weight(t)
+        if self.laws is not None:
+            fill_weights(self.laws, float(t), out)
+        else:
+            for k, weight in enumerate(self.weights, start=1):
+                out[k] = weight(t)
         if self.weights:
             self._last_table = (t, out.copy())
         return out

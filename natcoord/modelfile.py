@@ -9,9 +9,9 @@ given (world reference coordinates unless the entry says ``"local": true``),
 so loading replays them through the same public methods and every check of
 the builder applies; writing then reading gives the identical model.
 
-Drives are Python callables, so a file stores only declarative drives
-(``Drive.constant_rate``, ``Drive.sinusoid``, ``Drive.polynomial``,
-``Drive.spline``); ``sample_drives=dt`` stores any other drive as a spline
+A file stores declarative drives (``Drive.constant_rate``, ``Drive.sinusoid``,
+``Drive.polynomial``, ``Drive.spline``, ``Drive.fourier``/``Drive.periodic``);
+``sample_drives=dt`` stores any other drive as a spline
 through its values sampled every ``dt`` over ``[0, t_end]``.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .joints import Drive
+from .drives import Drive
 from .mechanism import Mechanism, _snapshot
 
 FORMAT = "natcoord-mechanism"
@@ -51,8 +51,8 @@ def _drive_spec(drive, where, sample_drives, t_end):
     if sample_drives is None:
         raise ValueError(
             f"{where}: its drive is a Python callable, which a model file cannot store; "
-            f"build it with Drive.constant_rate, Drive.sinusoid, Drive.polynomial or "
-            f"Drive.spline, or pass sample_drives=dt to store it as a cubic spline through "
+            f"build it with Drive.constant_rate, Drive.sinusoid, Drive.polynomial, "
+            f"Drive.spline or Drive.periodic, or pass sample_drives=dt to store it as a cubic spline through "
             f"samples every dt seconds over [0, t_end]")
     dt = float(sample_drives)
     if not dt > 0.0:

@@ -5,8 +5,10 @@ Dormand–Prince 5(4) pair, PI control and projection of
 :func:`natcoord.integrate.simulate`, and produces the same steps: the stages,
 the error estimate, the controller and the projection of an accepted step run
 in the Numba kernels of :mod:`natcoord.compiled`, so Python sees one call per
-step (per step *attempt* for a model with drives, whose weight tables —
-Python callables of t — are evaluated here at the stage times and passed in).
+step, or one call per block of steps (:meth:`DOPRI5.advance`). Declarative
+drives (:mod:`natcoord.drives`) are compiled laws the kernels evaluate; a
+drive given as Python callables makes it one call per step *attempt*, the
+weight tables evaluated here at the stage times and passed in.
 
 Requirements: the ``block`` solver, and applied forces with a compiled form
 (gravity, spring–dampers, constant point forces, constant torques). A model
@@ -119,7 +121,7 @@ class DOPRI5:
         n = model.n_coords
         self._S = S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
         self._mode = cc.MODES[projection]
-        self._drives = model.n_weights > 1
+        self._python_drives = model.n_weights > 1 and model.tables.laws is None
         self._W7 = np.zeros((7, model.n_weights, 3))
         self._W1 = np.zeros((model.n_weights, 3))
         for W in (*self._W7, self._W1):
@@ -199,7 +201,7 @@ class DOPRI5:
         return np.flatnonzero(self._S.mask)
 
     def _weights(self, t, out):
-        if self._drives:
+        if self.model.n_weights > 1:
             self.model.tables.weight_table(t, out)
         return out
 
@@ -269,7 +271,7 @@ class DOPRI5:
         t_old = self.t
         rejected = 0
         eps_floor = EPS_FLOOR
-        if not self._drives:
+        if not self._python_drives:
             status, rejected = cc.step(self._T, S, self._P, self._W, self._W7, self._mode,
                                        max_attempts, eps_floor)
         else:
@@ -310,8 +312,9 @@ class DOPRI5:
     # ------------------------------------------------------------ many steps
     @property
     def chunked(self):
-        """True if :meth:`advance` can run many steps per call (a model without drives)."""
-        return not self._drives
+        """True if :meth:`advance` can run many steps per call (a model without drives
+        given as Python callables)."""
+        return not self._python_drives
 
     def _steps(self, capacity):
         """Buffers of :func:`~natcoord.compiled.advance` for ``capacity`` steps'
@@ -333,7 +336,8 @@ class DOPRI5:
         :attr:`chunked` steppers.
         """
         if not self.chunked:
-            raise RuntimeError("advance() needs a model without drives; use step()")
+            raise RuntimeError("advance() needs a model without drives given as Python "
+                               "callables; use step()")
         if self.status != "running":
             raise RuntimeError(f"advance() on a {self.status} stepper")
         if self._records is None or self._records[0].size != capacity + 1:

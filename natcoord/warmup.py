@@ -23,10 +23,10 @@ def kernels():
     """Every ``cache=True`` Numba dispatcher of natcoord, by qualified name."""
     from numba.core.registry import CPUDispatcher
 
-    from . import compiled, integrate
+    from . import compiled, drives, integrate
     from . import kernels as k
     from .linalg import blockldl
-    modules = [k, blockldl, compiled, integrate]
+    modules = [k, blockldl, compiled, integrate, drives]
     try:
         from .linalg import cholmod
         modules.append(cholmod)
@@ -56,7 +56,7 @@ def exercise(t_end=0.02):
     ran.append("six-bar compiled observe")
     small = [models.chain(8, loops=2).build(),              # loop closures (spherical)
              models.tree(3).build(),
-             models.hexapod(scenario="driven").build(),    # universal, prismatic, drives
+             models.hexapod(scenario="driven").build(),    # universal, prismatic, drive laws
              models.andrews().build(),                      # spring, torque, 9 redundant
              models.four_bar().build()]
     for model in small:

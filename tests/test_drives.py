@@ -21,15 +21,15 @@ def _slide(t):
         -1.2 * np.sin(2 * t) + 0.2
 
 
-def two_drives():
+def two_drives(hinge=_angle, rail=_slide):
     """Ground –(driven revolute)– arm –(driven prismatic, oblique axis)– slider."""
     mech = nc.Mechanism(gravity=GRAVITY)
     mech.add_body("arm", MASS, com=(0.2, 0, 0), inertia=box_inertia(MASS, SIZE))
     mech.add_body("slider", MASS, com=(0.4, 0.1, 0), inertia=box_inertia(MASS, SIZE),
                   origin=(0.4, 0.1, 0))
-    mech.add_revolute(nc.GROUND, "arm", point=(0, 0, 0), axis=(0, 0.6, 0.8), drive=_angle,
+    mech.add_revolute(nc.GROUND, "arm", point=(0, 0, 0), axis=(0, 0.6, 0.8), drive=hinge,
                       name="hinge")
-    mech.add_prismatic("arm", "slider", point=(0.4, 0.1, 0), axis=(1, 1, 0), drive=_slide,
+    mech.add_prismatic("arm", "slider", point=(0.4, 0.1, 0), axis=(1, 1, 0), drive=rail,
                        name="rail")
     return mech.build()
 
@@ -56,6 +56,44 @@ def test_time_derivatives_match_finite_differences():
     assert np.abs(second - (G @ a - ws.gamma)).max() < 1e-5
     # the FD check above must see the drives: their rows carry g_t ≠ 0
     assert np.count_nonzero(ws.g_t) == 2
+
+
+def test_compiled_laws_take_the_steps_of_python_callables():
+    """Declarative drives are laws the compiled stepper evaluates itself, many
+    steps per call; the same drives behind Python callables are evaluated in
+    Python once per step attempt. Same steps, same states."""
+    hinge = nc.Drive.sinusoid(0.5, 0.5, phase=1.2, offset=0.1)
+    rail = nc.Drive.spline(np.linspace(0, 2, 9), 0.2 * np.sin(np.linspace(0, 2, 9)))
+    compiled = nc.simulate(two_drives(hinge, rail), 2.0, rtol=1e-9)
+    python = nc.simulate(two_drives(lambda t: hinge(t), lambda t: rail(t)), 2.0, rtol=1e-9)
+    assert two_drives(hinge, rail).tables.laws is not None
+    assert two_drives(lambda t: hinge(t), rail).tables.laws is None
+    assert compiled.success and python.success and compiled.stats["steps"] > 20
+    assert np.array_equal(compiled.t, python.t)
+    assert np.abs(compiled.p - python.p).max() <= 1e-12
+    assert np.abs(compiled.v - python.v).max() <= 1e-11
+
+
+def test_declarative_drives_are_their_closed_forms():
+    """Each law against its formula, at times inside and outside its samples."""
+    t = np.array([-0.3, 0.0, 0.41, 1.7, 2.5])
+    w = 2 * np.pi * 0.5
+    cases = [(nc.Drive.constant_rate(0.3, start=0.1), (0.1 + 0.3 * t, 0.3 + 0 * t, 0 * t)),
+             (nc.Drive.polynomial([1, -2, 0.5, 0.25]),
+              (1 - 2 * t + 0.5 * t**2 + 0.25 * t**3, -2 + t + 0.75 * t**2, 1 + 1.5 * t)),
+             (nc.Drive.sinusoid(0.2, 0.5, phase=0.3, offset=-1),
+              (-1 + 0.2 * np.sin(w * t + 0.3), 0.2 * w * np.cos(w * t + 0.3),
+               -0.2 * w**2 * np.sin(w * t + 0.3))),
+             (nc.Drive.fourier(0.5, [0.1, 0.0, 0.3], [0.2, 0.0]),
+              (0.1 + 0.2 * np.sin(w * t) + 0.3 * np.cos(2 * w * t),
+               0.2 * w * np.cos(w * t) - 0.6 * w * np.sin(2 * w * t),
+               -0.2 * w**2 * np.sin(w * t) - 1.2 * w**2 * np.cos(2 * w * t)))]
+    knots = np.linspace(0.0, 2.0, 7)
+    spline = CubicSpline(knots, np.cos(knots))
+    cases.append((nc.Drive.spline(knots, np.cos(knots)), (spline(t), spline(t, 1), spline(t, 2))))
+    for drive, expected in cases:
+        got = np.array([drive(ti) for ti in t]).T
+        assert np.allclose(got, expected, rtol=1e-13, atol=1e-13), drive.spec
 
 
 def slider_on_incline(drive):

@@ -6,7 +6,8 @@ from scipy.integrate import cumulative_simpson
 
 import natcoord as nc
 from natcoord.models.hexapod import (BASE_POINTS, PLATFORM_CENTRE, PLATFORM_POINTS, hexapod,
-                                     leg_drive, leg_frame, platform_path)
+                                     leg_drive, leg_frame, leg_motion,
+                                     platform_path)
 
 PROJ_TOL = 1e-10
 T = 0.5            # s; short runs keep the suite fast (full scenarios: T_END)
@@ -69,6 +70,17 @@ def test_drive_derivatives_match_finite_differences():
             assert abs((sp - sm) / (2 * h) - d0) < 1e-7
             assert abs((dp - dm) / (2 * h) - a0) < 1e-6
             assert abs((sp - 2 * s0 + sm) / h**2 - a0) < 1e-6
+
+
+def test_fourier_drive_is_the_closed_form():
+    """The declarative (Fourier) drive equals the closed-form inverse kinematics
+    at times off its sampling grid, to round-off."""
+    for k in range(6):
+        closed, fourier = leg_motion(k), leg_drive(k)
+        for t in np.random.default_rng(k).uniform(0.0, 10.0, 20):
+            exact = np.array(closed(t))
+            assert np.abs(np.array(fourier(t)) - exact).max() < 1e-12 * max(np.abs(exact).max(),
+                                                                            1.0)
 
 
 def test_driven_platform_follows_path(driven):

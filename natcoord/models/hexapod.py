@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..body import cylinder_inertia
-from ..joints import Drive
+from ..drives import Drive
 from ..mechanism import GROUND, Mechanism
 
 BASE_RADIUS, PLATFORM_RADIUS, HEIGHT = 1.0, 0.5, 1.0
@@ -59,8 +59,9 @@ def platform_path(t):
     return c, c_dot, c_ddot
 
 
-def leg_drive(k):
-    """Drive of leg k: extension ``s = |d| − |d(0)|`` with ``d = P_k(t) − B_k``.
+def leg_motion(k):
+    """Extension of leg k in closed form, a callable ``t ↦ (s, ṡ, s̈)``:
+    ``s = |d| − |d(0)|`` with ``d = P_k(t) − B_k``.
 
     At constant orientation ``P_k(t) = c(t) + (P_k − c(0))``, so ``ḋ = ċ`` and
     ``d̈ = c̈``: ``ṡ = d̂·ċ`` and ``s̈ = d̂·c̈ + (|ċ|² − (d̂·ċ)²)/|d|``.
@@ -76,7 +77,15 @@ def leg_drive(k):
         rate = n @ c_dot
         return length - length0, rate, n @ c_ddot + (c_dot @ c_dot - rate**2) / length
 
-    return Drive(triple)
+    return triple
+
+
+def leg_drive(k):
+    """Drive of leg k: :func:`leg_motion` as its Fourier interpolant
+    (``Drive.periodic``: the path is periodic and s analytic, so 15 harmonics
+    match the closed form to 1e-12 relative): a declarative drive, compiled
+    and storable in a model file."""
+    return Drive.periodic(leg_motion(k), period=1.0 / PATH_FREQUENCY)
 
 
 def leg_frame(k):
