@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .checks import number
+from .drives import parameter_weights
 from .dynamics import Workspace
 from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
 from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
@@ -116,19 +117,21 @@ class LinearizationPoint:
     def derivative(self, dp=None, dv=None, param=None):
         """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
 
-        ``[da; dλ] = K⁻¹ [df − dM a − dGᵀ λ;  dγ − dG a]``.
+        ``[da; dλ] = K⁻¹ [df − dM a − dGᵀ λ;  dγ − dG a]``. A drive parameter
+        moves the weight table W, in which g, G, g_t and γ are linear: its
+        ``dG, dγ`` are the kernel's at the base point with the table ``∂W/∂θ``.
         """
         dX = np.zeros_like(self.X) if dp is None else np.reshape(dp, (-1, 3))
         dV = np.zeros_like(self.V) if dv is None else np.reshape(dv, (-1, 3))
         r = self.force_derivative(dX, dV)
-        dM = ()
-        if param is not None:
-            theta = parameter_direction(self.model, param, self)
-            r += theta.get("df", 0.0)
-            dM = theta.get("dM", ())
-        for body, dJ4 in dM:
+        theta = {} if param is None else parameter_direction(self.model, param, self)
+        r += theta.get("df", 0.0)
+        for body, dJ4 in theta.get("dM", ()):
             r[4 * body:4 * body + 4] -= dJ4 @ self.A[4 * body:4 * body + 4]
         dgamma, dG = self.constraint_derivative(dX, dV)
+        if "dW" in theta:                      # a drive parameter moves the weights
+            _, _, dgamma_w, dG_w = self._constraint_terms(self.X, self.V, theta["dW"])
+            dgamma, dG = dgamma + dgamma_w, dG + dG_w
         r -= self._transpose_times(dG, self.lam)
         s = dgamma - self._times(dG, self.A)
         da, dlam = self.ws.solver.solve(r.ravel(), s)
@@ -144,8 +147,8 @@ class LinearizationPoint:
         if scale == 0.0:
             return np.zeros(self.model.n_rows), np.zeros((self.model.tables.pattern_row.size, 3))
         dX, dV = dX / scale, dV / scale
-        gamma_p, G_p, _ = self._constraint_terms(self.X + dX, self.V + dV)
-        gamma_m, G_m, _ = self._constraint_terms(self.X - dX, self.V - dV)
+        _, _, gamma_p, G_p = self._constraint_terms(self.X + dX, self.V + dV)
+        _, _, gamma_m, G_m = self._constraint_terms(self.X - dX, self.V - dV)
         return 0.5 * scale * (gamma_p - gamma_m), 0.5 * scale * (G_p - G_m)
 
     def velocity_residual_derivative(self, dX):
@@ -156,11 +159,11 @@ class LinearizationPoint:
         if scale == 0.0:
             return np.zeros(self.model.n_rows)
         dX = dX / scale
-        _, G_p, g_t_p = self._constraint_terms(self.X + dX, self.V)
-        _, G_m, g_t_m = self._constraint_terms(self.X - dX, self.V)
+        _, g_t_p, _, G_p = self._constraint_terms(self.X + dX, self.V)
+        _, g_t_m, _, G_m = self._constraint_terms(self.X - dX, self.V)
         return 0.5 * scale * (self._times(G_p - G_m, self.V) + g_t_p - g_t_m)
 
-    def projection_derivative(self, dp, dv):
+    def projection_derivative(self, dp, dv, param=None):
         """Derivative of the projection of projection.py at this (projected) point.
 
         The projected ``(p⁺, v⁺)`` satisfies ``g(p⁺) = 0``, ``G v⁺ + g_t = 0``
@@ -172,23 +175,33 @@ class LinearizationPoint:
                                                                      dv⁺ = dv + Δv
 
         i.e. the M-orthogonal projection of ``dp`` onto the tangent space and
-        of ``dv`` onto the linearized velocity constraint. Terms of the size of
+        of ``dv`` onto the linearized velocity constraint. A drive parameter
+        ``param`` moves the constraints themselves: ``∂g/∂θ`` joins ``G dp`` and
+        ``∂(G v + g_t)/∂θ`` the velocity right-hand side. Terms of the size of
         the multipliers μ (the residual before projection) are neglected:
         the Jacobian of the simplified Newton factorization and ``∂M/∂θ``
         multiply μ.
         """
         zero = np.zeros(self.model.n_coords)
-        dp = dp + self.ws.solver.solve(zero, -self._times(self.G, np.reshape(dp, (-1, 3))))[0]
-        rate = self._times(self.G, np.reshape(dv, (-1, 3)))
+        position = self._times(self.G, np.reshape(dp, (-1, 3)))
+        rate = np.zeros(self.model.n_rows)
+        if param is not None and "dW" in (theta := parameter_direction(self.model, param, self)):
+            g_w, g_t_w, _, G_w = self._constraint_terms(self.X, self.V, theta["dW"])
+            position += g_w
+            rate += self._times(G_w, self.V) + g_t_w
+        dp = dp + self.ws.solver.solve(zero, -position)[0]
+        rate += self._times(self.G, np.reshape(dv, (-1, 3)))
         rate += self.velocity_residual_derivative(np.reshape(dp, (-1, 3)))
         return dp, dv + self.ws.solver.solve(zero, -rate)[0]
 
-    def _constraint_terms(self, X, V):
+    def _constraint_terms(self, X, V, W=None):
+        """``(g, g_t, γ, G)`` at ``(X, V)`` with the weight table ``W`` (default: at t)."""
         tables, m = self.model.tables, self.model.n_rows
         g, g_t, gamma = np.zeros(m), np.zeros(m), np.zeros(m)
         G = np.zeros((tables.pattern_row.size, 3))
-        constraint_kernel(X, V, self.W, *tables.kernel_args(), g, g_t, gamma, G)
-        return gamma, G, g_t
+        constraint_kernel(X, V, self.W if W is None else W, *tables.kernel_args(), g, g_t,
+                          gamma, G)
+        return g, g_t, gamma, G
 
     def _times(self, G, V):
         out = np.zeros(self.model.n_rows)
@@ -340,8 +353,15 @@ def parameter_direction(model, name, at):
       order of ``add_force``/``add_torque``) at s = 1: the load is linear in
       s, so ``df`` is its generalized force at the base point, exactly, also
       for a load given as a function of ``(t, state)``.
+    * ``"drive:<joint>:<parameter>"``: a parameter of a declarative drive
+      (``amplitude``, ``rate``, ``coefficients.1``, ``s.3``, …; see
+      :meth:`~natcoord.Drive.parameter`): ``dW = ∂W/∂θ``, the derivative of
+      the weight table (complex step through the compiled law, exact).
     """
     kind, _, key = name.partition(":")
+    if kind == "drive":
+        drive, parameter = _driven(model, name, key)[1].drive, key.rpartition(":")[2]
+        return {"dW": parameter_weights(model.tables.weights, drive, parameter, at.t)}
     df = np.zeros((4 * model.n_bodies, 3))
     if kind in ("mass", "inertia"):
         body = _body(model, name, key)
@@ -382,6 +402,8 @@ def parameter_value(model, name):
     if kind == "load":
         _load(model, name, key)
         return 1.0
+    if kind == "drive":
+        return _driven(model, name, key)[1].drive.parameter(key.rpartition(":")[2])
     if kind in ("mass", "inertia"):
         body = _body(model, name, key)
         return body.mass if kind == "mass" else 1.0
@@ -394,15 +416,22 @@ def parameter_value(model, name):
 
 #: the forms of parameter names
 PARAMETER_NAMES = ("mass:<body>, inertia:<body>, gravity:x|y|z, stiffness:<k>, damping:<k>, "
-                   "rest_length:<k> or load:<k>")
+                   "rest_length:<k>, load:<k> or drive:<joint>:<parameter>")
 #: spring parameter -> SpringDamper attribute
 SPRING_ATTRIBUTES = {"stiffness": "k", "damping": "c", "rest_length": "l0"}
 
 
 def set_parameter(model, name, value):
-    """Set a parameter on the mutable lists ``bodies``, ``forces`` and array
-    ``gravity`` of a model copy being made by :meth:`Model.with_parameters`."""
+    """Set a parameter on the mutable lists ``bodies``, ``forces``, ``joints``, the
+    array ``gravity`` and the ``tables`` of a model copy being made by
+    :meth:`Model.with_parameters`."""
     kind, _, key = name.partition(":")
+    if kind == "drive":
+        j, joint = _driven(model, name, key)
+        drive = joint.drive.with_parameter(key.rpartition(":")[2], number(value, "value", name))
+        model.joints[j] = joint.with_drive(drive)
+        model.tables = model.tables.with_drive(joint.drive, drive)
+        return
     if kind == "inertia":
         raise ValueError(f"parameter {name!r} is a scale of the central inertia at 1; "
                          f"to set it, build the model with the inertia wanted")
@@ -430,6 +459,16 @@ def set_parameter(model, name, value):
 def _load(model, name, key):
     return _numbered(loads(model), name, key, "point forces and torques are numbered {} in "
                                               "the order they were added")
+
+
+def _driven(model, name, key):
+    """``(index, joint)`` of the driven joint of a ``drive:<joint>:<parameter>`` name."""
+    joint_name, _, parameter = key.rpartition(":")
+    driven = {j.name: i for i, j in enumerate(model.joints) if j.drive is not None}
+    if joint_name not in driven or not parameter:
+        raise KeyError(f"parameter {name!r}: use drive:<joint>:<parameter> with a driven "
+                       f"joint of {list(driven)}")
+    return driven[joint_name], model.joints[driven[joint_name]]
 
 
 def _body(model, name, key):

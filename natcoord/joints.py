@@ -16,7 +16,7 @@ Rheonomic drives are the same forms with time-dependent weights: a row is
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -47,6 +47,15 @@ class Joint:
     def drive_row(self):
         """Index (within this joint) of the rheonomic drive row, or None."""
         return len(self.rows) - 1 if self.drive is not None else None
+
+    def with_drive(self, drive):
+        """A copy driven by ``drive``: the same rows, their weights on the new drive."""
+        def moved(weight):
+            return weight if weight is None or weight.drive is not self.drive \
+                else Weight(drive, weight.kind)
+        rows = tuple(replace(row, parts=tuple((moved(w), q) for w, q in row.parts))
+                     for row in self.rows)
+        return replace(self, rows=rows, drive=drive)
 
 
 # ---------------------------------------------------------------- primitives

@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .drives import fill_weights, pack
+from .drives import Weight, fill_weights, pack
 from .joints import rigid_body_rows
 
 RIGID, JOINT = 0, 1
@@ -109,6 +109,13 @@ class ConstraintTables:
             self._last_table = (t, out.copy())
         return out
 
+    def with_drive(self, old, new):
+        """A copy whose weights on drive ``old`` are on drive ``new`` (same structure)."""
+        tables = copy.copy(self)
+        tables.weights = [Weight(new, w.kind) if w.drive is old else w for w in self.weights]
+        tables.laws, tables._last_table = pack(tables.weights), None
+        return tables
+
     def csr(self, G):
         """Jacobian blocks (nnz, 3) as a SciPy CSR matrix (m × 12 n)."""
         return sp.csr_matrix((np.asarray(G).ravel(), self.csr_indices, self.csr_indptr),
@@ -178,7 +185,8 @@ class Model:
     def with_parameters(self, values):
         """A copy with the named parameters set: ``{"mass:<body>": m,
         "gravity:x|y|z": g_k, "stiffness:<k>" | "damping:<k>" | "rest_length:<k>": x,
-        "load:<k>": a scale of the k-th constant point force or torque}``
+        "load:<k>": a scale of the k-th constant point force or torque,
+        "drive:<joint>:<parameter>": a parameter of a declarative drive}``
         (names of :func:`natcoord.derivatives.parameter_direction`; springs numbered
         in the order of ``add_spring``). Topology, joints and the initial guess are
         shared; the mass matrix, gravity force and default initial state are
@@ -187,12 +195,13 @@ class Model:
         new = copy.copy(self)
         for cached in ("mass_matrix", "_default_initial", "_symbolic"):   # mass-dependent
             new.__dict__.pop(cached, None)
-        new.bodies, new.forces, new.gravity = list(self.bodies), list(self.forces), \
-            np.array(self.gravity)
+        new.bodies, new.forces, new.joints, new.gravity = list(self.bodies), \
+            list(self.forces), list(self.joints), np.array(self.gravity)
         for name, value in dict(values).items():
             parameter_value(self, name)              # the name exists
             set_parameter(new, name, value)
-        new.bodies, new.forces = tuple(new.bodies), tuple(new.forces)
+        new.bodies, new.forces, new.joints = tuple(new.bodies), tuple(new.forces), \
+            tuple(new.joints)
         new.gravity = _frozen(new.gravity)
         new._set_mass_terms()
         return new

@@ -76,8 +76,10 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     ``params``: names among ``"p0"``, ``"v0"`` and the model parameters of
     :func:`~natcoord.derivatives.parameter_direction` (``mass:<body>``,
     ``inertia:<body>``, ``gravity:x|y|z``, ``stiffness:<k>``, ``damping:<k>``,
-    ``rest_length:<k>``, ``load:<k>``). The initial state (``initial_state`` or
-    ``model.initial_state()``) is held fixed for model parameters.
+    ``rest_length:<k>``, ``load:<k>``, ``drive:<joint>:<parameter>``). The
+    initial state (``initial_state`` or ``model.initial_state()``) is held fixed
+    for model parameters; a drive parameter moves the constraint manifold, so
+    its initial direction is that of the initial state's projection onto it.
 
     ``"p0"`` gives d columns, d = dim ker G(p0) (kept rows): the initial
     direction ``(dp0, dv0) = (z_i, w_i)`` with ``Z = (z_1 … z_d)`` an
@@ -140,9 +142,10 @@ def _initial_directions(ws, steps, params):
                 dy.append(np.concatenate(at.projection_derivative(z, zero)
                                          if name == "p0" else (zero, z)))
                 thetas.append(None)
-        else:
+        else:                      # a drive parameter moves the initial state's manifold
             columns.append(name)
-            dy.append(np.zeros(2 * n))
+            dy.append(np.concatenate(at.projection_derivative(zero, zero, name))
+                      if name.startswith("drive:") else np.zeros(2 * n))
             thetas.append(name)
     return tuple(columns), np.array(dy).reshape(len(columns), 2 * n), thetas, basis
 
@@ -165,11 +168,12 @@ def _stage(ws, t, y, dy, thetas):
     return np.concatenate([y[n:], at.a]), np.hstack([dy[:, n:], np.reshape(da, (len(dy), n))])
 
 
-def _projected(ws, t, p, v, dy):
+def _projected(ws, t, p, v, dy, thetas):
     """Derivative (c, 2N) of the projection at the projected ``(t, p, v)``."""
     n = ws.model.n_coords
     at = linearization_point(ws.model, (t, p, v), workspace=ws)
-    return np.array([np.concatenate(at.projection_derivative(d[:n], d[n:])) for d in dy])
+    return np.array([np.concatenate(at.projection_derivative(d[:n], d[n:], theta))
+                     for d, theta in zip(dy, thetas)])
 
 
 def _sweep(ws, steps, out, dy, thetas):
@@ -189,7 +193,7 @@ def _sweep(ws, steps, out, dy, thetas):
             K[s], dK[:, s] = _stage(ws, t + C[s] * h, y + h * (A[s] @ K[:s]),
                                     dy + h * (A[s] @ dK[:, :s]), thetas)
         dy_new = dy + h * (B @ dK[:, :6])             # = dY_6: A[6] = B
-        dy_proj = _projected(ws, t_new, p_new, v_new, dy_new)
+        dy_proj = _projected(ws, t_new, p_new, v_new, dy_new, thetas)
         while k < out.t.size and out.t[k] <= t_new:
             if out.t[k] == t_new:
                 result[k] = dy_proj
@@ -197,7 +201,7 @@ def _sweep(ws, steps, out, dy, thetas):
                 theta = (out.t[k] - t) / h
                 d_out = np.array([dense_output(dy[j], dy_new[j], dK[j], h, theta)
                                   for j in range(c)])
-                result[k] = _projected(ws, out.t[k], out.p[k], out.v[k], d_out)
+                result[k] = _projected(ws, out.t[k], out.p[k], out.v[k], d_out, thetas)
             k += 1
         K[0] = np.concatenate([v_new, K[6, n:]])
         dK[:, 0] = np.concatenate([dy_proj[:, n:], dK[:, 6, n:]], axis=1)

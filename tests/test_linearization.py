@@ -20,6 +20,7 @@ from test_solver_agreement import mechanism_specs, random_mechanism
 
 import natcoord as nc
 from natcoord.derivatives import linearization_point, linearize, loads, springs
+from natcoord.derivatives import parameter_value as parameter_of
 from natcoord.models.hexapod import BASE_POINTS, PLATFORM_POINTS
 
 STEP, RTOL = 1e-3, 1e-7
@@ -252,3 +253,56 @@ def test_a_load_enters_linearly():
     assert relative_error(lin.dlam_dtheta[:, 0], lam2 - lam1) < 1e-9
     with pytest.raises(KeyError, match="numbered 0..0"):
         model.with_parameters({"load:1": 2.0})
+
+
+# ------------------------------------------------------------- drive parameters
+HINGE = {"type": "sinusoid", "amplitude": 0.5, "frequency": 0.7, "phase": 0.4, "offset": 0.1}
+RAIL = {"type": "spline", "t": [0.0, 0.5, 1.0, 1.5, 2.0], "s": [0.0, 0.1, 0.25, 0.2, 0.05]}
+
+
+def drives_moved(name=None, delta=0.0):
+    """``two_drives`` with declarative drives, parameter ``name`` of one moved by ``delta``
+    in its spec (the model is built from scratch, not by ``with_parameters``)."""
+    from test_drives import two_drives
+    specs = {"hinge": dict(HINGE), "rail": {**RAIL, "s": list(RAIL["s"])}}
+    if name is not None:
+        _, joint, key = name.split(":")
+        field, _, k = key.partition(".")
+        if k:
+            specs[joint][field][int(k)] += delta
+        else:
+            specs[joint][field] += delta
+    return two_drives(*(nc.Drive.from_spec(specs[j]) for j in ("hinge", "rail")))
+
+
+@pytest.mark.parametrize("param", ["drive:hinge:amplitude", "drive:hinge:frequency",
+                                   "drive:hinge:phase", "drive:rail:s.2"])
+def test_drive_parameter_derivatives(param):
+    """``∂(a, λ)/∂θ`` of a drive's parameter (complex step through its compiled law)
+    against differences of models rebuilt with θ ± h; ``with_parameters`` gives
+    the rebuilt model's accelerations bitwise."""
+    model = drives_moved()
+    state = model.initial_state(t=0.6)
+    lin = linearize(model, state, params=[param])
+
+    def solution(s):
+        a, lam, _ = nc.accelerations(drives_moved(param, s), state)
+        return np.concatenate([a, lam])
+
+    d = central_difference(solution)
+    assert relative_error(lin.da_dtheta[:, 0], d[:model.n_coords]) < RTOL
+    assert relative_error(lin.dlam_dtheta[:, 0], d[model.n_coords:]) < RTOL
+    assert np.abs(d[:model.n_coords]).max() > 1e-3              # the parameter matters
+    moved = model.with_parameters({param: parameter_of(model, param) + 0.01})
+    assert np.array_equal(nc.accelerations(moved, state)[0],
+                          nc.accelerations(drives_moved(param, 0.01), state)[0])
+
+
+def test_drive_parameters_name_their_choices():
+    model = drives_moved()
+    with pytest.raises(KeyError, match=r"driven joint of \['hinge', 'rail'\]"):
+        linearize(model, model.initial_state(), params=["drive:crank:amplitude"])
+    with pytest.raises(KeyError, match=r"amplitude.*frequency.*phase.*offset"):
+        linearize(model, model.initial_state(), params=["drive:hinge:rate"])
+    with pytest.raises(KeyError, match=r"s\.0\.\.4"):
+        model.with_parameters({"drive:rail:t.1": 0.6})

@@ -147,3 +147,25 @@ def test_bad_requests_name_the_argument():
         nc.sensitivities(model, 0.1, params=["p0"], projection="velocity")
     with pytest.raises(ValueError, match="mass"):
         model.with_parameters({"mass:coupler1": -1.0})
+
+
+def driven_slider(amplitude=0.5):
+    """``two_drives`` of test_drives with the hinge driven by a sinusoid and the
+    rail free: the slider's motion (1 DOF) answers the hinge's."""
+    from test_drives import two_drives
+    return two_drives(nc.Drive.sinusoid(amplitude, 0.7, phase=0.4), None)
+
+
+def test_drive_parameter_sensitivity_matches_finite_differences():
+    """A drive parameter moves the constraint manifold itself, at the start and
+    along the run (∂g/∂θ in the projection's derivative): the runs θ ± ε start
+    from the base state assembled onto their own manifolds."""
+    name = "drive:hinge:amplitude"
+    model = driven_slider()
+    sens = nc.sensitivities(model, T_END, params=[name], t_eval=T_EVAL, **FIXED)
+    initial = model.initial_state()
+
+    def run(step):
+        moved = driven_slider(0.5 + step)        # from the base state, assembled as simulate's
+        return trajectory(moved, moved.initial_state(p=initial.p, v=initial.v, proj_tol=1e-14))
+    assert_close(computed(sens, name), central_difference(run, EPS))
