@@ -77,7 +77,7 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     :func:`~natcoord.derivatives.parameter_direction` (``mass:<body>``,
     ``inertia:<body>``, ``gravity:x|y|z``, ``stiffness:<k>``, ``damping:<k>``,
     ``rest_length:<k>``, ``load:<k>``). The initial state (``initial_state`` or
-    ``model.initial_state()``) is held fixed for model parameters.
+    ``assemble(model).state``) is held fixed for model parameters.
 
     ``"p0"`` gives d columns, d = dim ker G(p0) (kept rows): the initial
     direction ``(dp0, dv0) = (z_i, w_i)`` with ``Z = (z_1 … z_d)`` an
@@ -151,7 +151,7 @@ def _tangent_basis(ws, G):
     """M-orthonormal basis ``Z`` (N, d) of ``ker G`` (kept rows): ``Z = Z₀ L⁻ᵀ`` with
     ``Z₀`` orthonormal (SVD) and ``L Lᵀ = Z₀ᵀ M Z₀``."""
     model = ws.model
-    kept = np.setdiff1d(np.arange(model.n_rows), ws.solver.dropped)
+    kept = np.setdiff1d(np.arange(model.n_rows), ws.dropped)
     Z0 = scipy.linalg.null_space(model.tables.csr(G).toarray()[kept])
     L = np.linalg.cholesky(Z0.T @ (model.mass_matrix @ Z0))
     return scipy.linalg.solve_triangular(L, Z0.T, lower=True).T
