@@ -4,6 +4,7 @@ Kraus, Winckler & Bock (2001), "Modeling Mechanical DAE Using Natural
 Coordinates", Math. Comput. Model. Dyn. Syst. 7(2).
 """
 from . import models
+from .assembly import Assembly, AssemblyError, assemble
 from .body import box_inertia, cylinder_inertia, rod_inertia
 from .dynamics import AccelerationInfo, Workspace, accelerations
 from .integrate import PROJECTIONS, IntegrationError, SimulationInterrupted, simulate
@@ -13,7 +14,7 @@ from .importers import load_mjcf, load_urdf
 from .mechanism import GROUND, Mechanism
 from .model import Model, State
 from .modelfile import load_mechanism
-from .projection import AssemblyError, ProjectionError
+from .projection import ProjectionError
 from .solution import Solution
 from .plotting import plot_solution as plot
 from .animate import animate
@@ -21,8 +22,8 @@ from .study import sweep
 
 __version__ = "0.1.0"
 __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive",
-           "simulate", "accelerations", "AccelerationInfo", "IntegrationError",
-           "SimulationInterrupted",
+           "simulate", "assemble", "Assembly", "accelerations", "AccelerationInfo",
+           "IntegrationError", "SimulationInterrupted",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
            "default_solver", "models", "sweep", "box_inertia", "rod_inertia",
            "cylinder_inertia", "plot", "animate"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import models
+from .assembly import describe
 from .integrate import METHODS, PROJECTIONS, IntegrationError, simulate
 from .experiments.records import parse_value
 from .linalg import available_solvers
@@ -212,7 +213,7 @@ def cmd_simulate(args):
 
 def cmd_info(args):
     model = build_model(args)
-    print(model.describe())
+    print(describe(model))
     if args.structure:
         from .linalg.structure import plot_structure
         Path(args.structure).parent.mkdir(parents=True, exist_ok=True)

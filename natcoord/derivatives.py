@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .checks import number
+from .derived import derived
 from .drives import parameter_weights
 from .dynamics import Workspace
 from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
@@ -82,7 +83,7 @@ def linearize(model, state, params=(), solver=None, workspace=None):
     N, m = model.n_coords, model.n_rows
     return Linearization(at.a, at.lam, _stack(d_p, 0, N), _stack(d_v, 0, N),
                          _stack(d_p, 1, m), _stack(d_v, 1, m), _stack(d_th, 0, N),
-                         _stack(d_th, 1, m), tuple(params), at.ws.solver.dropped.copy())
+                         _stack(d_th, 1, m), tuple(params), at.ws.dropped.copy())
 
 
 def linearization_point(model, state, solver=None, workspace=None):
@@ -134,7 +135,7 @@ class LinearizationPoint:
             dgamma, dG = dgamma + dgamma_w, dG + dG_w
         r -= self._transpose_times(dG, self.lam)
         s = dgamma - self._times(dG, self.A)
-        da, dlam = self.ws.solver.solve(r.ravel(), s)
+        da, dlam = self.ws.solve(r.ravel(), s)
         return da.copy(), dlam.copy()
 
     def constraint_derivative(self, dX, dV):
@@ -189,10 +190,10 @@ class LinearizationPoint:
             g_w, g_t_w, _, G_w = self._constraint_terms(self.X, self.V, theta["dW"])
             position += g_w
             rate += self._times(G_w, self.V) + g_t_w
-        dp = dp + self.ws.solver.solve(zero, -position)[0]
+        dp = dp + self.ws.solve(zero, -position)[0]
         rate += self._times(self.G, np.reshape(dv, (-1, 3)))
         rate += self.velocity_residual_derivative(np.reshape(dp, (-1, 3)))
-        return dp, dv + self.ws.solver.solve(zero, -rate)[0]
+        return dp, dv + self.ws.solve(zero, -rate)[0]
 
     def _constraint_terms(self, X, V, W=None):
         """``(g, g_t, γ, G)`` at ``(X, V)`` with the weight table ``W`` (default: at t)."""
@@ -279,19 +280,20 @@ class SpringLinearization:
 
 def _spring_map(model):
     """``(D, d₀)``: the spring vectors ``d = r_b − r_a`` of all springs, stacked, as
-    ``D p + d₀`` (3 s × 12 n and 3 s,); topology only, cached on the model."""
-    cache = model.__dict__.setdefault("_symbolic", {})
-    if "springs" not in cache:
-        all_springs = springs(model)
-        D = np.zeros((3 * len(all_springs), model.n_coords))
-        d0 = np.zeros(3 * len(all_springs))
-        for i, spring in enumerate(all_springs):
-            vector = spring.b - spring.a
-            for slot, coef in vector.terms.items():
-                D[3 * i:3 * i + 3, 3 * slot:3 * slot + 3] = coef * np.eye(3)
-            d0[3 * i:3 * i + 3] = vector.const
-        cache["springs"] = (D, d0)
-    return cache["springs"]
+    ``D p + d₀`` (3 s × 12 n and 3 s,); topology only, built once per model."""
+    return derived(model, "springs", lambda: _build_spring_map(model))
+
+
+def _build_spring_map(model):
+    all_springs = springs(model)
+    D = np.zeros((3 * len(all_springs), model.n_coords))
+    d0 = np.zeros(3 * len(all_springs))
+    for i, spring in enumerate(all_springs):
+        vector = spring.b - spring.a
+        for slot, coef in vector.terms.items():
+            D[3 * i:3 * i + 3, 3 * slot:3 * slot + 3] = coef * np.eye(3)
+        d0[3 * i:3 * i + 3] = vector.const
+    return D, d0
 
 
 def cartesian_spring_derivative(spring, X, V, dX, dV, F):

@@ -60,8 +60,30 @@ class Workspace:
         return self.f.ravel()
 
     def factor(self):
+        """Factor the KKT matrix at the Jacobian last evaluated (finds the dropped rows)."""
         self.solver.factor(self.G)
         self.n_factorizations += 1
+
+    def solve(self, r, s):
+        """``(x, λ)`` of ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` with the last factorization."""
+        return self.solver.solve(r, s)
+
+    @property
+    def dropped(self):
+        """Rows dropped as redundant at the last factorization (sorted indices; the
+        solver's array, which a later factorization may replace: copy it to keep it)."""
+        return self.solver.dropped
+
+    @dropped.setter
+    def dropped(self, rows):
+        """Adopt the dropped rows of a factorization made elsewhere (a stepper's),
+        for the checks and reports that read them."""
+        self.solver.dropped = rows
+
+    @property
+    def solver_name(self):
+        """Name of the KKT backend (``"block"``, ``"dense"``, …)."""
+        return self.solver.name
 
     def accelerations(self, t, p, v, baumgarte=None):
         """``(a, λ)`` of the index-1 system; ``baumgarte=(α, β)`` stabilizes γ."""
@@ -73,7 +95,7 @@ class Workspace:
             gamma = gamma - 2.0 * alpha * self.velocity_residual(v) - beta**2 * self.g
         self.factor()
         self.n_rhs += 1
-        return self.solver.solve(f, gamma)
+        return self.solve(f, gamma)
 
 
 @dataclass(frozen=True)
@@ -99,9 +121,9 @@ def accelerations(model, state, solver=None, workspace=None):
     ws = workspace if workspace is not None else Workspace(model, solver)
     p, v = state.p, state.v
     a, lam = ws.accelerations(state.t, p, v)
-    dropped = ws.solver.dropped.copy()
+    dropped = ws.dropped.copy()
     info = AccelerationInfo(dropped, [model.row_labels[r] for r in dropped],
                             float(np.abs(ws.g).max(initial=0.0)),
                             float(np.abs(ws.velocity_residual(v)).max(initial=0.0)),
-                            ws.solver.name)
+                            ws.solver_name)
     return a, lam, info

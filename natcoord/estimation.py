@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
+from .assembly import assemble
 from .derivatives import parameter_value
 from .integrate import simulate
 from .sensitivity import sensitivities
@@ -83,7 +84,7 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
     :meth:`Solution.point`), ``data`` (k, len(points), 3) the measured
     positions, ``sigma`` their standard deviations (scalar or broadcastable to
     ``data``; ``None``: unknown, estimated from the residual). The initial state
-    (default ``model.initial_state()``) is held fixed. ``bounds``: as in
+    (default ``assemble(model).state``) is held fixed. ``bounds``: as in
     ``least_squares``, ``(lower, upper)``; by default 0 below masses, spring
     constants and rest lengths, unbounded otherwise. ``options`` go to
     :func:`~natcoord.simulate`. Returns an :class:`Estimate`.
@@ -105,7 +106,7 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
     if bounds is None:
         bounds = ([0.0 if name.partition(":")[0] in NON_NEGATIVE else -np.inf
                    for name in names], np.inf)
-    initial_state = model.initial_state() if initial_state is None else initial_state
+    initial_state = assemble(model).state if initial_state is None else initial_state
     common = dict(options, t_eval=t_eval, initial_state=initial_state)
 
     def at(theta):

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import validate
+from .assembly import assemble
 from .dynamics import Workspace
 from .jit import njit
 from .linalg.base import DROP_TOL, HOLD_TOL
@@ -124,7 +125,7 @@ class Evaluations:
         p, v = y[:self.n], y[self.n:]
         a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
         self.n_rhs += 1
-        dropped = self.ws.solver.dropped
+        dropped = self.ws.dropped
         if self._dropped is not None and not np.array_equal(dropped, self._dropped):
             self.n_active_set_changes += 1
         self._dropped = dropped.copy()
@@ -212,7 +213,7 @@ class _Run:
                          f"loses rank at the drive of {_joints(model, self.drive_rows)}, so "
                          f"the prescribed motion cannot be followed; joints involved: "
                          f"{_joints(model, involved)}; rows dropped: "
-                         f"{[model.row_labels[r] for r in ws.solver.dropped]}")
+                         f"{[model.row_labels[r] for r in ws.dropped]}")
         ws.constraints(t, p, v)
         g, gv = ws.g, ws.velocity_residual(v)
         if self.projection == "position+velocity":
@@ -242,7 +243,7 @@ class _Run:
         """
         if not self.drive_rows.size:
             return None
-        dropped = self.ws.solver.dropped
+        dropped = self.ws.dropped
         new = np.setdiff1d(dropped, self.dropped_start)
         if not new.size or np.array_equal(dropped, self._unlocked):
             return None
@@ -284,7 +285,7 @@ class _Run:
         active = self.evaluations.n_active_set_changes
         if st is not None:
             active += st.n_active_set_changes
-        return {"method": self.method, "solver": self.ws.solver.name, "steps": self.steps,
+        return {"method": self.method, "solver": self.ws.solver_name, "steps": self.steps,
                 "rejected": self.rejected, "rhs": int(rhs),
                 "factorizations": int(factorizations),
                 "projection_iterations": int(projection_iterations),
@@ -374,8 +375,8 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     :class:`~natcoord.linalg.KKTSolver`).
 
     ``initial_state``: a consistent :class:`State` (default
-    ``model.initial_state(t=t0)``); its residuals must be within ``proj_tol``,
-    otherwise ``ValueError`` (assemble with ``model.initial_state(p=..., v=...)``).
+    ``assemble(model, t=t0).state``); its residuals must be within ``proj_tol``,
+    otherwise ``ValueError`` (make one with :func:`~natcoord.assemble`).
     ``t0`` defaults to ``initial_state.t`` (or 0) and must agree with it.
 
     Checks: with ``projection="position+velocity"`` every projected state
@@ -429,13 +430,13 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     t_eval = validate.output_times(t_eval, t0, t_end)
     ws = Workspace(model, solver, drop_tol, hold_tol)
     if initial_state is None:
-        initial_state = model.initial_state(t=t0)
+        initial_state = assemble(model, t=t0).state
     else:
         _consistent(ws, initial_state, proj_tol)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method,
                bool(dense_output))
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
-    compiled = COMPILED and ws.solver.name == "block" and _compilable(model)
+    compiled = COMPILED and ws.solver_name == "block" and _compilable(model)
     try:
         if method == "radau" or compiled:
             options = dict(state=initial_state, first_step=first_step, max_step=max_step,
@@ -444,7 +445,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
             if method == "radau":
                 from .radau import Radau
                 run.stepper = Radau(model, t_end, rtol, atol, proj_tol,
-                                    solver=ws.solver.name, **options)
+                                    solver=ws.solver_name, **options)
             else:
                 from .stepper import DOPRI5
                 run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, **options)
@@ -454,7 +455,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
             _drive(run, t_end, t_eval, max_steps, progress)
         else:
             f = run.rhs(run.t, run.y)
-            run.dropped_start = ws.solver.dropped.copy()
+            run.dropped_start = ws.dropped.copy()
             run.check(run.t, initial_state.p, initial_state.v)
             run.wall = time.perf_counter()
             _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps,
@@ -482,7 +483,7 @@ def _consistent(ws, state, proj_tol):
     if g > tol_p or gv > tol_v:
         raise ValueError(f"initial_state violates the constraints: ‖g‖∞ = {g:.3e}, "
                          f"‖G v + g_t‖∞ = {gv:.3e} (proj_tol = {proj_tol:.1e}); assemble "
-                         f"consistent values with model.initial_state(p=..., v=..., t=...)")
+                         f"consistent values with nc.assemble(model, p=..., v=..., t=...)")
 
 
 def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps, progress):
@@ -565,7 +566,7 @@ def _check_step(run, t, y):
     """:meth:`_Run.check` of a state a stepper object produced: the workspace
     takes the stepper's dropped set (and, for the locking test, ``G`` at the state)."""
     p, v = y[:run.n], y[run.n:]
-    run.ws.solver.dropped = run.stepper.dropped
+    run.ws.dropped = run.stepper.dropped
     if run.drive_rows.size:
         run.ws.constraints(t, p, v)
     run.check(t, p, v)

@@ -103,7 +103,7 @@ class Mechanism:
         """Approximate initial placement and velocity of a body (world frame).
 
         ``velocity`` is that of the frame origin, ``angular_velocity`` ω gives
-        ``ė_k = ω × e_k``. ``model.initial_state()`` makes them consistent.
+        ``ė_k = ω × e_k``. ``natcoord.assemble(model)`` makes them consistent.
         """
         b = self.body(body)
         if b is None:

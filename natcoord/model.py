@@ -188,13 +188,13 @@ class Model:
         "load:<k>": a scale of the k-th constant point force or torque,
         "drive:<joint>:<parameter>": a parameter of a declarative drive}``
         (names of :func:`natcoord.derivatives.parameter_direction`; springs numbered
-        in the order of ``add_spring``). Topology, joints and the initial guess are
-        shared; the mass matrix, gravity force and default initial state are
-        recomputed. ``KeyError``/``ValueError`` name a bad parameter."""
+        in the order of ``add_spring``). Topology and the initial guess are
+        shared; the mass matrix and gravity force are recomputed (what is derived
+        per model, such as the assembly, is the copy's own: :mod:`natcoord.derived`).
+        ``KeyError``/``ValueError`` name a bad parameter."""
         from .derivatives import parameter_value, set_parameter
         new = copy.copy(self)
-        for cached in ("mass_matrix", "_default_initial", "_symbolic"):   # mass-dependent
-            new.__dict__.pop(cached, None)
+        new.__dict__.pop("mass_matrix", None)                  # mass-dependent
         new.bodies, new.forces, new.joints, new.gravity = list(self.bodies), \
             list(self.forces), list(self.joints), np.array(self.gravity)
         for name, value in dict(values).items():
@@ -213,7 +213,8 @@ class Model:
                 f"{self.n_rows} constraints>")
 
     def describe(self):
-        """Text summary (what ``natcoord info`` prints): bodies, joints, rank, DOF."""
+        """Text summary of bodies, coordinates, constraints and joints (the rank
+        and DOF, found by assembly, are added by :func:`natcoord.assembly.describe`)."""
         lines = [repr(self), f"bodies ({self.n_bodies}):"]
         lines += [f"  {b.name:12s} mass {b.mass:g} kg, com (body) {np.round(b.com, 6)}"
                   for b in self.bodies]
@@ -226,10 +227,6 @@ class Model:
             drive = ", driven" if joint.drive is not None else ""
             lines.append(f"  {joint.name:14s} {joint.kind:11s} {names[0]} – {names[1]}: "
                          f"{stop - start} rows{drive}")
-        lines += [f"Jacobian rank at the initial state: {self.rank} of {self.n_rows}",
-                  f"degrees of freedom: {self.dof}",
-                  f"dropped (redundant) constraints: {len(self.dropped)}"
-                  + "".join(f"\n  {label}" for label in self.dropped)]
         return "\n".join(lines)
 
     @cached_property
@@ -270,48 +267,3 @@ class Model:
 
     def energy(self, p, v):
         return self.kinetic_energy(v) + self.potential_energy(p)
-
-    # --------------------------------------------------------------- state
-    def initial_state(self, p=None, v=None, t=0.0, solver=None, proj_tol=None):
-        """Consistent ``State`` assembled from an approximate ``(p, v)``.
-
-        Defaults to the mechanism's reference/``set_initial`` data. ``p`` and
-        ``v`` must be finite arrays of shape ``(12 n,)``, ``t`` finite and
-        ``proj_tol`` positive (``ValueError``/``TypeError`` otherwise). Raises
-        :class:`~natcoord.projection.AssemblyError` naming the joints when
-        assembly fails.
-        """
-        from . import validate
-        from .kinematics import finish_assembly
-        from .projection import ASSEMBLY_TOL, assemble
-        if p is None and v is None and t == 0.0 and solver is None and proj_tol is None:
-            return self._default_initial[0]
-        defaults = v is None
-        p = self.p_guess if p is None else validate.coordinates(self, "p", p)
-        v = self.v_guess if v is None else validate.coordinates(self, "v", v)
-        proj_tol = ASSEMBLY_TOL if proj_tol is None else validate.positive("proj_tol", proj_tol)
-        state = assemble(self, p, v, validate.finite("t", t), solver=solver,
-                         proj_tol=proj_tol)[0]
-        return finish_assembly(self, state, solver, defaults=defaults)
-
-    @cached_property
-    def _default_initial(self):
-        from .kinematics import finish_assembly
-        from .projection import assemble
-        state, dropped = assemble(self, self.p_guess, self.v_guess, 0.0)
-        return finish_assembly(self, state), dropped
-
-    @property
-    def dropped(self):
-        """Labels of constraints dropped as redundant at the initial state."""
-        return [self.row_labels[r] for r in self._default_initial[1]]
-
-    @property
-    def rank(self):
-        """Rank of the constraint Jacobian at the initial state."""
-        return self.n_rows - len(self._default_initial[1])
-
-    @property
-    def dof(self):
-        """Degrees of freedom: ``12 n − rank G`` at the initial state."""
-        return self.n_coords - self.rank

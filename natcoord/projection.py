@@ -1,5 +1,4 @@
-"""Projection onto the position and velocity constraints, and assembly
-(docs/method.md#17-integration).
+"""Projection onto the position and velocity constraints (docs/method.md#17-integration).
 
 Positions: simplified Newton on ``min ‖Δp‖_M  s.t.  g(p + Δp) = 0``; each
 iterate solves ``[[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −g]`` with the current KKT
@@ -13,11 +12,8 @@ import numpy as np
 
 from .dynamics import Workspace
 from .kernels import jacobian_times
-from .model import JOINT, State
+from .model import JOINT
 
-
-#: residual tolerance of assembly (consistent initial values)
-ASSEMBLY_TOL = 1e-12
 #: simplified Newton refactors when an iteration reduces the residual less than this
 CONTRACTION = 0.01
 #: kept rows are converged a decade past proj_tol: a dropped (redundant) row is
@@ -29,17 +25,13 @@ MARGIN = 0.1
 ROUNDOFF = 10.0
 
 
-class AssemblyError(ValueError):
-    """Consistent initial values could not be found."""
-
-
 class ProjectionError(RuntimeError):
     """The projection's Newton iteration failed to reach the tolerance."""
 
 
 def _kept_max(ws, residual):
     keep = np.ones(residual.size, bool)
-    keep[ws.solver.dropped] = False
+    keep[ws.dropped] = False
     return float(np.abs(residual[keep]).max(initial=0.0))
 
 
@@ -79,7 +71,7 @@ def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what):
         if size > CONTRACTION * previous:
             ws.factor()
         previous = size
-        dx, _ = ws.solver.solve(zero, -r)
+        dx, _ = ws.solve(zero, -r)
         x = x + dx
     raise ProjectionError(f"{what} projection: residual of the kept rows {size:.3e} > "
                           f"{target:.1e} (= {MARGIN:g} × max(proj_tol, round-off floor)) "
@@ -119,49 +111,3 @@ def describe_rows(model, g, rows):
                  else f"body {model.bodies[owner].name!r}")
         lines.append(f"  {model.row_labels[r]} ({where}): {g[r]:+.3e}")
     return "\n".join(lines)
-
-
-def _worst_rows(model, g, count=5):
-    return describe_rows(model, g, np.argsort(-np.abs(g))[:count])
-
-
-def assemble(model, p, v, t=0.0, solver=None, proj_tol=ASSEMBLY_TOL, max_iter=50):
-    """Consistent ``(State, dropped rows)`` nearest (in the M-norm) to ``(p, v)``.
-
-    Full Newton (refactored every iteration, with step halving) because the
-    guess may be far from the constraint manifold. Convergence is judged on
-    every row, dropped ones included: a dropped row is implied by the kept
-    rows only if the constraints are consistent (at a singular configuration
-    an unsatisfiable row can look redundant).
-    """
-    ws = Workspace(model, solver)
-    p = np.array(p, float).ravel()
-    v = np.array(v, float).ravel()
-    if p.size != model.n_coords or v.size != model.n_coords:
-        raise AssemblyError(f"p and v must have {model.n_coords} entries "
-                            f"(12 per body), got {p.size} and {v.size}")
-    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
-        raise AssemblyError("initial p or v contains NaN or infinity")
-    zero = np.zeros_like(v)
-    ws.constraints(t, p, zero)
-    for _ in range(max_iter):
-        ws.factor()
-        residual = np.abs(ws.g).max(initial=0.0)
-        if residual <= proj_tol:
-            break
-        dp, _ = ws.solver.solve(zero, -ws.g)
-        step = 1.0
-        while True:
-            ws.constraints(t, p + step * dp, zero)
-            if np.abs(ws.g).max(initial=0.0) < residual or step < 1e-3:
-                break
-            step *= 0.5
-        p = p + step * dp
-    else:
-        raise AssemblyError(
-            f"assembly of {model.name!r} did not converge in {max_iter} Newton iterations: "
-            f"‖g‖∞ = {residual:.3e} (tolerance {proj_tol:.1e}). Largest residuals:\n"
-            f"{_worst_rows(model, ws.g)}\nCheck that these joints can be closed from the "
-            f"given configuration (points, axes, lengths).")
-    v, _ = project_velocities(ws, t, p, v, proj_tol)
-    return State(t, p, v), ws.solver.dropped.copy()

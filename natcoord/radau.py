@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
+from .assembly import assemble
 from .derivatives import linearize
 from .dynamics import Workspace
 from .integrate import EPS_FLOOR, PROJECTIONS, Evaluations, _initial_step, clip_step
@@ -110,7 +111,7 @@ class Radau:
 
     Arguments as :func:`natcoord.integrate.simulate` (``solver`` names the KKT
     backend); ``state``: a consistent initial :class:`~natcoord.model.State`
-    (default ``model.initial_state(t0)``). Interface of
+    (default ``assemble(model, t=t0).state``). Interface of
     :class:`natcoord.stepper.DOPRI5`: ``t``, ``y`` ((2 N,) = (p, v), read-only
     view), ``h``, ``status``, ``message``, :meth:`rhs`, :meth:`project`,
     ``dropped``, counters ``n_steps n_rejected n_rhs n_factorizations
@@ -130,7 +131,7 @@ class Radau:
         self.model, self.n = model, model.n_coords
         self.ws = Workspace(model, solver, drop_tol, hold_tol)
         if state is None:
-            state = model.initial_state(t=t0)
+            state = assemble(model, t=t0).state
         t0 = float(state.t)
         if not t_bound > t0:
             raise ValueError(f"t_bound ({t_bound}) must be greater than t0 ({t0})")
@@ -181,7 +182,7 @@ class Radau:
     @property
     def dropped(self):
         """Rows dropped as redundant at the last KKT factorization (sorted)."""
-        return self.ws.solver.dropped.copy()
+        return self.ws.dropped.copy()
 
     # ------------------------------------------------------------ evaluations
     def rhs(self, t, y):

@@ -53,7 +53,7 @@ def minimum_norm_multipliers(model, ws, lam):
 
     ``ws`` holds ``G`` and the dropped rows of the evaluation that gave λ.
     """
-    k = ws.solver.dropped.size
+    k = ws.dropped.size
     if k == 0:
         return lam
     U, _, _ = np.linalg.svd(model.tables.csr(ws.G).toarray())

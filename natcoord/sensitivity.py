@@ -77,7 +77,7 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     :func:`~natcoord.derivatives.parameter_direction` (``mass:<body>``,
     ``inertia:<body>``, ``gravity:x|y|z``, ``stiffness:<k>``, ``damping:<k>``,
     ``rest_length:<k>``, ``load:<k>``, ``drive:<joint>:<parameter>``). The
-    initial state (``initial_state`` or ``model.initial_state()``) is held fixed
+    initial state (``initial_state`` or ``assemble(model).state``) is held fixed
     for model parameters; a drive parameter moves the constraint manifold, so
     its initial direction is that of the initial state's projection onto it.
 
@@ -154,7 +154,7 @@ def _tangent_basis(ws, G):
     """M-orthonormal basis ``Z`` (N, d) of ``ker G`` (kept rows): ``Z = Z₀ L⁻ᵀ`` with
     ``Z₀`` orthonormal (SVD) and ``L Lᵀ = Z₀ᵀ M Z₀``."""
     model = ws.model
-    kept = np.setdiff1d(np.arange(model.n_rows), ws.solver.dropped)
+    kept = np.setdiff1d(np.arange(model.n_rows), ws.dropped)
     Z0 = scipy.linalg.null_space(model.tables.csr(G).toarray()[kept])
     L = np.linalg.cholesky(Z0.T @ (model.mass_matrix @ Z0))
     return scipy.linalg.solve_triangular(L, Z0.T, lower=True).T

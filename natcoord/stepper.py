@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import compiled as cc
+from .assembly import assemble
 from .integrate import EPS_FLOOR, PROJECTIONS, DenseOutput, _initial_step, clip_step
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
@@ -94,7 +95,7 @@ class DOPRI5:
     """Compiled Dormand–Prince 5(4) with projection, one call per step.
 
     Arguments as :func:`natcoord.integrate.simulate`; ``state``: a consistent
-    initial :class:`~natcoord.model.State` (default ``model.initial_state(t0)``).
+    initial :class:`~natcoord.model.State` (default ``assemble(model, t=t0).state``).
     Attributes: ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h`` (next step),
     ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
     ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
@@ -135,7 +136,7 @@ class DOPRI5:
         c[cc.T_BOUND] = float(t_bound)
         S.threshold[:] = self.solver.drop_tol
         if state is None:
-            state = model.initial_state(t=t0)
+            state = assemble(model, t=t0).state
         t0 = float(state.t) if state is not None else float(t0)
         if not t_bound > t0:
             raise ValueError(f"t_bound ({t_bound}) must be greater than t0 ({t0})")

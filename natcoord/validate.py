@@ -1,5 +1,5 @@
 """Checks of run-time arguments where they enter (``simulate``, ``accelerations``,
-``Model.initial_state``): each bad value raises ``ValueError``/``TypeError``
+``assemble``): each bad value raises ``ValueError``/``TypeError``
 naming the argument and what is allowed, before any compiled kernel sees it.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ def coordinates(model, name, x):
 def state(model, value, name="state"):
     """A :class:`State` with finite time and checked ``p``, ``v``."""
     if not isinstance(value, State):
-        raise TypeError(f"{name} must be a natcoord.State (e.g. model.initial_state()), "
+        raise TypeError(f"{name} must be a natcoord.State (e.g. nc.assemble(model).state), "
                         f"got {type(value).__name__}")
     return State(finite(f"{name}.t", value.t), coordinates(model, f"{name}.p", value.p),
                  coordinates(model, f"{name}.v", value.v))

@@ -39,6 +39,7 @@ def kernels():
 def exercise(t_end=0.02):
     """Short runs through every kernel path; returns a list of what was run."""
     from . import models
+    from .assembly import assemble
     from .dynamics import accelerations
     from .integrate import PROJECTIONS, simulate
     from .linalg import available_solvers
@@ -62,7 +63,7 @@ def exercise(t_end=0.02):
     for model in small:
         # at an assembled state, and at the model's own read-only reference
         # coordinates (a different array type for Numba)
-        states = (model.initial_state(),
+        states = (assemble(model).state,
                   State(0.0, model.p_reference, np.zeros(model.n_coords)))
         for solver in available_solvers():
             for state in states:

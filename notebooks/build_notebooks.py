@@ -102,8 +102,10 @@ def six_bar():
         SETUP,
         code("""
             model = nc.models.six_bar().build()
+            assembly = nc.assemble(model)
             print(model)
-            print("degrees of freedom:", model.dof, "| dropped constraints:", model.dropped)
+            print("degrees of freedom:", assembly.dof, "| dropped constraints:",
+                  [model.row_labels[r] for r in assembly.dropped])
         """),
         md("""
             ## Structure of the system matrix
@@ -171,9 +173,12 @@ def hexapod():
         SETUP,
         code("""
             model = nc.models.hexapod(scenario="driven").build()
+            assembly = nc.assemble(model)
             print(model)
-            print("degrees of freedom:", model.dof, "| dropped constraints:", model.dropped)
-            print("free (passive) hexapod:", nc.models.hexapod().build().dof, "degrees of freedom")
+            print("degrees of freedom:", assembly.dof, "| dropped constraints:",
+                  [model.row_labels[r] for r in assembly.dropped])
+            print("free (passive) hexapod:", nc.assemble(nc.models.hexapod().build()).dof,
+                  "degrees of freedom")
         """),
         md("""
             ## Structure of the system matrix
@@ -376,8 +381,8 @@ def identification():
             truth = nc.simulate(model, T_EVAL[-1], t_eval=T_EVAL, **OPTIONS)
             clean = np.stack([truth.point(body, point) for body, point in POINTS], axis=1)
             data = clean + NOISE * np.random.default_rng(0).standard_normal(clean.shape)
-            print(model, "-", model.dof, "degrees of freedom;", len(T_EVAL), "samples of",
-                  len(POINTS), "points")
+            print(model, "-", nc.assemble(model).dof, "degrees of freedom;", len(T_EVAL),
+                  "samples of", len(POINTS), "points")
         """),
         md("""
             The estimate starts 20–50 % off. Each Gauss–Newton iteration runs one

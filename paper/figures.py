@@ -350,9 +350,11 @@ def render(template, results):
 # ----------------------------------------------------------------- driver
 def model_facts(stem, model):
     """Counts the text quotes about a model, computed from it (not typed)."""
+    from natcoord import assemble
     joint_rows = model.n_rows - 6 * model.n_bodies
+    assembly = assemble(model)
     return {f"{stem}_bodies": f"{model.n_bodies}", f"{stem}_joint_rows": f"{joint_rows}",
-            f"{stem}_dropped": f"{len(model.dropped)}", f"{stem}_dof": f"{model.dof}"}
+            f"{stem}_dropped": f"{assembly.dropped.size}", f"{stem}_dof": f"{assembly.dof}"}
 
 
 def structure_figures(out):

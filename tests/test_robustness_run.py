@@ -82,29 +82,29 @@ def test_bad_simulate_arguments_are_refused(model, options, error, phrases):
 ])
 def test_bad_state_arrays_are_refused_everywhere(model, change, phrases):
     """Before: a short array reached the compiled kernel, which read past its end."""
-    state = model.initial_state()
+    state = nc.assemble(model).state
     p, v = change(state.p.copy(), state.v.copy())
     bad = nc.State(0.0, p, v)
     refused(ValueError, lambda: nc.accelerations(model, bad), *phrases)
     refused(ValueError, lambda: nc.simulate(model, t_end=0.1, initial_state=bad), *phrases)
-    refused(ValueError, lambda: model.initial_state(p=p, v=v), *phrases)
+    refused(ValueError, lambda: nc.assemble(model, p=p, v=v).state, *phrases)
 
 
 def test_inconsistent_initial_state_is_refused_with_its_residual(model):
     """A hand-made state off the manifold is not silently integrated (nor assembled)."""
-    state = model.initial_state()
+    state = nc.assemble(model).state
     p = state.p.copy()
     p[0] += 1e-3                                       # move the rod's origin off the hinge
     refused(ValueError, lambda: nc.simulate(model, t_end=0.1,
                                             initial_state=nc.State(0.0, p, state.v)),
             "initial_state violates the constraints", "‖g‖∞ = 1.000e-03",
-            "model.initial_state(p=..., v=...")
-    fixed = model.initial_state(p=p, v=state.v)
+            "nc.assemble(model, p=..., v=...")
+    fixed = nc.assemble(model, p=p, v=state.v).state
     assert nc.simulate(model, t_end=0.1, initial_state=fixed).success
 
 
 def test_start_time_comes_from_the_initial_state(model):
-    state = model.initial_state()
+    state = nc.assemble(model).state
     later = nc.State(2.0, state.p, state.v)
     assert nc.simulate(model, t_end=2.5, initial_state=later).t[0] == 2.0
     refused(ValueError, lambda: nc.simulate(model, t_end=2.5, t0=1.0, initial_state=later),

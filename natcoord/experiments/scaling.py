@@ -87,8 +87,8 @@ def measure(model, solver, repeat, sample_seconds=0.02):
     f, gamma = ws.forces(state.t, state.p, state.v).copy(), ws.gamma.copy()
 
     def numeric():
-        ws.solver.factor(ws.G)
-        ws.solver.solve(f, gamma)
+        ws.factor()
+        ws.solve(f, gamma)
 
     def call():
         accelerations(model, state, workspace=ws)
@@ -103,7 +103,7 @@ def measure(model, solver, repeat, sample_seconds=0.02):
     finally:
         gc.enable()
     return ((float(np.median(numeric_times)), min(numeric_times)),
-            (float(np.median(call_times)), min(call_times)), ws.solver.dropped.size)
+            (float(np.median(call_times)), min(call_times)), ws.dropped.size)
 
 
 def predicted_time(rows, family, solver, n):

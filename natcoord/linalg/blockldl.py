@@ -56,6 +56,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+from ..derived import derived
 from ..jit import njit
 
 from ..model import JOINT as JOINT_ROW
@@ -209,11 +210,8 @@ class BlockPlan:
 
 
 def block_plan(model) -> BlockPlan:
-    """The kernels' index arrays for ``model``, computed once and cached on it."""
-    cache = model.__dict__.setdefault("_symbolic", {})
-    if "block" not in cache:
-        cache["block"] = BlockPlan(model)
-    return cache["block"]
+    """The kernels' index arrays of ``model``, built once per model (:mod:`natcoord.derived`)."""
+    return derived(model, "block", lambda: BlockPlan(model))
 
 
 # ------------------------------------------------------------ small kernels

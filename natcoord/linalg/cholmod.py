@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from ..jit import njit
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
+from ..derived import derived
 from ..kernels import jacobian_times, jacobian_transpose_times, mass_times
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve
 from .redundancy import redundant_rows
@@ -87,11 +88,8 @@ def _pairs_within(group):
 
 
 def range_space_plan(model) -> RangeSpacePlan:
-    """The pattern of ``S`` for ``model``, computed once and cached on it."""
-    cache = model.__dict__.setdefault("_symbolic", {})
-    if "cholmod" not in cache:
-        cache["cholmod"] = RangeSpacePlan(model)
-    return cache["cholmod"]
+    """The pattern of ``S`` for ``model``, computed once per model (:mod:`natcoord.derived`)."""
+    return derived(model, "cholmod", lambda: RangeSpacePlan(model))
 
 
 @njit(cache=True)

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..derived import derived
+
 BODY, JOINT = 0, 1
 GROUND = -1
 
@@ -73,11 +75,8 @@ class BlockStructure:
 
 
 def structure(model) -> BlockStructure:
-    """The block structure of ``model``, computed once and cached on the model."""
-    cache = model.__dict__.setdefault("_symbolic", {})
-    if "structure" not in cache:
-        cache["structure"] = _analyse(model.n_bodies, model.joint_bodies)
-    return cache["structure"]
+    """The block structure of ``model``, computed once per model (:mod:`natcoord.derived`)."""
+    return derived(model, "structure", lambda: _analyse(model.n_bodies, model.joint_bodies))
 
 
 def spanning_tree(n_bodies, joint_bodies):

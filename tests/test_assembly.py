@@ -1,0 +1,79 @@
+"""``nc.assemble``: the consistent initial state and the constraint rank found there.
+
+The six-bar's reference configuration is consistent and at rest, so its
+assembly leaves it as it is (the state ``Model.initial_state()`` gave), with
+one DOF and one redundant row (docs/benchmarks.md). A state off the manifold
+is projected onto it; bad arguments are named. The assembly and the solvers'
+symbolic plans are derived per model, outside the frozen model.
+"""
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import natcoord as nc
+from natcoord.assembly import ASSEMBLY_TOL
+from natcoord.linalg.blockldl import block_plan
+
+
+@pytest.fixture(scope="module")
+def model():
+    return nc.models.six_bar().build()
+
+
+def test_six_bar_assembles_in_place_with_one_dof(model):
+    a = nc.assemble(model)
+    assert isinstance(a, nc.Assembly) and isinstance(a.state, nc.State)
+    assert (a.dof, a.rank) == (1, model.n_rows - 1)
+    assert a.state.t == 0.0
+    np.testing.assert_array_equal(a.state.p, model.p_reference)
+    np.testing.assert_array_equal(a.state.v, np.zeros(model.n_coords))
+    assert [model.row_labels[r] for r in a.dropped] == ["joint4: axis·h2"]
+    assert nc.assemble(model) is a                          # derived once per model
+
+
+def test_dropped_rows_are_those_the_workspace_reports(model):
+    a = nc.assemble(model)
+    ws = nc.Workspace(model)
+    ws.constraints(a.state.t, a.state.p, a.state.v)
+    ws.factor()
+    np.testing.assert_array_equal(a.dropped, ws.dropped)
+    assert not a.dropped.flags.writeable
+
+
+def test_a_state_off_the_manifold_is_projected_onto_it(model):
+    rng = np.random.default_rng(1)
+    p = model.p_reference + 1e-3 * rng.standard_normal(model.n_coords)
+    v = 0.1 * rng.standard_normal(model.n_coords)
+    a = nc.assemble(model, p=p, v=v, t=0.5)
+    ws = nc.Workspace(model)
+    ws.constraints(a.state.t, a.state.p, a.state.v)
+    assert a.state.t == 0.5 and np.abs(a.state.p - p).max() > 1e-4
+    assert np.abs(ws.g).max() <= ASSEMBLY_TOL
+    assert np.abs(ws.velocity_residual(a.state.v)).max() <= ASSEMBLY_TOL
+    assert a.dof == 1
+
+
+def test_bad_p_is_refused_by_name(model):
+    with pytest.raises(ValueError, match=r"^p must have shape \(60,\)"):
+        nc.assemble(model, p=np.zeros(59))
+    with pytest.raises(ValueError, match=r"^proj_tol must be a positive"):
+        nc.assemble(model, proj_tol=0.0)
+
+
+def test_a_reparameterized_copy_derives_its_own_assembly_and_plans(model):
+    heavy = model.with_parameters({"mass:rod2": 10.0})
+    assert nc.assemble(heavy) is not nc.assemble(model)
+    np.testing.assert_array_equal(block_plan(heavy).arrays.J4, heavy.J4)
+    assert not np.array_equal(block_plan(model).arrays.J4, heavy.J4)
+    nc.simulate(heavy, 0.05)
+    assert not {"_symbolic", "_default_initial"} & set(heavy.__dict__)
+
+
+def test_the_model_module_imports_no_analysis():
+    """No import circle dynamics → model → projection → dynamics (not even lazily)."""
+    source = Path(nc.model.__file__).read_text()
+    imported = {node.module for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"projection", "dynamics", "assembly", "kinematics"}
