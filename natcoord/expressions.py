@@ -143,14 +143,18 @@ def dot(a: Affine, b: Affine) -> Quadratic:
             key = (s, t) if s <= t else (t, s)
             quad[key] = quad.get(key, 0.0) + cs * ct
     lin = {}
-    for s, cs in a.terms.items():
-        lin[s] = lin.get(s, 0.0) + cs * b.const
-    for t, ct in b.terms.items():
-        lin[t] = lin.get(t, 0.0) + ct * a.const
-    lin = {s: np.asarray(v, float) for s, v in lin.items()}
+    if a.const.any() or b.const.any():          # else no linear terms (two directions)
+        for s, cs in a.terms.items():
+            lin[s] = lin.get(s, 0.0) + cs * b.const
+        for t, ct in b.terms.items():
+            lin[t] = lin.get(t, 0.0) + ct * a.const
+        lin = {s: np.asarray(v, float) for s, v in lin.items()}
     return Quadratic(quad, lin, float(a.const @ b.const)).pruned()
 
 
 def component(a: Affine, k: int) -> Quadratic:
     """Cartesian component ``a_k`` (linear in the coordinates)."""
-    return dot(a, Affine.constant(np.eye(3)[k]))
+    return dot(a, Affine.constant(_UNIT[k]))
+
+
+_UNIT = np.eye(3)
