@@ -11,7 +11,7 @@ initial state, minimized by ``scipy.optimize.least_squares`` (trust-region
 Gauss–Newton) with the Jacobian ``∂F/∂θ = (∂r_l/∂θ (t_k)) / σ_kl`` from
 :func:`~natcoord.sensitivities`.
 
-Multiple shooting (``shooting=K``; Bock 1981, 1987): the horizon is cut at
+Multiple shooting (``shooting=K``; Bock 1983, 1987): the horizon is cut at
 K − 1 measurement times ``τ_1 < … < τ_{K−1}`` into K intervals; interval k is
 simulated from its own node state ``s_k = (p_k, v_k)`` (``s_0`` the fixed
 initial state, ``τ_0`` its time) and the nodes are unknowns beside θ:
@@ -184,7 +184,7 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
         bounds = ([0.0 if name.partition(":")[0] in NON_NEGATIVE else -np.inf
                    for name in names], np.inf)
     initial_state = model.initial_state() if initial_state is None else initial_state
-    starts = node_indices(shooting, t_eval)
+    starts = _node_indices(shooting, t_eval)
 
     def at(theta):
         return model.with_parameters(dict(zip(names, theta)))
@@ -194,7 +194,7 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
         fit = _single_shooting(at, names, x0, t_eval, points, data, weight, bounds,
                                dict(options, t_eval=t_eval, initial_state=initial_state))
     else:
-        problem = _Shooting(model, names, t_eval, points, data, weight, starts, options)
+        problem = _Shooting(model, at, names, t_eval, points, data, weight, starts, options)
         fit = problem.solve(x0, bounds, problem.nodes_from_data(x0, initial_state))
     elapsed = time.perf_counter() - start
     covariance = np.linalg.inv(fit.jac.T @ fit.jac)
@@ -208,7 +208,7 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
                     best, solution, fit.success, fit.message, nodes, fit.defects)
 
 
-def node_indices(shooting, t_eval):
+def _node_indices(shooting, t_eval):
     """First measurement index of each of the ``shooting`` intervals:
     ``round(k · len(t_eval) / K)`` (0 for k = 0), strictly increasing for
     ``K ≤ len(t_eval)``; ``ValueError`` naming ``shooting`` otherwise."""
@@ -267,24 +267,26 @@ class _Linearized:
 class _Shooting:
     """Multiple shooting over the measurement grid (module docstring)."""
 
-    def __init__(self, model, names, t_eval, points, data, weight, starts, options):
-        self.model, self.names, self.options = model, names, options
+    def __init__(self, model, at, names, t_eval, points, data, weight, starts, options):
+        self.model, self.at, self.names, self.options = model, at, names, options
         self.points, self.data, self.weight = points, data, weight
         self.t_eval, self.starts = t_eval, starts
         self.measured = [slice(a, b) for a, b in zip(starts, np.r_[starts[1:], t_eval.size])]
         self.ends = np.r_[t_eval[starts[1:]], t_eval[-1]]
-
-    def at(self, theta):
-        return self.model.with_parameters(dict(zip(self.names, theta)))
+        self.C, self.c0 = _point_map(model, points)
 
     def outputs(self, k, node):
         """Output times of interval k: its node, its measurements, its end."""
         return np.unique(np.r_[node.t, self.t_eval[self.measured[k]], self.ends[k]])
 
+    def measured_points(self, k, point, times):
+        """``point(body, r)`` of every measured point (positions or their
+        derivatives) at the measurement times of interval k among ``times``."""
+        return _stacked(point, self.points)[np.searchsorted(times, self.t_eval[self.measured[k]])]
+
     def residual(self, k, point, times):
-        """``F_k`` (weighted) from ``point(body, r)`` of the interval's run at ``times``."""
-        rows = np.searchsorted(times, self.t_eval[self.measured[k]])
-        return ((_stacked(point, self.points)[rows] - self.data[self.measured[k]])
+        """``F_k``: the weighted residuals of interval k's run."""
+        return ((self.measured_points(k, point, times) - self.data[self.measured[k]])
                 * self.weight[self.measured[k]]).ravel()
 
     # ------------------------------------------------------------ evaluation
@@ -309,8 +311,7 @@ class _Shooting:
             sens = sensitivities(model, self.ends[k], params=(INITIAL if k else ()) + self.names,
                                  t_eval=times, initial_state=node, **self.options)
             F.append(self.residual(k, sens.solution.point, times))
-            rows = np.searchsorted(times, self.t_eval[self.measured[k]])
-            dF = (_stacked(sens.point, self.points)[rows]
+            dF = (self.measured_points(k, sens.point, times)
                   * self.weight[self.measured[k]][..., None]).reshape(F[-1].size, -1)
             m = len(sens.columns) - len(self.names)      # 2 d node columns (0 for s_0)
             dy = np.concatenate([sens.dp, sens.dv], axis=1)     # (outputs, 2 N, columns)
@@ -318,7 +319,7 @@ class _Shooting:
             E.append(dF[:, m:])
             T.append(dy[0, :, :m])
             if k:
-                L.append(_left_inverse(self.model, sens.basis["p0"], dy[0, n:, :m // 2]))
+                L.append(_left_inverse(model, sens.basis["p0"], dy[0, n:, :m // 2]))
             Y.append(dy[-1])
             ends.append(np.r_[sens.solution.p[-1], sens.solution.v[-1]])
         A = [L_k @ Y_k[:, :T_k.shape[1]] for L_k, Y_k, T_k in zip(L[1:], Y, T)]
@@ -387,28 +388,27 @@ class _Shooting:
         rates = np.gradient(self.data, self.t_eval, axis=0)
         ws = Workspace(model, self.options.get("solver"))
         return [initial_state] + [
-            self.fitted(ws, State(t, p, v), self.data[i].ravel(), rates[i].ravel(),
+            self.fitted(model, ws, State(t, p, v), self.data[i].ravel(), rates[i].ravel(),
                         self.weight[i].ravel())
             for i, t, p, v in zip(self.starts[1:], sol.t, sol.p, sol.v)]
 
-    def fitted(self, ws, node, eta, rate, w):
+    def fitted(self, model, ws, node, eta, rate, w):
         """``node`` moved in its tangent space, by the least M-norm that fits the
         measured points ``η = C p + c₀`` (Gauss–Newton on the manifold), then its
         velocity likewise to fit their rates ``C v`` (linear: ``G Z = 0``).
         Directions the points do not determine (singular values below
         ``NODE_RCOND``) keep the simulated state."""
-        C, c0 = _point_map(self.model, self.points)
-
         def tangent_step(node, residual):
-            Z = _tangent_basis(ws, linearization_point(self.model, node, workspace=ws).G)
-            return Z @ np.linalg.lstsq(w[:, None] * (C @ Z), w * residual, rcond=NODE_RCOND)[0]
+            Z = _tangent_basis(ws, linearization_point(model, node, workspace=ws).G)
+            return Z @ np.linalg.lstsq(w[:, None] * (self.C @ Z), w * residual,
+                                       rcond=NODE_RCOND)[0]
 
         for _ in range(NODE_ITERATIONS):
-            step = tangent_step(node, eta - C @ node.p - c0)
+            step = tangent_step(node, eta - self.C @ node.p - self.c0)
             node = self.assembled(node, node.p + step, node.v)
             if np.abs(step).max() <= NODE_TOL:
                 break
-        return self.assembled(node, node.p, node.v + tangent_step(node, rate - C @ node.v))
+        return self.assembled(node, node.p, node.v + tangent_step(node, rate - self.C @ node.v))
 
 
 def _defects(nodes, ends, L):
