@@ -8,9 +8,10 @@ Numba's dispatch of the named-tuple arguments), for the six-bar and chain(8).
 for the six-bar, 10 s at ``rtol = 1e-6``, every step and 1001 outputs, and the
 driven hexapod with 1001 outputs, under three drivers in the same process:
 ``chunked`` (compiled chunks of steps, outputs and checks,
-:meth:`~natcoord.stepper.DOPRI5.advance`; the default for models without
-drives), ``per-step`` (one compiled step per Python call, checks and outputs
-in Python: the driver before chunks and still the one for models with drives)
+:meth:`~natcoord.stepper.DOPRI5.advance`; the default, drives included when
+they are declarative, as the hexapod's), ``per-step`` (one compiled step per
+Python call, checks and outputs in Python: the driver before chunks and still
+the one for drives given as Python callables)
 and ``python`` (``integrate.COMPILED = False``). ``ratio`` is the per-step
 wall time over the row's. Writes ``data/core_speed.csv``.
 """
