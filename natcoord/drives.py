@@ -259,7 +259,8 @@ class Drive:
         mid = t + 0.5 * period / samples
         want = np.array([f(ti) for ti in mid], float)
         got = np.array([drive(ti) for ti in mid])
-        error = np.abs(got - want).max(axis=0) / np.maximum(np.abs(want).max(axis=0), 1e-300)
+        scale = np.maximum(np.abs(want).max(axis=0), np.abs(want).max())   # a zero s̈: absolute
+        error = np.abs(got - want).max(axis=0) / max(scale.min(), 1e-300)
         if not error.max() <= tol:
             raise ValueError(f"Drive.periodic: the Fourier interpolant on {samples} samples "
                              f"misses (s, ṡ, s̈) by {error} (relative) between the samples; "

@@ -71,6 +71,11 @@ def exercise(t_end=0.02):
             ran.append(f"{model.name} accelerations {solver}")
         simulate(model, min(t_end, model.scenario.get("t_end", t_end)) / 4, solver="block")
         ran.append(f"{model.name} simulate block")
+    from .drives import parameter_weights
+    hexapod = small[2]
+    drive = next(j.drive for j in hexapod.joints if j.drive is not None)
+    parameter_weights(hexapod.tables.weights, drive, "cosines.1", 0.0)
+    ran.append("drive parameter derivative (complex step through the law)")
     return ran
 
 

@@ -200,3 +200,24 @@ def test_drive_force_needs_a_drive_and_multipliers():
     sol = nc.simulate(mech.build(), 0.1, t_eval=[0.0, 0.1], multipliers=True)
     with pytest.raises(ValueError, match="has no drive"):
         sol.drive_force("free")
+
+
+def test_periodic_drive_refuses_what_it_cannot_represent():
+    """``Drive.periodic`` checks its interpolant between the samples: a ramp is
+    not periodic; a sinusoid of the period is represented to round-off."""
+    with pytest.raises(ValueError, match=r"check that s\(t \+ 1\) = s\(t\)"):
+        nc.Drive.periodic(lambda t: (t, 1.0, 0.0), period=1.0)
+    with pytest.raises(ValueError, match="period must be positive"):
+        nc.Drive.periodic(_sine, period=-1.0)
+    drive = nc.Drive.periodic(_sine, period=2 * np.pi / OMEGA)
+    for t in (0.1, 0.77, 3.3):
+        assert np.allclose(drive(t), _sine(t), rtol=0, atol=1e-12)
+
+
+def test_drive_parameters_of_callables_are_refused():
+    model = two_drives()
+    with pytest.raises(KeyError, match="Python callables has no parameters"):
+        model.with_parameters({"drive:hinge:amplitude": 1.0})
+    with pytest.raises(ValueError, match="drive:rail:coefficients.0"):
+        two_drives(rail=nc.Drive.polynomial([0.0, 0.1])).with_parameters(
+            {"drive:rail:coefficients.0": np.nan})
