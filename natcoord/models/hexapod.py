@@ -10,7 +10,8 @@ redundant rows. Scenarios (``T_END``):
 * ``"driven"``: each prismatic joint is a drive ``s_k(t)`` (leg extension from
   the reference configuration) from the closed-form inverse kinematics of the
   platform centre path ``c(t) = (0.1 sin 2πt, 0.1 (1 − cos 2πt), 1.0)`` at
-  constant orientation, 10 s; 0 DOF, the drive forces do the work.
+  constant orientation (as compiled Fourier interpolants, :func:`leg_drive`),
+  10 s; 0 DOF, the drive forces do the work.
 
 ``elastic_joints=(k, c)`` makes the legs elastic, for the stiff benchmark
 (benchmarks/stiff.py): the spherical joint ``S_k`` is replaced by a zero-length
