@@ -10,8 +10,8 @@ then differentiate the projection and the dense output — with the forward
 run's kernels (:mod:`natcoord.compiled`: ``rhs`` evaluates and factors,
 ``solve`` solves) and these right-hand sides:
 
-* ``dγ, dG``: γ is quadratic and G affine in ``(p, v)``, so the constraint
-  kernel at ``(X ± u, V ± u_v)`` halved is the derivative (as derivatives.py);
+* ``dγ, dG`` (and ``dg_t`` for the projection): the constraint kernel's
+  terms differentiated (:func:`constraint_derivative`; bilinear, exact);
 * spring–dampers analytically (:func:`spring_derivative`), constant torques
   ``½ τ × de_k``; gravity and constant point forces do not vary;
 * parameters (:func:`natcoord.derivatives.parameter_direction`): a constant
@@ -33,7 +33,7 @@ from . import compiled as cc
 from .compiled import A_DENSE, C_DENSE, D_DENSE, _affine, rhs, solve, weights_at
 from .derivatives import parameter_direction
 from .jit import njit
-from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
+from .kernels import jacobian_times, jacobian_transpose_times
 
 #: parameter kinds the compiled sweep differentiates (besides p0, v0)
 PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length")
@@ -49,8 +49,7 @@ Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_ki
 #: (c, 2N), the constraint kernel at ± a direction and right-hand sides
 Work = namedtuple("Work", [
     "a", "lam", "W", "y", "K", "dK", "dy", "dys", "dynew", "dyproj", "dout", "comb",
-    "Xs", "Vs", "g_p", "gt_p", "gam_p", "G_p", "g_m", "gt_m", "gam_m", "G_m",
-    "F", "GtL", "s", "dx", "mu", "tmp"])
+    "dg_t", "dgamma", "dG", "F", "GtL", "s", "dx", "mu", "tmp"])
 
 
 def supported(model, solver, params):
@@ -111,48 +110,48 @@ def _work(model, c):
     z = np.zeros
     return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n), K=z((7, 2 * n)),
                 dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dynew=z((c, 2 * n)),
-                dyproj=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), Xs=z((rows, 3)),
-                Vs=z((rows, 3)), g_p=z(m), gt_p=z(m), gam_p=z(m), G_p=z((nnz, 3)), g_m=z(m),
-                gt_m=z(m), gam_m=z(m), G_m=z((nnz, 3)), F=z((rows, 3)), GtL=z((rows, 3)),
-                s=z(m), dx=z(n), mu=z(m), tmp=z((8, 3)))
+                dyproj=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), dg_t=z(m),
+                dgamma=z(m), dG=z((nnz, 3)), F=z((rows, 3)), GtL=z((rows, 3)), s=z(m),
+                dx=z(n), mu=z(m), tmp=z((8, 3)))
 
 
 # ------------------------------------------------------------ right-hand sides
 @njit(cache=True)
-def _kernel_at(T, X, V, W, g, g_t, gamma, G):
-    constraint_kernel(X, V, W, T.quad_row, T.quad_a, T.quad_b, T.quad_c, T.quad_w, T.quad_ga,
-                      T.quad_gb, T.lin_row, T.lin_a, T.lin_d, T.lin_w, T.lin_g, T.const_row,
-                      T.const_c, T.const_w, g, g_t, gamma, G)
+def constraint_derivative(T, X, V, W, dX, dV, dg_t, dgamma, dG):
+    """``dg_t, dγ`` (m,) and ``dG`` (nnz, 3) along ``(dX, dV)``: the terms of
+    :func:`natcoord.kernels.constraint_kernel` differentiated (exact: ``G`` is
+    affine, ``g_t`` and γ quadratic). Per quadratic term ``c x_a·x_b``:
 
+        dG[a] += w c dx_b,   dG[b] += w c dx_a,   dg_t += ẇ c d(x_a·x_b),
+        dγ −= c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b));
 
-@njit(cache=True)
-def _max_abs(X):
-    size = 0.0
-    for i in range(X.shape[0]):
-        for j in range(3):
-            size = max(size, abs(X[i, j]))
-    return size
-
-
-@njit(cache=True)
-def constraint_difference(T, B, X, V, W, dX, dV):
-    """The constraint kernel at ``(X ± u, V ± u_v)``, ``(u, u_v) = (dX, dV) / σ``
-    (σ the max-norm, against round-off), into ``B.*_p`` and ``B.*_m``; returns σ.
-
-    With ``g`` and ``G`` affine in X, ``g_t`` and γ quadratic in (X, V), the
-    derivative along ``(dX, dV)`` is ``σ (· _p − · _m) / 2`` exactly.
+    per linear term ``d·x_a``: ``dg_t += ẇ d·dx_a``, ``dγ −= 2 ẇ d·dv_a + ẅ d·dx_a``.
     """
-    scale = max(_max_abs(dX), _max_abs(dV))
-    if scale == 0.0:
-        return 0.0
-    for sign, g, g_t, gamma, G in ((1.0, B.g_p, B.gt_p, B.gam_p, B.G_p),
-                                   (-1.0, B.g_m, B.gt_m, B.gam_m, B.G_m)):
-        for i in range(X.shape[0]):
-            for j in range(3):
-                B.Xs[i, j] = X[i, j] + sign * dX[i, j] / scale
-                B.Vs[i, j] = V[i, j] + sign * dV[i, j] / scale
-        _kernel_at(T, B.Xs, B.Vs, W, g, g_t, gamma, G)
-    return scale
+    dg_t[:] = 0.0
+    dgamma[:] = 0.0
+    dG[:] = 0.0
+    for k in range(T.quad_row.size):
+        r, a, b, c = T.quad_row[k], T.quad_a[k], T.quad_b[k], T.quad_c[k]
+        w0, w1, w2 = W[T.quad_w[k], 0], W[T.quad_w[k], 1], W[T.quad_w[k], 2]
+        dxx, dvv, dxv = 0.0, 0.0, 0.0
+        for j in range(3):
+            dxx += dX[a, j] * X[b, j] + X[a, j] * dX[b, j]
+            dvv += dV[a, j] * V[b, j] + V[a, j] * dV[b, j]
+            dxv += dX[a, j] * V[b, j] + X[a, j] * dV[b, j] + dX[b, j] * V[a, j] \
+                + X[b, j] * dV[a, j]
+        dg_t[r] += w1 * c * dxx
+        dgamma[r] -= c * (2.0 * w0 * dvv + 2.0 * w1 * dxv + w2 * dxx)
+        ga, gb = T.quad_ga[k], T.quad_gb[k]
+        for j in range(3):
+            dG[ga, j] += w0 * c * dX[b, j]
+            dG[gb, j] += w0 * c * dX[a, j]
+    for k in range(T.lin_row.size):
+        r, a, d = T.lin_row[k], T.lin_a[k], T.lin_d[k]
+        w1, w2 = W[T.lin_w[k], 1], W[T.lin_w[k], 2]
+        ddx = d[0] * dX[a, 0] + d[1] * dX[a, 1] + d[2] * dX[a, 2]
+        ddv = d[0] * dV[a, 0] + d[1] * dV[a, 1] + d[2] * dV[a, 2]
+        dg_t[r] += w1 * ddx
+        dgamma[r] -= 2.0 * w1 * ddv + w2 * ddx
 
 
 @njit(cache=True)
@@ -268,18 +267,12 @@ def acceleration_derivative(T, S, P, Wk, D, B, j, X, V, W, dX, dV, da):
     A, F, s = B.a.reshape(-1, 3), B.F, B.s
     force_derivative(T, X, V, dX, dV, F, B.tmp)
     parameter_force(T, D, j, X, V, A, F, B.tmp)
-    scale = constraint_difference(T, B, X, V, W, dX, dV)
-    s[:] = 0.0
-    if scale != 0.0:
-        half = 0.5 * scale
-        for k in range(B.G_p.shape[0]):            # dG into G_p
-            for q in range(3):
-                B.G_p[k, q] = half * (B.G_p[k, q] - B.G_m[k, q])
-        jacobian_transpose_times(B.G_p, T.pattern_row, T.pattern_slot, B.lam, B.GtL)
-        F -= B.GtL
-        jacobian_times(B.G_p, T.pattern_row, T.pattern_slot, A, s)
-        for r in range(s.size):
-            s[r] = half * (B.gam_p[r] - B.gam_m[r]) - s[r]
+    constraint_derivative(T, X, V, W, dX, dV, B.dg_t, B.dgamma, B.dG)
+    jacobian_transpose_times(B.dG, T.pattern_row, T.pattern_slot, B.lam, B.GtL)
+    F -= B.GtL
+    jacobian_times(B.dG, T.pattern_row, T.pattern_slot, A, s)
+    for r in range(s.size):
+        s[r] = B.dgamma[r] - s[r]
     solve(T, S, P, Wk, F.reshape(-1), s, da, B.mu)
 
 
@@ -300,14 +293,10 @@ def projection_derivative(T, S, P, Wk, B, X, V, W, dy, out):
         dp[i] = dy[i] + B.dx[i]
     dP = dp.reshape(-1, 3)
     jacobian_times(S.G, T.pattern_row, T.pattern_slot, dy[n:].reshape(-1, 3), s)
-    scale = constraint_difference(T, B, X, V, W, dP, S.zero.reshape(-1, 3))
-    if scale != 0.0:                              # + ∂(G v + g_t)/∂p dp⁺
-        for k in range(B.G_p.shape[0]):
-            for q in range(3):
-                B.G_p[k, q] -= B.G_m[k, q]
-        jacobian_times(B.G_p, T.pattern_row, T.pattern_slot, V, B.mu)
-        for r in range(s.size):
-            s[r] += 0.5 * scale * (B.mu[r] + B.gt_p[r] - B.gt_m[r])
+    constraint_derivative(T, X, V, W, dP, S.zero.reshape(-1, 3), B.dg_t, B.dgamma, B.dG)
+    jacobian_times(B.dG, T.pattern_row, T.pattern_slot, V, B.mu)
+    for r in range(s.size):                        # + ∂(G v + g_t)/∂p dp⁺
+        s[r] += B.mu[r] + B.dg_t[r]
     s *= -1.0
     solve(T, S, P, Wk, S.zero, s, B.dx, B.mu)
     for i in range(n):
