@@ -46,7 +46,7 @@ Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_ki
 
 #: the sweep's buffers: the linearization point ``(a, λ)``, the weight table,
 #: the stages ``K`` (7, 2N) and their derivatives ``dK`` (c, 7, 2N), directions
-#: (c, 2N), the constraint kernel at ± a direction and right-hand sides
+#: (c, 2N), the constraint derivatives and right-hand sides
 Work = namedtuple("Work", [
     "a", "lam", "W", "y", "K", "dK", "dy", "dys", "dynew", "dyproj", "dout", "comb",
     "dg_t", "dgamma", "dG", "F", "GtL", "s", "dx", "mu", "tmp"])
@@ -91,7 +91,7 @@ def sweep(solver, steps, out, dy, thetas):
     T, (P, Wk) = cc.make_tables(model), cc.make_block(solver)
     S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
     S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
-    S.threshold[:] = solver.row_threshold[6 * model.n_bodies:]
+    S.threshold[:] = solver.drop_tol                     # hysteresis: as _update_thresholds
     S.threshold[solver.dropped - 6 * model.n_bodies] = solver.hold_tol
     B = _work(model, len(thetas))
     model.tables.weight_table(0.0, B.W)                  # constant rows (all, without drives)
