@@ -122,12 +122,14 @@ def test_sensitivities_stay_in_the_tangent_space(case, request):
 
 
 @pytest.mark.parametrize("t_eval", [T_EVAL, None], ids=["t_eval", "steps"])
-@pytest.mark.parametrize("case", ["four_bar", "six_bar"])
+@pytest.mark.parametrize("case", ["four_bar", "six_bar", "driven"])
 def test_compiled_sweep_equals_the_python_sweep(case, t_eval, monkeypatch):
     """The compiled sweep (natcoord/compiled_sensitivity.py) computes what the
-    Python sweep does, column by column, at dense outputs and at the steps."""
+    Python sweep does, column by column, at dense outputs and at the steps
+    (also with compiled drives: the weight table at every stage time)."""
     model, params = {"four_bar": (sprung_four_bar(), FOUR_BAR_PARAMS),
-                     "six_bar": (nc.models.six_bar().build(), SIX_BAR_PARAMS)}[case]
+                     "six_bar": (nc.models.six_bar().build(), SIX_BAR_PARAMS),
+                     "driven": (driven_slider(), ["p0", "v0"])}[case]
     compiled = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
     monkeypatch.setattr(sensitivity, "COMPILED", False)
     python = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
