@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from . import compiled_sensitivity
 from .derivatives import linearization_point, parameter_value
 from .dynamics import Workspace
 from .integrate import A, B, C, dense_output, simulate
@@ -41,6 +42,9 @@ from .linalg.base import DROP_TOL, HOLD_TOL
 
 #: directions of the initial state (columns: a basis of the tangent space)
 INITIAL = ("p0", "v0")
+#: use the compiled sweep (:mod:`natcoord.compiled_sensitivity`) where it applies;
+#: False forces the Python sweep
+COMPILED = True
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ class Sensitivities:
     ``columns`` (c labels: ``"p0[i]"``, ``"v0[i]"`` and the parameter names);
     ``basis``: for ``"p0"``/``"v0"`` the (12 n, d) tangent directions ``Z`` the
     columns start from (see :func:`sensitivities`); ``stats``: ``forward_time``
-    (the simulations), ``derivative_time`` (the sweep), ``steps``.
+    (the simulations), ``derivative_time`` (the sweep), ``steps``, ``compiled``
+    (whether the sweep ran compiled).
     """
 
     solution: object
@@ -90,8 +95,10 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
 
     Only ``projection="position+velocity"`` (the default) is differentiated.
     The forward run records every step; with ``t_eval`` a second run gives the
-    outputs (both are counted in ``stats["forward_time"]``). Returns
-    :class:`Sensitivities`.
+    outputs (both are counted in ``stats["forward_time"]``). The sweep is
+    compiled (:mod:`natcoord.compiled_sensitivity`) for the models, solver and
+    parameters it covers (:func:`~natcoord.compiled_sensitivity.supported`;
+    ``stats["compiled"]``), else Python. Returns :class:`Sensitivities`.
     """
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "
@@ -104,10 +111,12 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     ws = Workspace(model, options.get("solver"), options.get("drop_tol", DROP_TOL),
                    options.get("hold_tol", HOLD_TOL))
     columns, dy, thetas, basis = _initial_directions(ws, steps, params)
-    d_out = _sweep(ws, steps, solution, dy, thetas)
+    compiled = COMPILED and compiled_sensitivity.supported(model, ws.solver, params)
+    d_out = (compiled_sensitivity.sweep(ws.solver, steps, solution, dy, thetas) if compiled
+             else _sweep(ws, steps, solution, dy, thetas))
     n = model.n_coords
     stats = {"forward_time": forward, "derivative_time": time.perf_counter() - start - forward,
-             "steps": steps.t.size - 1}
+             "steps": steps.t.size - 1, "compiled": compiled}
     return Sensitivities(solution, columns, d_out[:, :, :n].transpose(0, 2, 1),
                          d_out[:, :, n:].transpose(0, 2, 1), basis, stats)
 

@@ -23,10 +23,10 @@ def kernels():
     """Every ``cache=True`` Numba dispatcher of natcoord, by qualified name."""
     from numba.core.registry import CPUDispatcher
 
-    from . import compiled, drives, integrate
+    from . import compiled, compiled_sensitivity, drives, integrate
     from . import kernels as k
     from .linalg import blockldl
-    modules = [k, blockldl, compiled, integrate, drives]
+    modules = [k, blockldl, compiled, integrate, drives, compiled_sensitivity]
     try:
         from .linalg import cholmod
         modules.append(cholmod)
@@ -76,6 +76,9 @@ def exercise(t_end=0.02):
     drive = next(j.drive for j in hexapod.joints if j.drive is not None)
     parameter_weights(hexapod.tables.weights, drive, "cosines.1", 0.0)
     ran.append("drive parameter derivative (complex step through the law)")
+    from .sensitivity import sensitivities
+    sensitivities(six_bar, t_end, params=["p0", "mass:rod3"], t_eval=[t_end / 2, t_end])
+    ran.append("six-bar sensitivities (the compiled sweep)")
     return ran
 
 

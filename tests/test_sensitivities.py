@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import natcoord as nc
+from natcoord import sensitivity
 from natcoord.derivatives import parameter_value
 
 EPS, RTOL = 1e-6, 1e-7
@@ -52,6 +53,7 @@ def assert_close(mine, reference):
 
 
 FOUR_BAR_PARAMS = ["stiffness:0", "damping:0", "mass:coupler1", "rest_length:0", "gravity:y"]
+SIX_BAR_PARAMS = ["p0", "v0", "mass:rod3"]
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +76,8 @@ def test_parameter_sensitivities_match_finite_differences(four_bar, name):
 @pytest.fixture(scope="module")
 def six_bar():
     model = nc.models.six_bar().build()
-    return model, nc.sensitivities(model, T_END, params=["p0", "v0", "mass:rod3"],
-                                   t_eval=T_EVAL, **FIXED)
+    return model, nc.sensitivities(model, T_END, params=SIX_BAR_PARAMS, t_eval=T_EVAL,
+                                   **FIXED)
 
 
 @pytest.mark.parametrize("which", ["p0", "v0"])
@@ -117,6 +119,32 @@ def test_sensitivities_stay_in_the_tangent_space(case, request):
             assert np.abs(G @ dp).max() <= 1e-12 * scale
             rate = G @ dv + at.velocity_residual_derivative(dp.reshape(-1, 3))[kept]
             assert np.abs(rate).max() <= 1e-11 * scale
+
+
+@pytest.mark.parametrize("t_eval", [T_EVAL, None], ids=["t_eval", "steps"])
+@pytest.mark.parametrize("case", ["four_bar", "six_bar", "driven"])
+def test_compiled_sweep_equals_the_python_sweep(case, t_eval, monkeypatch):
+    """The compiled sweep (natcoord/compiled_sensitivity.py) computes what the
+    Python sweep does, column by column, at dense outputs and at the steps
+    (also with compiled drives: the weight table at every stage time)."""
+    model, params = {"four_bar": (sprung_four_bar(), FOUR_BAR_PARAMS),
+                     "six_bar": (nc.models.six_bar().build(), SIX_BAR_PARAMS),
+                     "driven": (driven_slider(), ["p0", "v0"])}[case]
+    compiled = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
+    monkeypatch.setattr(sensitivity, "COMPILED", False)
+    python = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
+    assert compiled.stats["compiled"] and not python.stats["compiled"]
+    assert compiled.columns == python.columns
+    for mine, reference in ((compiled.dp, python.dp), (compiled.dv, python.dv)):
+        scale = np.abs(reference).max(axis=(0, 1))
+        assert np.all(np.abs(mine - reference).max(axis=(0, 1)) <= 1e-10 * scale)
+
+
+def test_the_python_sweep_keeps_what_the_compiled_one_does_not_cover():
+    """Drive parameters, and solvers other than the block solver, take the Python sweep."""
+    drive = nc.sensitivities(driven_slider(), 0.05, params=["drive:hinge:amplitude"])
+    dense = nc.sensitivities(sprung_four_bar(), 0.05, params=["p0"], solver="dense")
+    assert not drive.stats["compiled"] and not dense.stats["compiled"]
 
 
 def test_point_sensitivity_is_the_coordinates_one(four_bar):

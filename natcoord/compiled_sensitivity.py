@@ -1,0 +1,407 @@
+"""Compiled sensitivity sweep: the derivative of the DOPRI5 run in one Numba call
+(issue 10; docs/method.md#18-sensitivities).
+
+The sweep of :mod:`natcoord.sensitivity` — re-evaluate each stage of every
+accepted step, factor the KKT matrix there and solve, per direction,
+
+    [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a],
+
+then differentiate the projection and the dense output — with the forward
+run's kernels (:mod:`natcoord.compiled`: ``rhs`` evaluates and factors,
+``solve`` solves) and these right-hand sides:
+
+* ``dγ, dG`` (and ``dg_t`` for the projection): the constraint kernel's
+  terms differentiated (:func:`constraint_derivative`; bilinear, exact);
+* spring–dampers analytically (:func:`spring_derivative`), constant torques
+  ``½ τ × de_k``; gravity and constant point forces do not vary;
+* parameters (:func:`natcoord.derivatives.parameter_direction`): a constant
+  ``df`` and ``dJ4`` per column (mass, inertia, gravity) or the tension's
+  derivative ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k`` of a spring.
+
+For models :func:`natcoord.compiled.compilable` accepts, the block solver
+without refinement, and drives that are absent or compiled; the parameters of
+:data:`PARAMETERS`. :func:`natcoord.sensitivity.sensitivities` keeps its
+Python sweep for everything else.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import compiled as cc
+from .compiled import A_DENSE, C_DENSE, D_DENSE, _affine, rhs, solve, weights_at
+from .derivatives import parameter_direction
+from .jit import njit
+from .kernels import jacobian_times, jacobian_transpose_times
+
+#: parameter kinds the compiled sweep differentiates (besides p0, v0)
+PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length")
+#: spring parameters: index in ``Directions.spring_kind``
+SPRING_KINDS = ("stiffness", "damping", "rest_length")
+
+#: per column: constant ``df`` (4 n, 3), the body of ``dJ4`` (−1: none) and
+#: ``dJ4`` (4, 4), the spring (−1: none) and which of its parameters
+Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_kind"])
+
+#: the sweep's buffers: the linearization point ``(a, λ)``, the weight table,
+#: the stages ``K`` (7, 2N) and their derivatives ``dK`` (c, 7, 2N), directions
+#: (c, 2N), the constraint derivatives and right-hand sides
+Work = namedtuple("Work", [
+    "a", "lam", "W", "y", "K", "dK", "dy", "dys", "dynew", "dyproj", "dout", "comb",
+    "dg_t", "dgamma", "dG", "F", "GtL", "s", "dx", "mu", "tmp"])
+
+
+def supported(model, solver, params):
+    """True if the compiled sweep covers ``model`` with ``solver`` (a KKT solver
+    instance) and the parameter names ``params``."""
+    return (solver.name == "block" and not solver.refine and cc.compilable(model)
+            and (model.n_weights == 1 or model.tables.laws is not None)
+            and all(name in ("p0", "v0") or name.partition(":")[0] in PARAMETERS
+                    for name in params))
+
+
+def directions(model, thetas):
+    """:data:`Directions` of the columns' parameters (None: an initial-state column)."""
+    c, rows = len(thetas), 4 * model.n_bodies
+    D = Directions(np.zeros((c, rows, 3)), np.full(c, -1, np.int64), np.zeros((c, 4, 4)),
+                   np.full(c, -1, np.int64), np.zeros(c, np.int64))
+    for j, name in enumerate(thetas):
+        if name is None:
+            continue
+        kind, _, key = name.partition(":")
+        if kind in SPRING_KINDS:
+            D.spring[j], D.spring_kind[j] = int(key), SPRING_KINDS.index(kind)
+            continue
+        theta = parameter_direction(model, name, None)        # constant in the state
+        D.df[j] = theta.get("df", 0.0)
+        for body, dJ4 in theta.get("dM", ()):
+            D.body[j], D.dJ4[j] = body, dJ4
+    return D
+
+
+def sweep(solver, steps, out, dy, thetas):
+    """:func:`natcoord.sensitivity._sweep` compiled: the derivatives (k, c, 2N) at the
+    outputs ``out`` of ``dy`` (c, 2N) carried along the recorded ``steps``.
+
+    ``solver``: the block solver of the sweep's workspace; its factor and its
+    dropped rows (the next factorization's hysteresis) carry on here.
+    """
+    model = solver.model
+    T, (P, Wk) = cc.make_tables(model), cc.make_block(solver)
+    S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
+    S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
+    S.threshold[:] = solver.drop_tol                     # hysteresis: as _update_thresholds
+    S.threshold[solver.dropped - 6 * model.n_bodies] = solver.hold_tol
+    B = _work(model, len(thetas))
+    model.tables.weight_table(0.0, B.W)                  # constant rows (all, without drives)
+    result = np.empty((out.t.size, len(thetas), 2 * model.n_coords))
+    status = sweep_kernel(T, S, P, Wk, directions(model, thetas), B, steps.t,
+                          np.hstack([steps.p, steps.v]), out.t, np.hstack([out.p, out.v]),
+                          np.ascontiguousarray(dy, float), result)
+    if status != 0:
+        raise np.linalg.LinAlgError(f"compiled sensitivity sweep: factorization status {status}")
+    return result
+
+
+def _work(model, c):
+    n, m, nnz, rows = model.n_coords, model.n_rows, model.tables.pattern_row.size, \
+        4 * model.n_bodies
+    z = np.zeros
+    return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n), K=z((7, 2 * n)),
+                dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dynew=z((c, 2 * n)),
+                dyproj=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), dg_t=z(m),
+                dgamma=z(m), dG=z((nnz, 3)), F=z((rows, 3)), GtL=z((rows, 3)), s=z(m),
+                dx=z(n), mu=z(m), tmp=z((8, 3)))
+
+
+# ------------------------------------------------------------ right-hand sides
+@njit(cache=True)
+def constraint_derivative(T, X, V, W, dX, dV, dg_t, dgamma, dG):
+    """``dg_t, dγ`` (m,) and ``dG`` (nnz, 3) along ``(dX, dV)``: the terms of
+    :func:`natcoord.kernels.constraint_kernel` differentiated (exact: ``G`` is
+    affine, ``g_t`` and γ quadratic). Per quadratic term ``c x_a·x_b``:
+
+        dG[a] += w c dx_b,   dG[b] += w c dx_a,   dg_t += ẇ c d(x_a·x_b),
+        dγ −= c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b));
+
+    per linear term ``d·x_a``: ``dg_t += ẇ d·dx_a``, ``dγ −= 2 ẇ d·dv_a + ẅ d·dx_a``.
+    """
+    dg_t[:] = 0.0
+    dgamma[:] = 0.0
+    dG[:] = 0.0
+    for k in range(T.quad_row.size):
+        r, a, b, c = T.quad_row[k], T.quad_a[k], T.quad_b[k], T.quad_c[k]
+        w0, w1, w2 = W[T.quad_w[k], 0], W[T.quad_w[k], 1], W[T.quad_w[k], 2]
+        dxx, dvv, dxv = 0.0, 0.0, 0.0
+        for j in range(3):
+            dxx += dX[a, j] * X[b, j] + X[a, j] * dX[b, j]
+            dvv += dV[a, j] * V[b, j] + V[a, j] * dV[b, j]
+            dxv += dX[a, j] * V[b, j] + X[a, j] * dV[b, j] + dX[b, j] * V[a, j] \
+                + X[b, j] * dV[a, j]
+        dg_t[r] += w1 * c * dxx
+        dgamma[r] -= c * (2.0 * w0 * dvv + 2.0 * w1 * dxv + w2 * dxx)
+        ga, gb = T.quad_ga[k], T.quad_gb[k]
+        for j in range(3):
+            dG[ga, j] += w0 * c * dX[b, j]
+            dG[gb, j] += w0 * c * dX[a, j]
+    for k in range(T.lin_row.size):
+        r, a, d = T.lin_row[k], T.lin_a[k], T.lin_d[k]
+        w1, w2 = W[T.lin_w[k], 1], W[T.lin_w[k], 2]
+        ddx = d[0] * dX[a, 0] + d[1] * dX[a, 1] + d[2] * dX[a, 2]
+        ddv = d[0] * dV[a, 0] + d[1] * dV[a, 1] + d[2] * dV[a, 2]
+        dg_t[r] += w1 * ddx
+        dgamma[r] -= 2.0 * w1 * ddv + w2 * ddx
+
+
+@njit(cache=True)
+def _spring_frame(T, i, X, V, tmp):
+    """Spring ``i``: ``n = d / l`` into ``tmp[0]``, ``ḋ`` into ``tmp[1]`` (``d = r_b − r_a``);
+    returns ``l``. Scratch ``tmp[2:4]``."""
+    ea, eb = T.sp_a[i], T.sp_b[i]
+    _affine(T, ea, X, tmp[2])
+    _affine(T, eb, X, tmp[3])
+    for j in range(3):
+        tmp[0, j] = (T.aff_const[eb, j] + tmp[3, j]) - (T.aff_const[ea, j] + tmp[2, j])
+    length = np.sqrt(tmp[0, 0] ** 2 + tmp[0, 1] ** 2 + tmp[0, 2] ** 2)
+    _affine(T, ea, V, tmp[2])
+    _affine(T, eb, V, tmp[3])
+    for j in range(3):
+        tmp[0, j] /= length
+        tmp[1, j] = tmp[3, j] - tmp[2, j]
+    return length
+
+
+@njit(cache=True)
+def _apply_pair(T, i, F, f):
+    """``F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f``: ``f`` on spring ``i``'s end a, ``−f`` on b."""
+    for e, sign in ((T.sp_a[i], 1.0), (T.sp_b[i], -1.0)):
+        for k in range(T.aff_ptr[e], T.aff_ptr[e + 1]):
+            s, c = T.aff_slot[k], sign * T.aff_coef[k]
+            for j in range(3):
+                F[s, j] += c * f[j]
+
+
+@njit(cache=True)
+def spring_derivative(T, i, X, V, dX, dV, F, tmp):
+    """``F +=`` the derivative of spring ``i``'s force pair along ``(dX, dV)``.
+
+    With ``l̇ = n·ḋ``, ``T = k (l − l0) + c l̇`` (force ``T n`` on a):
+    ``dl = n·dd``, ``dn = (dd − n dl) / l``, ``dl̇ = ḋ·dn + n·dḋ`` and
+    ``d(T n) = (k dl + c dl̇) n + T dn`` (``SpringLinearization`` in derivatives.py).
+    """
+    length = _spring_frame(T, i, X, V, tmp)
+    n, rate, dd, drate, f = tmp[0], tmp[1], tmp[4], tmp[5], tmp[6]
+    _affine(T, T.sp_b[i], dX, dd)
+    _affine(T, T.sp_a[i], dX, tmp[2])
+    dd -= tmp[2]
+    _affine(T, T.sp_b[i], dV, drate)
+    _affine(T, T.sp_a[i], dV, tmp[2])
+    drate -= tmp[2]
+    k, c = T.sp_k[i], T.sp_c[i]
+    tension = k * (length - T.sp_l0[i]) + c * (n[0] * rate[0] + n[1] * rate[1] + n[2] * rate[2])
+    dl = n[0] * dd[0] + n[1] * dd[1] + n[2] * dd[2]
+    dn = tmp[7]
+    for j in range(3):
+        dn[j] = (dd[j] - n[j] * dl) / length
+    dldot = 0.0
+    for j in range(3):
+        dldot += rate[j] * dn[j] + n[j] * drate[j]
+    for j in range(3):
+        f[j] = (k * dl + c * dldot) * n[j] + tension * dn[j]
+    _apply_pair(T, i, F, f)
+
+
+@njit(cache=True)
+def force_derivative(T, X, V, dX, dV, F, tmp):
+    """``F = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3) of the flattened forces: springs
+    (:func:`spring_derivative`) and constant torques ``½ τ × de_k``."""
+    F[:, :] = 0.0
+    for k in range(T.force_kind.size):
+        kind, i = T.force_kind[k], T.force_index[k]
+        if kind == cc.TORQUE:
+            tau, s = T.tq_vec[i], 4 * T.tq_body[i]
+            for a in range(1, 4):
+                de = dX[s + a]
+                F[s + a, 0] += 0.5 * (tau[1] * de[2] - tau[2] * de[1])
+                F[s + a, 1] += 0.5 * (tau[2] * de[0] - tau[0] * de[2])
+                F[s + a, 2] += 0.5 * (tau[0] * de[1] - tau[1] * de[0])
+        elif kind == cc.SPRING:
+            spring_derivative(T, i, X, V, dX, dV, F, tmp)
+
+
+@njit(cache=True)
+def parameter_force(T, D, j, X, V, A, F, tmp):
+    """``F += ∂f/∂θ − ∂M/∂θ a`` of column ``j`` (``parameter_direction``): the constant
+    ``df``, ``dJ4`` of one body times its accelerations, or a spring's
+    ``∂T/∂θ n`` with ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``."""
+    F += D.df[j]
+    b = D.body[j]
+    if b >= 0:
+        for r in range(4):
+            for q in range(4):
+                for k in range(3):
+                    F[4 * b + r, k] -= D.dJ4[j, r, q] * A[4 * b + q, k]
+    i = D.spring[j]
+    if i >= 0:
+        length = _spring_frame(T, i, X, V, tmp)
+        n, rate = tmp[0], tmp[1]
+        kind = D.spring_kind[j]
+        if kind == 0:
+            dtension = length - T.sp_l0[i]
+        elif kind == 1:
+            dtension = n[0] * rate[0] + n[1] * rate[1] + n[2] * rate[2]
+        else:
+            dtension = -T.sp_k[i]
+        for k in range(3):
+            tmp[6, k] = dtension * n[k]
+        _apply_pair(T, i, F, tmp[6])
+
+
+# ------------------------------------------------------------ one point
+@njit(cache=True)
+def acceleration_derivative(T, S, P, Wk, D, B, j, X, V, W, dX, dV, da):
+    """``da`` of ``[[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a]`` along
+    ``(dX, dV)`` and column ``j``'s parameter, with ``K`` factored at ``(X, V)``
+    and ``(a, λ)`` in ``B.a, B.lam`` (``LinearizationPoint.derivative``)."""
+    A, F, s = B.a.reshape(-1, 3), B.F, B.s
+    force_derivative(T, X, V, dX, dV, F, B.tmp)
+    parameter_force(T, D, j, X, V, A, F, B.tmp)
+    constraint_derivative(T, X, V, W, dX, dV, B.dg_t, B.dgamma, B.dG)
+    jacobian_transpose_times(B.dG, T.pattern_row, T.pattern_slot, B.lam, B.GtL)
+    F -= B.GtL
+    jacobian_times(B.dG, T.pattern_row, T.pattern_slot, A, s)
+    for r in range(s.size):
+        s[r] = B.dgamma[r] - s[r]
+    solve(T, S, P, Wk, F.reshape(-1), s, da, B.mu)
+
+
+@njit(cache=True)
+def projection_derivative(T, S, P, Wk, B, X, V, W, dy, out):
+    """``out = (dp⁺, dv⁺)`` of the projection at the projected ``(X, V)`` with ``K`` and
+    ``G`` (``S.G``) there (``LinearizationPoint.projection_derivative``):
+
+        dp⁺ = dp − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ G dp     (one solve with [0; −G dp])
+        dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)]
+    """
+    n, s = dy.size // 2, B.s
+    dp, dv = out[:n], out[n:]
+    jacobian_times(S.G, T.pattern_row, T.pattern_slot, dy[:n].reshape(-1, 3), s)
+    s *= -1.0
+    solve(T, S, P, Wk, S.zero, s, B.dx, B.mu)
+    for i in range(n):
+        dp[i] = dy[i] + B.dx[i]
+    dP = dp.reshape(-1, 3)
+    jacobian_times(S.G, T.pattern_row, T.pattern_slot, dy[n:].reshape(-1, 3), s)
+    constraint_derivative(T, X, V, W, dP, S.zero.reshape(-1, 3), B.dg_t, B.dgamma, B.dG)
+    jacobian_times(B.dG, T.pattern_row, T.pattern_slot, V, B.mu)
+    for r in range(s.size):                        # + ∂(G v + g_t)/∂p dp⁺
+        s[r] += B.mu[r] + B.dg_t[r]
+    s *= -1.0
+    solve(T, S, P, Wk, S.zero, s, B.dx, B.mu)
+    for i in range(n):
+        dv[i] = dy[n + i] + B.dx[i]
+
+
+@njit(cache=True)
+def stage(T, S, P, Wk, D, B, t, y, dys, s):
+    """``K[s] = (v, a)`` at ``(t, y)`` (factored there) and ``dK[:, s] = (dv, da)`` along
+    the directions ``dys`` (c, 2N); returns a factorization status."""
+    weights_at(T, t, B.W)
+    status = rhs(T, S, P, Wk, y, B.W, 0, B.K[s])
+    if status != 0:
+        return status
+    n = y.size // 2
+    B.a[:] = B.K[s][n:]
+    B.lam[:] = S.lam
+    X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
+    for j in range(dys.shape[0]):
+        d, dK = dys[j], B.dK[j][s]
+        dK[:n] = d[n:]
+        acceleration_derivative(T, S, P, Wk, D, B, j, X, V, B.W, d[:n].reshape(-1, 3),
+                                d[n:].reshape(-1, 3), dK[n:])
+    return 0
+
+
+@njit(cache=True)
+def projected(T, S, P, Wk, B, t, y, dy, out):
+    """``out`` (c, 2N): :func:`projection_derivative` of the directions ``dy`` at the
+    projected ``(t, y)``, factored there; returns a factorization status."""
+    weights_at(T, t, B.W)
+    status = rhs(T, S, P, Wk, y, B.W, 0, B.comb)
+    if status != 0:
+        return status
+    n = y.size // 2
+    X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
+    for j in range(dy.shape[0]):
+        projection_derivative(T, S, P, Wk, B, X, V, B.W, dy[j], out[j])
+    return 0
+
+
+@njit(cache=True)
+def dense_derivative(B, dy0, dy1, dK, h, theta, out):
+    """``integrate.dense_output`` (linear in its data) of ``(dy0, dy1, dK)`` at θ."""
+    np.dot(D_DENSE, dK, B.comb)
+    for i in range(out.size):
+        step = dy1[i] - dy0[i]
+        r3 = h * dK[0, i] - step
+        r4 = step - h * dK[6, i] - r3
+        out[i] = dy0[i] + theta * (step + (1 - theta) * (r3 + theta * (r4 + (1 - theta)
+                                                                          * h * B.comb[i])))
+
+
+@njit(cache=True)
+def sweep_kernel(T, S, P, Wk, D, B, t_steps, y_steps, t_out, y_out, dy0, result):
+    """``dy0`` (c, 2N) at ``t_steps[0]`` carried along the recorded projected states
+    ``y_steps`` (module docstring of :mod:`natcoord.sensitivity`):
+
+        dY_s = dy + h Σ_j a_sj dK_j,   dK_s = (dv_s, da_s),   dy⁺ = P'(dY_6)
+
+    with FSAL ``dK_0 = (dv⁺, da_6)``; ``result[k]`` (c, 2N) the derivative at
+    ``t_out[k]``: ``dy⁺`` at a step's end, else the projected dense output.
+    Returns 0 or a factorization status.
+    """
+    c, N = dy0.shape
+    n = N // 2
+    K, dK, dy, dys = B.K, B.dK, B.dy, B.dys
+    dy[:, :] = dy0
+    t, k = t_steps[0], 0
+    if t_out.size > 0 and t_out[0] == t:
+        result[0] = dy
+        k = 1
+    status = stage(T, S, P, Wk, D, B, t, y_steps[0], dy, 0)
+    for i in range(1, t_steps.size):
+        if status != 0:
+            return status
+        t_new, y = t_steps[i], y_steps[i - 1]
+        h = t_new - t
+        for s in range(1, 7):
+            np.dot(A_DENSE[s, :s], K[:s], B.comb)
+            for q in range(N):
+                B.y[q] = y[q] + h * B.comb[q]
+            for j in range(c):
+                np.dot(A_DENSE[s, :s], dK[j][:s], B.comb)
+                for q in range(N):
+                    dys[j, q] = dy[j, q] + h * B.comb[q]
+            status = stage(T, S, P, Wk, D, B, t + C_DENSE[s] * h, B.y, dys, s)
+            if status != 0:
+                return status
+        B.dynew[:, :] = dys                              # dY_6 (A[6] = B)
+        status = projected(T, S, P, Wk, B, t_new, y_steps[i], B.dynew, B.dyproj)
+        while status == 0 and k < t_out.size and t_out[k] <= t_new:
+            if t_out[k] == t_new:
+                result[k] = B.dyproj
+            else:
+                for j in range(c):
+                    dense_derivative(B, dy[j], B.dynew[j], dK[j], h, (t_out[k] - t) / h,
+                                     B.dout[j])
+                status = projected(T, S, P, Wk, B, t_out[k], y_out[k], B.dout, result[k])
+            k += 1
+        K[0, :n] = y_steps[i, n:]
+        K[0, n:] = K[6, n:]
+        for j in range(c):
+            dK[j, 0, :n] = B.dyproj[j, n:]
+            dK[j, 0, n:] = dK[j, 6, n:]
+        t = t_new
+        dy[:, :] = B.dyproj
+    return status
