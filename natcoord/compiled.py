@@ -192,6 +192,18 @@ def _distribute(T, e, F, scale, vec):
             F[s, j] += c * (scale * vec[j])
 
 
+@njit(cache=True, inline="always")
+def torque_forces(tau, s, X, F):
+    """``F[s + k] += ½ τ × X[s + k]``, k = 1, 2, 3: the generalized force of a
+    constant torque τ on the body of slots ``s..s+3`` (linear in its axes, so
+    with ``X = dX`` also its derivative)."""
+    for a in range(1, 4):
+        e = X[s + a]
+        F[s + a, 0] += 0.5 * (tau[1] * e[2] - tau[2] * e[1])
+        F[s + a, 1] += 0.5 * (tau[2] * e[0] - tau[0] * e[2])
+        F[s + a, 2] += 0.5 * (tau[0] * e[1] - tau[1] * e[0])
+
+
 @njit(cache=True)
 def generalized_forces(T, X, V, F, tmp):
     """``F`` (4 n, 3): gravity plus the flattened applied forces (docs/method.md#12-mass-matrix).
@@ -206,12 +218,7 @@ def generalized_forces(T, X, V, F, tmp):
         if kind == 0:                                    # constant point force
             _distribute(T, T.pf_aff[i], F, one, T.pf_vec[i])
         elif kind == 1:                                  # constant torque: ½ τ × e_k
-            tau, s = T.tq_vec[i], 4 * T.tq_body[i]
-            for a in range(1, 4):
-                e = X[s + a]
-                F[s + a, 0] += 0.5 * (tau[1] * e[2] - tau[2] * e[1])
-                F[s + a, 1] += 0.5 * (tau[2] * e[0] - tau[0] * e[2])
-                F[s + a, 2] += 0.5 * (tau[0] * e[1] - tau[1] * e[0])
+            torque_forces(T.tq_vec[i], 4 * T.tq_body[i], X, F)
         else:                                            # spring–damper
             ea, eb = T.sp_a[i], T.sp_b[i]
             _affine(T, ea, X, ra)

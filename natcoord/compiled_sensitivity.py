@@ -30,7 +30,8 @@ from collections import namedtuple
 import numpy as np
 
 from . import compiled as cc
-from .compiled import A_DENSE, C_DENSE, D_DENSE, _affine, rhs, solve, weights_at
+from .compiled import (A_DENSE, C_DENSE, D_DENSE, _affine, rhs, solve, torque_forces,
+                       weights_at)
 from .derivatives import parameter_direction
 from .jit import njit
 from .kernels import jacobian_times, jacobian_transpose_times
@@ -220,12 +221,7 @@ def force_derivative(T, X, V, dX, dV, F, tmp):
     for k in range(T.force_kind.size):
         kind, i = T.force_kind[k], T.force_index[k]
         if kind == cc.TORQUE:
-            tau, s = T.tq_vec[i], 4 * T.tq_body[i]
-            for a in range(1, 4):
-                de = dX[s + a]
-                F[s + a, 0] += 0.5 * (tau[1] * de[2] - tau[2] * de[1])
-                F[s + a, 1] += 0.5 * (tau[2] * de[0] - tau[0] * de[2])
-                F[s + a, 2] += 0.5 * (tau[0] * de[1] - tau[1] * de[0])
+            torque_forces(T.tq_vec[i], 4 * T.tq_body[i], dX, F)
         elif kind == cc.SPRING:
             spring_derivative(T, i, X, V, dX, dV, F, tmp)
 
