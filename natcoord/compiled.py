@@ -620,17 +620,23 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor):
 
 # ------------------------------------------------------------------ many steps
 @njit(cache=True)
-def dense_point(S, theta, out):
-    """``integrate.dense_output`` of the last accepted step at ``t_old + θ h`` into ``out``
-    (the same operations in the same order: ``D @ K`` by BLAS as NumPy's)."""
-    h, y0, y1, K = S.ctrl[H_ACC], S.yprev, S.ynewacc, S.Kacc
-    np.dot(D_DENSE, K, S.comb)
+def interpolate(y0, y1, K, h, theta, comb, out):
+    """``integrate.dense_output`` of a step ``(y0, y1, K, h)`` at ``t_old + θ h`` into
+    ``out`` (the same operations in the same order: ``D @ K`` by BLAS as NumPy's,
+    into the scratch ``comb``); linear in ``(y0, y1, K)``, so also the derivative's."""
+    np.dot(D_DENSE, K, comb)
     for i in range(out.size):
         dy = y1[i] - y0[i]
         r3 = h * K[0, i] - dy
         r4 = dy - h * K[6, i] - r3
-        r5 = h * S.comb[i]
+        r5 = h * comb[i]
         out[i] = y0[i] + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
+
+
+@njit(cache=True)
+def dense_point(S, theta, out):
+    """:func:`interpolate` of the last accepted step at ``t_old + θ h`` into ``out``."""
+    interpolate(S.yprev, S.ynewacc, S.Kacc, S.ctrl[H_ACC], theta, S.comb, out)
 
 
 @njit(cache=True)

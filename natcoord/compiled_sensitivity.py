@@ -6,7 +6,8 @@ accepted step, factor the KKT matrix there and solve, per direction,
 
     [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a],
 
-then differentiate the projection and the dense output — with the forward
+then differentiate the projection and the dense output (linear:
+:func:`natcoord.compiled.interpolate` of the derivatives) — with the forward
 run's kernels (:mod:`natcoord.compiled`: ``rhs`` evaluates and factors,
 ``solve`` solves) and these right-hand sides:
 
@@ -30,8 +31,8 @@ from collections import namedtuple
 import numpy as np
 
 from . import compiled as cc
-from .compiled import (A_DENSE, C_DENSE, D_DENSE, _affine, rhs, solve, torque_forces,
-                       weights_at)
+from .compiled import (A_DENSE, C_DENSE, _affine, _constraints, factor, interpolate, rhs,
+                       solve, torque_forces, weights_at)
 from .derivatives import parameter_direction
 from .jit import njit
 from .kernels import jacobian_times, jacobian_transpose_times
@@ -322,28 +323,18 @@ def stage(T, S, P, Wk, D, B, t, y, dys, s):
 @njit(cache=True)
 def projected(T, S, P, Wk, B, t, y, dy, out):
     """``out`` (c, 2N): :func:`projection_derivative` of the directions ``dy`` at the
-    projected ``(t, y)``, factored there; returns a factorization status."""
+    projected ``(t, y)``, factored there (no accelerations needed); returns a
+    factorization status."""
     weights_at(T, t, B.W)
-    status = rhs(T, S, P, Wk, y, B.W, 0, B.comb)
-    if status != 0:
-        return status
     n = y.size // 2
     X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
+    _constraints(T, S, X, V, B.W)
+    status = factor(T, S, P, Wk)
+    if status != 0:
+        return status
     for j in range(dy.shape[0]):
         projection_derivative(T, S, P, Wk, B, X, V, B.W, dy[j], out[j])
     return 0
-
-
-@njit(cache=True)
-def dense_derivative(B, dy0, dy1, dK, h, theta, out):
-    """``integrate.dense_output`` (linear in its data) of ``(dy0, dy1, dK)`` at θ."""
-    np.dot(D_DENSE, dK, B.comb)
-    for i in range(out.size):
-        step = dy1[i] - dy0[i]
-        r3 = h * dK[0, i] - step
-        r4 = step - h * dK[6, i] - r3
-        out[i] = dy0[i] + theta * (step + (1 - theta) * (r3 + theta * (r4 + (1 - theta)
-                                                                          * h * B.comb[i])))
 
 
 @njit(cache=True)
@@ -389,8 +380,8 @@ def sweep_kernel(T, S, P, Wk, D, B, t_steps, y_steps, t_out, y_out, dy0, result)
                 result[k] = B.dyproj
             else:
                 for j in range(c):
-                    dense_derivative(B, dy[j], B.dynew[j], dK[j], h, (t_out[k] - t) / h,
-                                     B.dout[j])
+                    interpolate(dy[j], B.dynew[j], dK[j], h, (t_out[k] - t) / h, B.comb,
+                                B.dout[j])
                 status = projected(T, S, P, Wk, B, t_out[k], y_out[k], B.dout, result[k])
             k += 1
         K[0, :n] = y_steps[i, n:]

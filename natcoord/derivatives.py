@@ -37,6 +37,7 @@ from .checks import number
 from .derived import derived
 from .drives import parameter_weights
 from .dynamics import Workspace
+from .expressions import stacked
 from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
 from .kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from .model import State
@@ -186,8 +187,9 @@ class LinearizationPoint:
         zero = np.zeros(self.model.n_coords)
         position = self._times(self.G, np.reshape(dp, (-1, 3)))
         rate = np.zeros(self.model.n_rows)
-        if param is not None and "dW" in (theta := parameter_direction(self.model, param, self)):
-            g_w, g_t_w, _, G_w = self._constraint_terms(self.X, self.V, theta["dW"])
+        if param is not None and param.startswith("drive:"):     # it moves the manifold
+            dW = parameter_direction(self.model, param, self)["dW"]
+            g_w, g_t_w, _, G_w = self._constraint_terms(self.X, self.V, dW)
             position += g_w
             rate += self._times(G_w, self.V) + g_t_w
         dp = dp + self.ws.solve(zero, -position)[0]
@@ -285,15 +287,7 @@ def _spring_map(model):
 
 
 def _build_spring_map(model):
-    all_springs = springs(model)
-    D = np.zeros((3 * len(all_springs), model.n_coords))
-    d0 = np.zeros(3 * len(all_springs))
-    for i, spring in enumerate(all_springs):
-        vector = spring.b - spring.a
-        for slot, coef in vector.terms.items():
-            D[3 * i:3 * i + 3, 3 * slot:3 * slot + 3] = coef * np.eye(3)
-        d0[3 * i:3 * i + 3] = vector.const
-    return D, d0
+    return stacked([spring.b - spring.a for spring in springs(model)], model.n_coords)
 
 
 def cartesian_spring_derivative(spring, X, V, dX, dV, F):

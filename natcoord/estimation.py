@@ -60,6 +60,7 @@ from scipy.optimize import least_squares
 from .assembly import AssemblyError, assemble
 from .derivatives import linearization_point, parameter_value
 from .dynamics import Workspace
+from .expressions import stacked
 from .integrate import IntegrationError, simulate
 from .model import State
 from .sensitivity import INITIAL, _tangent_basis, sensitivities
@@ -449,10 +450,4 @@ def _to_bounds(theta, dtheta, lower, upper):
 
 def _point_map(model, points):
     """``(C, c₀)``: the measured points stacked, ``r = C p + c₀`` (3 l × 12 n, 3 l)."""
-    C, c0 = np.zeros((3 * len(points), model.n_coords)), np.zeros(3 * len(points))
-    for i, (body, r) in enumerate(points):
-        expr = model.point_expression(body, r)
-        for slot, coef in expr.terms.items():
-            C[3 * i:3 * i + 3, 3 * slot:3 * slot + 3] = coef * np.eye(3)
-        c0[3 * i:3 * i + 3] = expr.const
-    return C, c0
+    return stacked([model.point_expression(body, r) for body, r in points], model.n_coords)

@@ -152,6 +152,17 @@ def dot(a: Affine, b: Affine) -> Quadratic:
     return Quadratic(quad, lin, float(a.const @ b.const)).pruned()
 
 
+def stacked(expressions, n_coords):
+    """``(C, c₀)``: affine vector expressions ``r_i`` stacked as ``C p + c₀``
+    (3 k × n_coords and 3 k,), ``C(α) = α·1`` per slot term."""
+    C, c0 = np.zeros((3 * len(expressions), n_coords)), np.zeros(3 * len(expressions))
+    for i, expr in enumerate(expressions):
+        for slot, coef in expr.terms.items():
+            C[3 * i:3 * i + 3, 3 * slot:3 * slot + 3] = coef * _UNIT
+        c0[3 * i:3 * i + 3] = expr.const
+    return C, c0
+
+
 def component(a: Affine, k: int) -> Quadratic:
     """Cartesian component ``a_k`` (linear in the coordinates)."""
     return dot(a, Affine.constant(_UNIT[k]))
