@@ -1,8 +1,8 @@
 """Real-time factor of the driven hexapod (docs/benchmarks.md, scenario b).
 
 Simulated time over wall time for the Stewart–Gough platform whose six legs
-follow the closed-form inverse kinematics of the prescribed platform path,
-10 s at ``rtol = 1e-6``: the median of ``--repeat`` runs, written with the
+follow the closed-form inverse kinematics of the prescribed platform path
+(as compiled Fourier interpolants, ``hexapod.leg_drive``), 10 s at ``rtol = 1e-6``: the median of ``--repeat`` runs, written with the
 run's counters and residuals to ``data/hexapod_speed.csv``.
 """
 from __future__ import annotations
