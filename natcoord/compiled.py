@@ -379,7 +379,7 @@ def _threshold(T, S, x, velocity, tol):
 
 
 @njit(cache=True)
-def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter):
+def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter, fresh):
     """Simplified Newton of ``projection._simplified_newton`` on ``x`` (12 n,) in place.
 
     ``velocity`` False: the residual is ``g(x)`` (``other`` = v); True:
@@ -387,10 +387,11 @@ def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter):
     converged to ``MARGIN`` times the tolerance raised to its round-off floor
     (:func:`_threshold`). Returns ``(status, iterations)``; status 0, a
     factorization status, or −1 when not converged (``ctrl[FAIL_RESIDUAL]``
-    holds the residual, ``ctrl[FAIL_TARGET]`` the target).
+    holds the residual, ``ctrl[FAIL_TARGET]`` the target). ``fresh``: factor at
+    ``x`` before the first solve.
     """
     n = x.size
-    previous = np.inf
+    previous = 0.0 if fresh else np.inf
     size = 0.0
     target = 0.0
     for it in range(max_iter):
@@ -420,19 +421,22 @@ def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter):
 
 
 @njit(cache=True)
-def project(T, S, P, Wk, y, W, mode, tol):
-    """Project ``y = (p, v)`` in place as ``integrate._Run.project`` does; returns a status."""
+def project(T, S, P, Wk, y, W, mode, tol, fresh):
+    """Project ``y = (p, v)`` in place as ``integrate._Run.project`` does (``fresh``: as
+    ``projection.project_state``, for outputs); returns a status. Leaves ``S``
+    evaluated (:func:`evaluate`) at the projected ``y`` in modes 0 and 1."""
     n = y.size // 2
     p, v = y[:n], y[n:]
     if mode == 0:
-        status, k = _newton(T, S, P, Wk, p, v, W, False, tol, 8)
+        status, k = _newton(T, S, P, Wk, p, v, W, False, tol, 8, fresh)
         if status != 0:
             return POSITION_PROJECTION if status < 0 else status + 1
         S.counts[N_PROJ] += k
+        fresh = fresh and k == 0
     if mode == 0 or mode == 1:
         if mode == 1:
             _constraints(T, S, p.reshape(-1, 3), v.reshape(-1, 3), W)
-        status, k = _newton(T, S, P, Wk, v, p, W, True, tol, 8)
+        status, k = _newton(T, S, P, Wk, v, p, W, True, tol, 8, fresh)
         if status != 0:
             return VELOCITY_PROJECTION if status < 0 else status + 1
         S.counts[N_PROJ] += k
@@ -440,17 +444,26 @@ def project(T, S, P, Wk, y, W, mode, tol):
 
 
 @njit(cache=True)
-def observe(T, S, y, W):
-    """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``y`` (all rows), as ``_Run.record`` records."""
+def evaluate(T, S, y, W):
+    """``S.g, S.g_t, S.gamma, S.G`` and ``S.Gv = G v + g_t`` at ``y = (p, v)``."""
     n = y.size // 2
-    X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
-    _constraints(T, S, X, V, W)
+    V = y[n:].reshape(-1, 3)
+    _constraints(T, S, y[:n].reshape(-1, 3), V, W)
     _velocity_residual(T, S, V)
+
+
+@njit(cache=True)
+def observe(T, S, y, W, evaluated):
+    """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``y`` (all rows), as ``_Run.record`` records;
+    ``evaluated``: ``S`` already holds :func:`evaluate` at ``y``."""
+    n = y.size // 2
+    if not evaluated:
+        evaluate(T, S, y, W)
     g_max, gv_max = 0.0, 0.0
     for r in range(S.g.size):
         g_max = max(g_max, abs(S.g[r]))
         gv_max = max(gv_max, abs(S.Gv[r]))
-    return energy(T, X, V, S.tmp), g_max, gv_max
+    return energy(T, y[:n].reshape(-1, 3), y[n:].reshape(-1, 3), S.tmp), g_max, gv_max
 
 
 # ------------------------------------------------------------------ the step
@@ -559,7 +572,7 @@ def attempt(T, S, P, Wk, W7, mode):
         return REJECTED
     S.yproj[:] = yn
     if mode <= 1:
-        return project(T, S, P, Wk, S.yproj, W7[6], mode, S.ctrl[PROJ_TOL])
+        return project(T, S, P, Wk, S.yproj, W7[6], mode, S.ctrl[PROJ_TOL], False)
     return ACCEPTED
 
 
@@ -640,14 +653,15 @@ def dense_point(S, theta, out):
 
 
 @njit(cache=True)
-def violated(T, S, y, W, mode, tol, drift_tol):
+def violated(T, S, y, W, mode, tol, drift_tol, evaluated):
     """True where ``integrate._Run.check`` would act on ``y`` (locking aside): with
     position+velocity projection (mode 0) a row, kept or dropped, of ``g`` or
-    ``G v + g_t`` above its :func:`_threshold`; otherwise a residual above ``drift_tol``."""
+    ``G v + g_t`` above its :func:`_threshold`; otherwise a residual above ``drift_tol``.
+    ``evaluated``: ``S`` already holds :func:`evaluate` at ``y`` (as :func:`project`
+    leaves it in modes 0 and 1); either way it does on return."""
     n = y.size // 2
-    X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
-    _constraints(T, S, X, V, W)
-    _velocity_residual(T, S, V)
+    if not evaluated:
+        evaluate(T, S, y, W)
     if mode == 0:
         tol_p = _threshold(T, S, y[:n], False, tol)
         tol_v = _threshold(T, S, y[n:], True, tol)
@@ -663,17 +677,18 @@ def violated(T, S, y, W, mode, tol, drift_tol):
 
 @njit(cache=True)
 def _record(T, S, W, t, y, kind, n, rec_t, rec_y, rec_obs, rec_kind):
+    """Record ``y`` as :func:`violated` has just evaluated it."""
     rec_t[n] = t
     rec_y[n, :] = y
     rec_kind[n] = kind
-    rec_obs[n, 0], rec_obs[n, 1], rec_obs[n, 2] = observe(T, S, y, W)
+    rec_obs[n, 0], rec_obs[n, 1], rec_obs[n, 2] = observe(T, S, y, W, True)
 
 
 @njit(cache=True)
 def _project_output(T, S, P, Wk, y, W, mode):
     """:func:`project` of an output, its work counted in ``OUT_FACT`` and ``OUT_PROJ``."""
     fact, proj = S.counts[N_FACT], S.counts[N_PROJ]
-    status = project(T, S, P, Wk, y, W, mode, S.ctrl[PROJ_TOL])
+    status = project(T, S, P, Wk, y, W, mode, S.ctrl[PROJ_TOL], True)
     S.counts[OUT_FACT] += S.counts[N_FACT] - fact
     S.counts[OUT_PROJ] += S.counts[N_PROJ] - proj
     return status
@@ -726,7 +741,7 @@ def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, ever
             status = _project_output(T, S, P, Wk, y, W1, mode)
             if status != 0:
                 return status, n, next_out, steps, rejected, m
-            if violated(T, S, y, W1, mode, c[PROJ_TOL], drift_tol):
+            if violated(T, S, y, W1, mode, c[PROJ_TOL], drift_tol, mode <= 1):
                 return CHECK, n, next_out, steps, rejected, m
             _record(T, S, W1, t_out, y, OUTPUT_RECORD, n, rec_t, rec_y, rec_obs, rec_kind)
             n += 1
@@ -747,7 +762,7 @@ def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, ever
             _keep_step(S, m, seg_t, seg_y, seg_K)
             m += 1
         weights_at(T, c[T_NOW], W1)
-        if violated(T, S, S.y, W1, mode, c[PROJ_TOL], drift_tol):
+        if violated(T, S, S.y, W1, mode, c[PROJ_TOL], drift_tol, False):
             rec_t[n], rec_kind[n] = c[T_NOW], STEP_RECORD
             rec_y[n, :] = S.y
             return CHECK, n, next_out, steps, rejected, m

@@ -11,6 +11,7 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
 
@@ -20,8 +21,7 @@ from .dynamics import Workspace
 from .jit import njit
 from .linalg.base import DROP_TOL, HOLD_TOL
 from .model import JOINT
-from .projection import (ProjectionError, describe_rows, project_positions,
-                         project_velocities, threshold)
+from .projection import ProjectionError, describe_rows, project_state, threshold
 from .solution import ContinuousSolution, Solution
 
 C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
@@ -131,16 +131,12 @@ class Evaluations:
         self._dropped = dropped.copy()
         return np.concatenate([v, a])
 
-    def project(self, t, y):
-        """``y`` projected per ``self.projection`` (a new array)."""
-        p, v = y[:self.n], y[self.n:]
-        positions = self.projection == "position+velocity"
-        if positions:
-            p, k = project_positions(self.ws, t, p, v, self.proj_tol)
-            self.n_projection_iterations += k
-        if self.projection in ("position+velocity", "velocity"):
-            v, k = project_velocities(self.ws, t, p, v, self.proj_tol, evaluated=positions)
-            self.n_projection_iterations += k
+    def project(self, t, y, fresh=False):
+        """``y`` projected per ``self.projection`` (a new array); ``fresh`` as
+        :func:`~natcoord.projection.project` (for outputs)."""
+        p, v, k = project_state(self.ws, t, y[:self.n], y[self.n:], self.proj_tol, self.projection,
+                          fresh)
+        self.n_projection_iterations += k
         return np.concatenate([p, v])
 
 
@@ -195,9 +191,9 @@ class _Run:
     def rhs(self, t, y):
         return self.evaluations.rhs(t, y)
 
-    def project(self, t, y):
-        """Project per ``self.projection`` and :meth:`check` the result."""
-        y = self.evaluations.project(t, y)
+    def project(self, t, y, fresh=False):
+        """Project per ``self.projection`` (``fresh`` for outputs) and :meth:`check` the result."""
+        y = self.evaluations.project(t, y, fresh)
         self.check(t, y[:self.n], y[self.n:])
         return y
 
@@ -305,7 +301,8 @@ class _Run:
             return None
         pieces = [piece for piece in self.pieces if piece.t_old < self.t]
         ts = [piece.t_old for piece in pieces] + [self.t]
-        project = (self.stepper or self.evaluations).project
+        project = self.stepper.project if self.stepper else partial(self.evaluations.project,
+                                                                    fresh=True)
         return ContinuousSolution(ts, pieces, self.y.copy(), project)
 
     def solution(self):
@@ -542,7 +539,7 @@ def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_step
             run.record(t, y)
         while t_eval is not None and next_out < t_eval.size and t_eval[next_out] <= t_new:
             with run.output():
-                y_out = run.project(t_eval[next_out], dense(t_eval[next_out]))
+                y_out = run.project(t_eval[next_out], dense(t_eval[next_out]), fresh=True)
             run.record(t_eval[next_out], y_out)
             next_out += 1
         fac = err ** (0.2 - 0.75 * BETA) / err_old ** BETA

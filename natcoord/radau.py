@@ -190,8 +190,9 @@ class Radau:
         return self.evaluations.rhs(t, y)
 
     def project(self, t, y):
-        """``y`` projected as the accepted steps are (a new array; docs/method.md#17-integration)."""
-        return self.evaluations.project(t, y)
+        """``y`` projected as an output (a new array; docs/method.md#17-integration):
+        factored at ``y`` first, see :func:`~natcoord.projection.project_state`."""
+        return self.evaluations.project(t, y, fresh=True)
 
     def jacobian(self, t, y):
         """``J = [[0, I], [∂a/∂p, ∂a/∂v]]`` at ``(t, y)``, from the linearization."""
@@ -334,7 +335,7 @@ class Radau:
         if err > 1:
             self._h = h * factor
             return False, err
-        y_proj = self.project(t_new, y_new)
+        y_proj = self.evaluations.project(t_new, y_new)
         self._f = self.rhs(t_new, y_proj)
         self._dense = DenseOutput(t, h, y.copy(), P @ Z)
         self.t_old, self._t, self._y = t, t_new, y_proj

@@ -165,7 +165,7 @@ class DOPRI5:
         for kernel, args in ((cc.step, (self._T, S, self._P, self._W, self._W7, self._mode,
                                         1, 1e-15)),
                              (cc.project, (self._T, S, self._P, self._W, S.yproj, self._W1,
-                                           self._mode, 1e-10))):
+                                           self._mode, 1e-10, True))):
             kernel.compile(tuple(typeof(a) for a in args))
         if self.chunked:
             capacity = 1
@@ -243,10 +243,11 @@ class DOPRI5:
         return out[self.model.n_coords:], self._S.lam.copy()
 
     def project(self, t, y):
-        """``y`` projected as the accepted steps are (a new array)."""
+        """``y`` projected as an output (a new array): factored at ``y`` first, see
+        :func:`~natcoord.projection.project_state`."""
         y = np.array(y, float)
         status = cc.project(self._T, self._S, self._P, self._W, y,
-                            self._weights(t, self._W1), self._mode, self.proj_tol)
+                            self._weights(t, self._W1), self._mode, self.proj_tol, True)
         if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
             raise ProjectionError(self._status_message(status, t))
         if status:
@@ -256,7 +257,7 @@ class DOPRI5:
     def observe(self, t, y):
         """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
         return cc.observe(self._T, self._S, np.ascontiguousarray(y, float),
-                          self._weights(t, self._W1))
+                          self._weights(t, self._W1), False)
 
     # ------------------------------------------------------------ stepping
     def step(self, max_attempts=1_000_000):

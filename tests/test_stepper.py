@@ -85,6 +85,20 @@ def test_outputs_do_not_count_as_the_integrator_s_work(monkeypatch):
         assert outputs.stats["output_factorizations"] >= 31
 
 
+def test_an_output_is_projected_in_one_newton_sweep(monkeypatch):
+    """Factored at its own point, an output converges in one position and one
+    velocity iteration (docs/method.md#17-integration) and meets proj_tol."""
+    model = REGISTRY["six-bar"]().build()
+    t_eval = np.linspace(0.0, 2.0, 101)[1:]          # t0 is recorded, not projected
+    for compiled in (True, False):
+        monkeypatch.setattr(integrate, "COMPILED", compiled)
+        sol = nc.simulate(model, 2.0, solver="block", rtol=1e-6, t_eval=t_eval)
+        assert sol.success and sol.stats["compiled"] == compiled
+        assert sol.stats["output_factorizations"] <= t_eval.size
+        assert sol.stats["output_projection_iterations"] <= 2 * t_eval.size
+        assert sol.constraint_residual.max() <= 1e-10
+
+
 def test_stepper_object(case, monkeypatch):
     model, t_end = case
     py = _python(model, t_end, monkeypatch, rtol=1e-8)
