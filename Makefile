@@ -90,7 +90,7 @@ $(STAMP):
 	@# natcoord.jit pins them to whatever NUMBA_CACHE_DIR says), so that the first
 	@# call of a later process -- make target, shell or notebook -- loads them
 	@# instead of compiling for 10-20 s
-	@echo "natcoord: compiling the Numba kernels into their disk cache (python -m natcoord.warmup, one to three minutes, once)"
+	@echo "natcoord: compiling the Numba kernels into their disk cache (python -m natcoord.warmup, about five minutes on two cores, once)"
 	$(BIN)/python -m natcoord.warmup
 	@rm -f $(VENV)/.stamp-*
 	@touch $@

@@ -36,6 +36,8 @@ from .compiled import (A_DENSE, C_DENSE, _affine, _constraints, factor, interpol
 from .derivatives import parameter_direction
 from .jit import njit
 from .kernels import jacobian_times, jacobian_transpose_times
+from .linalg import make_solver
+from .linalg.base import DROP_TOL, HOLD_TOL
 
 #: parameter kinds the compiled sweep differentiates (besides p0, v0)
 PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length")
@@ -54,10 +56,11 @@ Work = namedtuple("Work", [
     "dg_t", "dgamma", "dG", "F", "GtL", "s", "dx", "mu", "tmp"])
 
 
-def supported(model, solver, params):
-    """True if the compiled sweep covers ``model`` with ``solver`` (a KKT solver
-    instance) and the parameter names ``params``."""
-    return (solver.name == "block" and not solver.refine and cc.compilable(model)
+def supported(model, solver_name, params):
+    """True if the compiled sweep covers ``model`` solved by ``solver_name`` and the
+    parameter names ``params``."""
+    return (solver_name == "block" and not make_solver(model, "block").refine
+            and cc.compilable(model)
             and (model.n_weights == 1 or model.tables.laws is not None)
             and all(name in ("p0", "v0") or name.partition(":")[0] in PARAMETERS
                     for name in params))
@@ -82,19 +85,20 @@ def directions(model, thetas):
     return D
 
 
-def sweep(solver, steps, out, dy, thetas):
+def sweep(model, dropped, steps, out, dy, thetas, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
     """:func:`natcoord.sensitivity._sweep` compiled: the derivatives (k, c, 2N) at the
     outputs ``out`` of ``dy`` (c, 2N) carried along the recorded ``steps``.
 
-    ``solver``: the block solver of the sweep's workspace; its factor and its
-    dropped rows (the next factorization's hysteresis) carry on here.
+    ``dropped``: the rows the sweep's workspace dropped last, whose hysteresis
+    the first factorization continues (as the Python sweep's does);
+    ``drop_tol``, ``hold_tol``: the block solver's.
     """
-    model = solver.model
+    solver = make_solver(model, "block", drop_tol, hold_tol)
     T, (P, Wk) = cc.make_tables(model), cc.make_block(solver)
     S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
     S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
     S.threshold[:] = solver.drop_tol                     # hysteresis: as _update_thresholds
-    S.threshold[solver.dropped - 6 * model.n_bodies] = solver.hold_tol
+    S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol
     B = _work(model, len(thetas))
     model.tables.weight_table(0.0, B.W)                  # constant rows (all, without drives)
     result = np.empty((out.t.size, len(thetas), 2 * model.n_coords))

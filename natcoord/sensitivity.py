@@ -108,12 +108,12 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     steps = simulate(model, t_end, **options)
     solution = steps if t_eval is None else simulate(model, t_end, t_eval=t_eval, **options)
     forward = time.perf_counter() - start
-    ws = Workspace(model, options.get("solver"), options.get("drop_tol", DROP_TOL),
-                   options.get("hold_tol", HOLD_TOL))
+    tols = options.get("drop_tol", DROP_TOL), options.get("hold_tol", HOLD_TOL)
+    ws = Workspace(model, options.get("solver"), *tols)
     columns, dy, thetas, basis = _initial_directions(ws, steps, params)
-    compiled = COMPILED and compiled_sensitivity.supported(model, ws.solver, params)
-    d_out = (compiled_sensitivity.sweep(ws.solver, steps, solution, dy, thetas) if compiled
-             else _sweep(ws, steps, solution, dy, thetas))
+    compiled = COMPILED and compiled_sensitivity.supported(model, ws.solver_name, params)
+    d_out = (compiled_sensitivity.sweep(model, ws.dropped, steps, solution, dy, thetas, *tols)
+             if compiled else _sweep(ws, steps, solution, dy, thetas))
     n = model.n_coords
     stats = {"forward_time": forward, "derivative_time": time.perf_counter() - start - forward,
              "steps": steps.t.size - 1, "compiled": compiled}
