@@ -462,7 +462,9 @@ def _driven(model, name, key):
     joint_name, _, parameter = key.rpartition(":")
     driven = {j.name: i for i, j in enumerate(model.joints) if j.drive is not None}
     if joint_name not in driven or not parameter:
-        raise KeyError(f"parameter {name!r}: use drive:<joint>:<parameter> with a driven "
+        undriven = any(j.name == joint_name for j in model.joints) and parameter
+        raise KeyError(f"parameter {name!r}: " + (f"joint {joint_name!r} has no drive; "
+                       if undriven else "") + f"use drive:<joint>:<parameter> with a driven "
                        f"joint of {list(driven)}")
     return driven[joint_name], model.joints[driven[joint_name]]
 
