@@ -163,12 +163,15 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
     ``shooting``: the number K of shooting intervals. 1 (default): single
     shooting, ``least_squares`` with the sensitivities as Jacobian. K > 1:
     Bock's multiple shooting with node states at K − 1 measurement times
-    (``t_eval[round(k · len(t_eval) / K)]``, k = 1 … K − 1) as further
+    (``t_eval[round(k · len(t_eval) / K)]``, k = 1 … K − 1, the last before
+    the last measurement time, so K ≲ 2/3 len(t_eval)) as further
     unknowns, started from the data, solved by a generalized Gauss–Newton
     iteration that satisfies the linearized continuity conditions exactly
     (condensing) with a natural-monotonicity step damping; bounds keep θ
     strictly inside by shortening the step (module docstring). ``options`` go
-    to :func:`~natcoord.simulate`. Returns an :class:`Estimate`.
+    to :func:`~natcoord.simulate`. Returns an :class:`Estimate`. Bad arguments
+    (non-finite data or start, ``sigma`` ≤ 0, a start outside the bounds, …)
+    raise ``ValueError``/``TypeError``/``KeyError`` naming them.
     """
     names, x0 = _start(validate.model(model), theta0)
     initial_state = assemble(model).state if initial_state is None else \
