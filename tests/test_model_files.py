@@ -163,6 +163,10 @@ def test_bad_model_files(mutate, message):
      "joints/1/drive/frequency: 0.0 is less than or equal to the minimum of 0"),
     ({"type": "fourier", "frequency": 1.0, "cosines": [1.0], "sines": [[1.0]]},
      r"joints/1/drive/sines/0: \[1.0\] is not of type 'number'"),
+    ({"type": "fourier", "frequency": 1.0, "cosines": [float("nan")]},     # JSON's NaN
+     r"joints\[1\] \('ground1'\): Drive.fourier: cosines .* must be a flat list of finite"),
+    ({"type": "constant_rate", "rate": float("inf")},
+     r"joints\[1\] \('ground1'\): Drive.constant_rate: rate must be a finite number, got inf"),
 ])
 def test_bad_drive_specs_name_the_key(drive, message):
     """The schema error of the drive's own type, not "not valid under any of the
