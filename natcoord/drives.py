@@ -223,7 +223,7 @@ class Drive:
 
     @classmethod
     def sinusoid(cls, amplitude, frequency, phase=0.0, offset=0.0):
-        """``s(t) = offset + amplitude·sin(2π·frequency·t + phase)`` (frequency in Hz)."""
+        """``s(t) = offset + amplitude·sin(2π·frequency·t + phase)`` (frequency in Hz, > 0)."""
         where = "Drive.sinusoid"
         return cls._declared("sinusoid", amplitude=number(amplitude, "amplitude", where),
                              frequency=number(frequency, "frequency", where, "positive"),
@@ -250,7 +250,8 @@ class Drive:
     @classmethod
     def fourier(cls, frequency, cosines, sines=()):
         """``s(t) = a_0 + Σ_{k≥1} a_k cos(2πk f t) + b_k sin(2πk f t)`` with
-        ``cosines = (a_0, a_1, …, a_K)`` and ``sines = (b_1, …, b_K)``."""
+        ``cosines = (a_0, a_1, …, a_K)`` and ``sines = (b_1, …, b_K)`` (the shorter
+        one padded with zeros); ``f > 0`` in Hz."""
         where = "Drive.fourier"
         frequency = number(frequency, "frequency", where, "positive")
         a = _vector(cosines, "cosines (a_0, a_1, …)", where)
