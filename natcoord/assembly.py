@@ -23,6 +23,8 @@ from .projection import describe_rows, project_velocities
 
 #: residual tolerance of assembly (consistent initial values)
 ASSEMBLY_TOL = 1e-12
+#: constraint residuals below ``ROUND_OFF · max(1, |p|∞)`` are round-off
+ROUND_OFF = 1000 * np.finfo(float).eps
 
 
 class AssemblyError(ValueError):
@@ -50,10 +52,12 @@ def assemble(model, p=None, v=None, t=0.0, solver=None, proj_tol=None) -> Assemb
     Defaults to the mechanism's reference/``set_initial`` data, whose joint
     rates and requested velocities then apply (a changed requested velocity
     warns); that default assembly is computed once per model. ``p`` and ``v``
-    must be finite arrays of shape ``(12 n,)``, ``t`` finite and ``proj_tol``
-    positive (``ValueError``/``TypeError`` naming the argument otherwise).
+    must be finite arrays of shape ``(12 n,)``, ``t`` finite, ``proj_tol``
+    positive and ``model`` a built Model (``ValueError``/``TypeError`` naming
+    the argument otherwise).
     Raises :class:`AssemblyError` naming the joints when assembly fails.
     """
+    model, t = validate.model(model), validate.finite("t", t)
     if p is None and v is None and t == 0.0 and solver is None and proj_tol is None:
         return derived(model, "assembly", lambda: _assemble(model, model.p_guess,
                                                             model.v_guess, 0.0))
@@ -61,7 +65,7 @@ def assemble(model, p=None, v=None, t=0.0, solver=None, proj_tol=None) -> Assemb
     p = model.p_guess if p is None else validate.coordinates(model, "p", p)
     v = model.v_guess if v is None else validate.coordinates(model, "v", v)
     proj_tol = ASSEMBLY_TOL if proj_tol is None else validate.positive("proj_tol", proj_tol)
-    return _assemble(model, p, v, validate.finite("t", t), solver, proj_tol, defaults)
+    return _assemble(model, p, v, t, solver, proj_tol, defaults)
 
 
 def _assemble(model, p, v, t, solver=None, proj_tol=ASSEMBLY_TOL, defaults=True):
@@ -102,11 +106,16 @@ def consistent_state(model, p, v, t=0.0, solver=None, proj_tol=ASSEMBLY_TOL, max
         p = p + step * dp
     else:
         worst = np.argsort(-np.abs(ws.g))[:5]
+        # a residual at round-off cannot shrink further: the tolerance is the problem
+        hint = (f"‖g‖∞ is at round-off: proj_tol = {proj_tol:.1e} cannot be reached; use a "
+                f"larger one (default {ASSEMBLY_TOL:.0e})"
+                if residual <= ROUND_OFF * max(1.0, np.abs(p).max()) else
+                "Check that these joints can be closed from the given configuration "
+                "(points, axes, lengths)")
         raise AssemblyError(
             f"assembly of {model.name!r} did not converge in {max_iter} Newton iterations: "
             f"‖g‖∞ = {residual:.3e} (tolerance {proj_tol:.1e}). Largest residuals:\n"
-            f"{describe_rows(model, ws.g, worst)}\nCheck that these joints can be closed "
-            f"from the given configuration (points, axes, lengths).")
+            f"{describe_rows(model, ws.g, worst)}\n{hint}.")
     v, _ = project_velocities(ws, t, p, v, proj_tol)
     return State(t, p, v), ws.dropped.copy()
 

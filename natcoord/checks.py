@@ -6,6 +6,7 @@ force (``where``) and the field (``what``).
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -40,6 +41,16 @@ def number(value, what, where, sign=None) -> float:
             sign == "non-negative" and x < 0):
         raise ValueError(f"{where}: {what} must be {_SIGNS[sign]}, got {value!r}")
     return x
+
+
+def integer(name, value, least):
+    """``value`` as an int ``≥ least`` (``TypeError`` for a non-integer, bools included;
+    ``name`` says where, e.g. ``"Drive.periodic: samples"``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value!r}")
+    return int(value)
 
 
 def finite_triple(value, what, where, t, hint=""):

@@ -76,6 +76,9 @@ def linearize(model, state, params=(), solver=None, workspace=None):
     exact, other applied forces by central differences (module docstring).
     Returns a :class:`Linearization`.
     """
+    params = (params,) if isinstance(params, str) else tuple(params)
+    for name in params:
+        parameter_value(model, name)     # a bad name fails before the 24 n solves
     at = linearization_point(model, state, solver, workspace)
     unit = np.eye(model.n_coords)
     d_p = [at.derivative(dp=e) for e in unit]
@@ -394,6 +397,8 @@ def parameter_direction(model, name, at):
 def parameter_value(model, name):
     """The current value of a named parameter (``inertia:<body>`` and ``load:<k>``
     are scales: 1)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a parameter name is a string ({PARAMETER_NAMES}), got {name!r}")
     kind, _, key = name.partition(":")
     if kind == "load":
         _load(model, name, key)
@@ -462,7 +467,9 @@ def _driven(model, name, key):
     joint_name, _, parameter = key.rpartition(":")
     driven = {j.name: i for i, j in enumerate(model.joints) if j.drive is not None}
     if joint_name not in driven or not parameter:
-        raise KeyError(f"parameter {name!r}: use drive:<joint>:<parameter> with a driven "
+        undriven = any(j.name == joint_name for j in model.joints) and parameter
+        raise KeyError(f"parameter {name!r}: " + (f"joint {joint_name!r} has no drive; "
+                       if undriven else "") + f"use drive:<joint>:<parameter> with a driven "
                        f"joint of {list(driven)}")
     return driven[joint_name], model.joints[driven[joint_name]]
 

@@ -23,12 +23,13 @@ compiled code).
 from __future__ import annotations
 
 import copy
+import inspect
 from collections import namedtuple
 
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from .checks import finite_triple
+from .checks import finite_triple, float_array, integer, number
 from .jit import njit
 
 #: kinds of law
@@ -160,6 +161,17 @@ NO_LAWS = Laws(*(np.zeros(0, np.int64) for _ in range(6)), np.zeros(0))
 
 
 # ------------------------------------------------------------------ drives
+def _vector(value, what, where, least=1):
+    """``value`` (a number or a flat sequence of numbers) as a finite 1-D float
+    array of at least ``least`` entries, or ``ValueError`` naming ``what``."""
+    a = float_array(value)
+    a = None if a is None else np.atleast_1d(a)
+    if a is None or a.ndim != 1 or a.size < least or not np.all(np.isfinite(a)):
+        raise ValueError(f"{where}: {what} must be a flat list of finite numbers"
+                         f"{f' (at least {least})' if least else ''}, got {value!r}")
+    return a
+
+
 class Drive:
     """A prescribed coordinate ``s(t)`` with its first two derivatives.
 
@@ -182,13 +194,15 @@ class Drive:
                 "samples of it")
 
     def __init__(self, position, velocity=None, acceleration=None):
-        if velocity is None and acceleration is None:
+        one = velocity is None and acceleration is None
+        if not callable(position) or not (one or callable(velocity) and callable(acceleration)):
+            raise ValueError(f"Drive needs s(t), s'(t) and s''(t): pass all three callables, "
+                             f"one callable returning the triple, or use Drive.spline(t, s); "
+                             f"got {position!r}, {velocity!r}, {acceleration!r}")
+        if one:
             self._triple = position
-        elif velocity is not None and acceleration is not None:
-            self._triple = lambda t: (position(t), velocity(t), acceleration(t))
         else:
-            raise ValueError("Drive needs s(t), s'(t) and s''(t): pass all three callables, "
-                             "one callable returning the triple, or use Drive.spline(t, s)")
+            self._triple = lambda t: (position(t), velocity(t), acceleration(t))
 
     # Declarative drives carry ``spec``, the dictionary a model file stores
     # (docs/model-format.md), and its law; ``Drive.from_spec`` rebuilds one.
@@ -203,41 +217,48 @@ class Drive:
     @classmethod
     def constant_rate(cls, rate, start=0.0):
         """``s(t) = start + rate·t``."""
-        return cls._declared("constant_rate", rate=float(rate), start=float(start))
+        where = "Drive.constant_rate"
+        return cls._declared("constant_rate", rate=number(rate, "rate", where),
+                             start=number(start, "start", where))
 
     @classmethod
     def sinusoid(cls, amplitude, frequency, phase=0.0, offset=0.0):
-        """``s(t) = offset + amplitude·sin(2π·frequency·t + phase)`` (frequency in Hz)."""
-        a, f, phi, c = (float(x) for x in (amplitude, frequency, phase, offset))
-        return cls._declared("sinusoid", amplitude=a, frequency=f, phase=phi, offset=c)
+        """``s(t) = offset + amplitude·sin(2π·frequency·t + phase)`` (frequency in Hz, > 0)."""
+        where = "Drive.sinusoid"
+        return cls._declared("sinusoid", amplitude=number(amplitude, "amplitude", where),
+                             frequency=number(frequency, "frequency", where, "positive"),
+                             phase=number(phase, "phase", where),
+                             offset=number(offset, "offset", where))
 
     @classmethod
     def polynomial(cls, coefficients):
         """``s(t) = Σ_k c_k t^k`` for ``coefficients = (c_0, c_1, …)``."""
-        c = np.atleast_1d(np.asarray(coefficients, float))
-        if c.ndim != 1 or c.size == 0 or not np.all(np.isfinite(c)):
-            raise ValueError(f"Drive.polynomial: coefficients must be finite numbers "
-                             f"(c_0, c_1, …), got {coefficients!r}")
+        c = _vector(coefficients, "coefficients (c_0, c_1, …)", "Drive.polynomial")
         return cls._declared("polynomial", coefficients=c.tolist())
 
     @classmethod
     def spline(cls, t, s):
         """C² cubic spline (not-a-knot) through the samples ``s`` at times ``t``."""
-        t, s = np.asarray(t, float), np.asarray(s, float)
-        return cls._declared("spline", t=t.tolist(), s=s.tolist())
+        times, s = _vector(t, "t", "Drive.spline", 2), _vector(s, "s", "Drive.spline", 2)
+        if s.size != times.size:
+            raise ValueError(f"Drive.spline: s has {s.size} samples but t has {times.size} "
+                             f"times; give one sample per time")
+        if np.any(np.diff(times) <= 0):
+            raise ValueError(f"Drive.spline: t must be strictly increasing, got {t!r}")
+        return cls._declared("spline", t=times.tolist(), s=s.tolist())
 
     @classmethod
     def fourier(cls, frequency, cosines, sines=()):
         """``s(t) = a_0 + Σ_{k≥1} a_k cos(2πk f t) + b_k sin(2πk f t)`` with
-        ``cosines = (a_0, a_1, …, a_K)`` and ``sines = (b_1, …, b_K)``."""
-        a = np.atleast_1d(np.asarray(cosines, float))
-        b = np.atleast_1d(np.asarray(sines, float))
+        ``cosines = (a_0, a_1, …, a_K)`` and ``sines = (b_1, …, b_K)`` (the shorter
+        one padded with zeros); ``f > 0`` in Hz."""
+        where = "Drive.fourier"
+        frequency = number(frequency, "frequency", where, "positive")
+        a = _vector(cosines, "cosines (a_0, a_1, …)", where)
+        b = _vector(sines, "sines (b_1, b_2, …)", where, 0)
         b = np.concatenate([b, np.zeros(max(a.size - 1 - b.size, 0))])
         a = np.concatenate([a, np.zeros(max(b.size + 1 - a.size, 0))])
-        if not (np.isfinite(frequency) and np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-            raise ValueError(f"Drive.fourier: frequency and coefficients must be finite, got "
-                             f"{frequency!r}, {cosines!r}, {sines!r}")
-        return cls._declared("fourier", frequency=float(frequency), cosines=a.tolist(),
+        return cls._declared("fourier", frequency=frequency, cosines=a.tolist(),
                              sines=b.tolist())
 
     @classmethod
@@ -247,24 +268,32 @@ class Drive:
         points: exact to round-off for a smooth function with enough samples.
         Checked against ``f``'s triple halfway between the samples: a relative
         error above ``tol`` raises ``ValueError`` (more samples, or not periodic)."""
-        period = float(period)
-        if not (np.isfinite(period) and period > 0.0) or samples < 4:
-            raise ValueError(f"Drive.periodic: period must be positive and samples ≥ 4, got "
-                             f"{period!r}, {samples!r}")
+        where = "Drive.periodic"
+        if not callable(f):
+            raise TypeError(f"{where}: f must be a callable returning (s, ṡ, s̈), got {f!r}")
+        period = number(period, "period", where, "positive")
+        samples = integer(f"{where}: samples", samples, 4)
+        tol = number(tol, "tol", where, "positive")
+
+        def triples(times):          # f checked like any drive: 3 finite numbers
+            return np.array([finite_triple(f(ti), "f", where, ti, cls.CONTRACT) for ti in times])
+
         t = period * np.arange(samples) / samples
-        c = np.fft.rfft([f(ti)[0] for ti in t]) / samples
+        c = np.fft.rfft(triples(t)[:, 0]) / samples
         K = (samples - 1) // 2                           # harmonics without the Nyquist one
         drive = cls.fourier(1.0 / period, np.concatenate([[c[0].real], 2.0 * c[1:K + 1].real]),
                             -2.0 * c[1:K + 1].imag)
         mid = t + 0.5 * period / samples
-        want = np.array([f(ti) for ti in mid], float)
+        want = triples(mid)
         got = np.array([drive(ti) for ti in mid])
         scale = np.maximum(np.abs(want).max(axis=0), np.abs(want).max())   # a zero s̈: absolute
         error = np.abs(got - want).max(axis=0) / max(scale.min(), 1e-300)
         if not error.max() <= tol:
-            raise ValueError(f"Drive.periodic: the Fourier interpolant on {samples} samples "
-                             f"misses (s, ṡ, s̈) by {error} (relative) between the samples; "
-                             f"use more samples, or check that s(t + {period:g}) = s(t)")
+            name = getattr(f, "__name__", repr(f))
+            raise ValueError(f"{where}: the Fourier interpolant of {name} on {samples} samples "
+                             f"misses (s, ṡ, s̈) by {error} (relative) between the samples, "
+                             f"more than tol = {tol:g}; use more samples, or check that "
+                             f"s(t + {period:g}) = s(t)")
         return drive
 
     @classmethod
@@ -276,10 +305,12 @@ class Drive:
             raise ValueError(f"drive must be an object with \"type\" one of {sorted(makers)}, "
                              f"got {spec!r}")
         parameters = {k: v for k, v in spec.items() if k != "type"}
+        maker = makers[spec["type"]]
         try:
-            return makers[spec["type"]](**parameters)
-        except TypeError as err:
-            raise ValueError(f"{spec['type']} drive: {err}") from None
+            return maker(**parameters)
+        except TypeError as err:                       # a missing or unknown key
+            keys = list(inspect.signature(maker).parameters)
+            raise ValueError(f"{spec['type']} drive: {err}; its keys: {keys}") from None
 
     @classmethod
     def coerce(cls, drive, where):
@@ -314,7 +345,10 @@ class Drive:
     def with_parameter(self, key, value):
         """A copy with parameter ``key`` (:meth:`parameter`) set to ``value``."""
         spec = self._with_value(key, value)
-        drive = Drive.from_spec(spec)
+        try:
+            drive = Drive.from_spec(spec)
+        except ValueError as err:                      # e.g. a frequency set ≤ 0
+            raise ValueError(f"{self.label}: parameter {key!r} = {value!r}: {err}") from None
         drive.label = self.label
         return drive
 

@@ -52,12 +52,15 @@ the single-shooting Jacobian).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares
 
+from . import validate
 from .assembly import AssemblyError, assemble
+from .checks import float_array, integer, number
 from .derivatives import linearization_point, parameter_value
 from .dynamics import Workspace
 from .expressions import stacked
@@ -160,32 +163,24 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
     ``shooting``: the number K of shooting intervals. 1 (default): single
     shooting, ``least_squares`` with the sensitivities as Jacobian. K > 1:
     Bock's multiple shooting with node states at K − 1 measurement times
-    (``t_eval[round(k · len(t_eval) / K)]``, k = 1 … K − 1) as further
+    (``t_eval[round(k · len(t_eval) / K)]``, k = 1 … K − 1, the last before
+    the last measurement time, so K ≲ 2/3 len(t_eval)) as further
     unknowns, started from the data, solved by a generalized Gauss–Newton
     iteration that satisfies the linearized continuity conditions exactly
     (condensing) with a natural-monotonicity step damping; bounds keep θ
     strictly inside by shortening the step (module docstring). ``options`` go
-    to :func:`~natcoord.simulate`. Returns an :class:`Estimate`.
+    to :func:`~natcoord.simulate`. Returns an :class:`Estimate`. Bad arguments
+    (non-finite data or start, ``sigma`` ≤ 0, a start outside the bounds, …)
+    raise ``ValueError``/``TypeError``/``KeyError`` naming them.
     """
-    names = tuple(theta0)
-    if not names:
-        raise ValueError("estimate: theta0 names no parameter")
-    x0 = np.array([float(theta0[name]) for name in names])
-    for name in names:
-        parameter_value(model, name)                   # KeyError naming a bad name
-    t_eval = np.asarray(t_eval, float)
-    points = [tuple(point) for point in points]
-    data = np.asarray(data, float)
-    if data.shape != (t_eval.size, len(points), 3):
-        raise ValueError(f"estimate: data has shape {data.shape}, expected (len(t_eval), "
-                         f"len(points), 3) = {(t_eval.size, len(points), 3)}")
-    weight = 1.0 / np.broadcast_to(1.0 if sigma is None else np.asarray(sigma, float),
-                                   data.shape)
-    if bounds is None:
-        bounds = ([0.0 if name.partition(":")[0] in NON_NEGATIVE else -np.inf
-                   for name in names], np.inf)
-    initial_state = assemble(model).state if initial_state is None else initial_state
+    names, x0 = _start(validate.model(model), theta0)
+    initial_state = assemble(model).state if initial_state is None else \
+        validate.state(model, initial_state, "initial_state")
+    t_eval = validate.output_times(t_eval, initial_state.t, np.inf)
+    points = _points(model, points)
+    data, weight = _measurements(data, sigma, (t_eval.size, len(points), 3))
     starts = _node_indices(shooting, t_eval)
+    bounds = _bounds(bounds, names, x0, strict=starts.size > 1)
 
     def at(theta):
         return model.with_parameters(dict(zip(names, theta)))
@@ -209,19 +204,94 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
                     best, solution, fit.success, fit.message, nodes, fit.defects)
 
 
+def _start(model, theta0):
+    """Names and start values of ``theta0``: a non-empty mapping of parameter names
+    of ``model`` to finite numbers (``KeyError`` naming an unknown name)."""
+    if not isinstance(theta0, Mapping) or not theta0:
+        raise ValueError(f"estimate: theta0 must be a non-empty mapping {{name: start value}}, "
+                         f"e.g. {{'mass:<body>': 1.0}}; got {theta0!r}")
+    for name in theta0:
+        parameter_value(model, name)
+    return tuple(theta0), np.array([number(x, "start value", f"estimate: theta0[{name!r}]")
+                                    for name, x in theta0.items()])
+
+
+def _points(model, points):
+    """``points`` as a non-empty list of ``(body, r)``: a body of ``model`` and 3
+    finite coordinates; the error names a bad entry."""
+    points = list(points)
+    if not points:
+        raise ValueError("estimate: points is empty; give a list of (body, (x, y, z))")
+    for k, point in enumerate(points):
+        r = float_array(point[-1]) if isinstance(point, (tuple, list)) and point else None
+        if r is None or len(point) != 2 or r.shape != (3,) or not np.all(np.isfinite(r)):
+            raise ValueError(f"estimate: points[{k}] must be (body, (x, y, z)) with finite "
+                             f"coordinates, got {point!r}")
+        model.point_expression(*point)            # KeyError naming an unknown body
+    return [tuple(point) for point in points]
+
+
+def _measurements(data, sigma, shape):
+    """``data`` (finite, of ``shape``) and the weights ``1 / sigma`` broadcast to it
+    (``sigma`` positive; ``inf`` weighs a measurement out, ``None`` is 1)."""
+    values = float_array(data)
+    if values is None or values.shape != shape:
+        raise ValueError(f"estimate: data has shape {np.shape(data)}"
+                         f"{'' if values is not None else ' and is not numeric'}, expected "
+                         f"numbers of shape (len(t_eval), len(points), 3) = {shape}")
+    bad = np.argwhere(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(f"estimate: data is NaN or infinite at (time index, point index, "
+                         f"axis) {bad[:5].tolist()}; drop those measurement times")
+    try:
+        s = np.broadcast_to(np.asarray(1.0 if sigma is None else sigma, float), shape)
+    except (TypeError, ValueError):
+        s = None
+    if s is None or not np.all(s > 0):                 # NaN fails s > 0 too
+        raise ValueError(f"estimate: sigma must be positive standard deviations, one number "
+                         f"or an array that broadcasts to data's shape {shape}; got {sigma!r}")
+    return values, 1.0 / s
+
+
+def _bounds(bounds, names, x0, strict):
+    """``(lower, upper)`` arrays of ``bounds`` (default: 0 below the
+    :data:`NON_NEGATIVE` parameters) with ``x0`` inside, strictly for multiple
+    shooting (which keeps θ inside); the error names the parameters outside."""
+    if bounds is None:
+        bounds = ([0.0 if name.partition(":")[0] in NON_NEGATIVE else -np.inf
+                   for name in names], np.inf)
+    try:
+        lower, upper = (np.broadcast_to(np.asarray(b, float), x0.shape) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"estimate: bounds must be a pair (lower, upper), each a number or "
+                         f"{len(names)} numbers (one per parameter of {list(names)}); got "
+                         f"{bounds!r}") from None
+    inside = (lower < x0) & (x0 < upper) if strict else (lower <= x0) & (x0 <= upper)
+    outside = [f"{n} = {x:g} in [{lo:g}, {hi:g}]" for n, x, lo, hi, ok
+               in zip(names, x0, lower, upper, inside & (lower < upper)) if not ok]
+    if outside:
+        raise ValueError(f"estimate: theta0 is not {'strictly ' if strict else ''}inside "
+                         f"the bounds (lower < upper): {'; '.join(outside)}"
+                         f"{'; multiple shooting keeps θ inside' if strict else ''}. Give a "
+                         f"start inside the bounds, or other bounds")
+    return lower, upper
+
+
 def _node_indices(shooting, t_eval):
     """First measurement index of each of the ``shooting`` intervals:
-    ``round(k · len(t_eval) / K)`` (0 for k = 0), strictly increasing for
-    ``K ≤ len(t_eval)``; ``ValueError`` naming ``shooting`` otherwise."""
-    if isinstance(shooting, bool) or not isinstance(shooting, (int, np.integer)):
-        raise TypeError(f"estimate: shooting must be an integer number of intervals, "
-                        f"got {shooting!r}")
-    if shooting < 1:
-        raise ValueError(f"estimate: shooting={shooting}; give at least 1 interval")
-    if shooting > t_eval.size:
-        raise ValueError(f"estimate: shooting={shooting} intervals but only {t_eval.size} "
-                         f"measurement times; every node is a measurement time")
-    return np.rint(np.arange(shooting) * t_eval.size / shooting).astype(int)
+    ``round(k · len(t_eval) / K)`` (0 for k = 0). Each interval must end after
+    its node, so the last node must come before the last measurement time;
+    ``ValueError``/``TypeError`` naming ``shooting`` otherwise."""
+    def starts(K):
+        return np.rint(np.arange(K) * t_eval.size / K).astype(int)
+
+    shooting = integer("estimate: shooting", shooting, 1)
+    if shooting > 1 and starts(shooting)[-1] >= t_eval.size - 1:
+        most = max(K for K in range(1, shooting) if K == 1 or starts(K)[-1] < t_eval.size - 1)
+        raise ValueError(f"estimate: shooting={shooting} intervals on {t_eval.size} "
+                         f"measurement times leave the last interval empty (nodes are "
+                         f"measurement times); use at most {most}")
+    return starts(shooting)
 
 
 def _single_shooting(at, names, x0, t_eval, points, data, weight, bounds, common):
@@ -331,10 +401,7 @@ class _Shooting:
     # ------------------------------------------------------------ Gauss–Newton
     def solve(self, x0, bounds, nodes):
         """Damped generalized Gauss–Newton (module docstring); returns a :class:`_Fit`."""
-        lower, upper = (np.broadcast_to(np.asarray(b, float), x0.shape) for b in bounds)
-        if not np.all((lower < x0) & (x0 < upper)):
-            raise ValueError(f"estimate: theta0 {x0} is not strictly inside the bounds "
-                             f"({lower}, {upper}); multiple shooting keeps θ inside")
+        lower, upper = bounds                          # x0 strictly inside (_bounds)
         scale = np.where(x0 != 0.0, np.abs(x0), 1.0)
 
         def norm(dtheta, xi):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -191,8 +192,11 @@ class Model:
         in the order of ``add_spring``). Topology and the initial guess are
         shared; the mass matrix and gravity force are recomputed (what is derived
         per model, such as the assembly, is the copy's own: :mod:`natcoord.derived`).
-        ``KeyError``/``ValueError`` name a bad parameter."""
+        ``KeyError``/``ValueError``/``TypeError`` name a bad parameter."""
         from .derivatives import parameter_value, set_parameter
+        if not isinstance(values, Mapping):
+            raise TypeError(f"with_parameters takes a mapping {{name: value}}, e.g. "
+                            f"{{'mass:<body>': 2.0}}; got {values!r}")
         new = copy.copy(self)
         new.__dict__.pop("mass_matrix", None)                  # mass-dependent
         new.bodies, new.forces, new.joints, new.gravity = list(self.bodies), \

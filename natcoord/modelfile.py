@@ -136,9 +136,20 @@ def _validate_schema(data, source):
     validator = jsonschema.Draft7Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
-        err = errors[0]
+        err = _specific(errors[0])
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
         raise ValueError(f"{source}: {where}: {err.message}")
+
+
+def _specific(err):
+    """For a ``oneOf`` failure (a drive or force of a known ``type``), the first
+    error of that type's branch, which says what is wrong (a missing, unknown or
+    bad key); else ``err`` itself ("not valid under any of the given schemas")."""
+    if err.validator != "oneOf":
+        return err
+    other_types = {e.schema_path[0] for e in err.context
+                   if list(e.schema_path)[1:] == ["properties", "type", "const"]}
+    return next((e for e in err.context if e.schema_path[0] not in other_types), err)
 
 
 def _replay(method, entry, what, source):

@@ -8,7 +8,8 @@ import numbers
 
 import numpy as np
 
-from .model import State
+from .checks import integer
+from .model import Model, State
 
 #: smallest relative tolerance the RK error estimate can resolve
 RTOL_MIN = 100 * np.finfo(float).eps
@@ -34,6 +35,14 @@ def finite(name, value):
     if not np.isfinite(x):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return x
+
+
+def model(value):
+    """``value`` if it is a built :class:`~natcoord.Model`."""
+    if not isinstance(value, Model):
+        raise TypeError(f"model must be a natcoord.Model (build one with Mechanism.build()), "
+                        f"got {type(value).__name__}")
+    return value
 
 
 def choice(name, value, allowed):
@@ -130,7 +139,4 @@ def baumgarte(value):
 def steps(first_step, max_step, max_steps):
     first = None if first_step is None else positive("first_step", first_step)
     largest = positive("max_step", max_step, finite=False)
-    if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, numbers.Integral) \
-            or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
-    return first, largest, int(max_steps)
+    return first, largest, integer("max_steps", max_steps, 1)

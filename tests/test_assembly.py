@@ -60,6 +60,20 @@ def test_bad_p_is_refused_by_name(model):
         nc.assemble(model, p=np.zeros(59))
     with pytest.raises(ValueError, match=r"^proj_tol must be a positive"):
         nc.assemble(model, proj_tol=0.0)
+    with pytest.raises(nc.AssemblyError, match=r"at round-off: proj_tol = 1.0e-300 cannot be "
+                                               r"reached; use a larger one \(default 1e-12\)"):
+        nc.assemble(model, p=model.p_reference + 1e-3, proj_tol=1e-300)
+
+
+@pytest.mark.parametrize("arguments, error, match", [
+    (dict(t=np.array([0.0, 1.0])), TypeError, r"^t must be a real number, got array"),
+    (dict(t=np.nan), ValueError, r"^t must be finite, got nan"),
+    (dict(model=nc.models.six_bar()), TypeError, r"^model must be a natcoord.Model \(build "
+                                                 r"one with Mechanism.build\(\)\), got Mechanism"),
+])
+def test_bad_t_and_model_are_refused_by_name(model, arguments, error, match):
+    with pytest.raises(error, match=match):
+        nc.assemble(**{"model": model, **arguments})
 
 
 def test_a_reparameterized_copy_derives_its_own_assembly_and_plans(model):

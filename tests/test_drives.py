@@ -207,7 +207,7 @@ def test_periodic_drive_refuses_what_it_cannot_represent():
     not periodic; a sinusoid of the period is represented to round-off."""
     with pytest.raises(ValueError, match=r"check that s\(t \+ 1\) = s\(t\)"):
         nc.Drive.periodic(lambda t: (t, 1.0, 0.0), period=1.0)
-    with pytest.raises(ValueError, match="period must be positive"):
+    with pytest.raises(ValueError, match="period must be a positive finite number, got -1.0"):
         nc.Drive.periodic(_sine, period=-1.0)
     drive = nc.Drive.periodic(_sine, period=2 * np.pi / OMEGA)
     for t in (0.1, 0.77, 3.3):
@@ -221,3 +221,92 @@ def test_drive_parameters_of_callables_are_refused():
     with pytest.raises(ValueError, match="drive:rail:coefficients.0"):
         two_drives(rail=nc.Drive.polynomial([0.0, 0.1])).with_parameters(
             {"drive:rail:coefficients.0": np.nan})
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: nc.Drive.constant_rate(np.nan), r"Drive.constant_rate: rate must be a finite "
+                                             r"number, got nan"),
+    (lambda: nc.Drive.constant_rate(1.0, start="abc"), "start must be a finite number, got 'abc'"),
+    (lambda: nc.Drive.sinusoid(0.1, -2.0), "Drive.sinusoid: frequency must be a positive"),
+    (lambda: nc.Drive.sinusoid(0.1, 0.0), "frequency must be a positive finite number, got 0"),
+    (lambda: nc.Drive.sinusoid(np.inf, 1.0), "amplitude must be a finite number, got inf"),
+    (lambda: nc.Drive.sinusoid(0.1, 1.0, phase=None), "phase must be a finite number, got None"),
+    (lambda: nc.Drive.polynomial("abc"), r"Drive.polynomial: coefficients .* flat list of "
+                                         r"finite numbers .*got 'abc'"),
+    (lambda: nc.Drive.spline([0, 2, 1], [0, 1, 2]), r"Drive.spline: t must be strictly "
+                                                     r"increasing, got \[0, 2, 1\]"),
+    (lambda: nc.Drive.spline([0, 1, 2], [0, 1]), "s has 2 samples but t has 3 times"),
+    (lambda: nc.Drive.spline([], []), r"t must be a flat list of finite numbers \(at least 2\)"),
+    (lambda: nc.Drive.spline([0, 1, 2], [[0, 1], [1, 2], [2, 3]]), "s must be a flat list"),
+    (lambda: nc.Drive.spline([0, np.nan, 2], [0, 1, 2]), "t must be a flat list of finite"),
+    (lambda: nc.Drive.fourier(-1.0, [0.1, 0.2]), "Drive.fourier: frequency must be a positive"),
+    (lambda: nc.Drive.fourier("abc", [0.1]), "frequency must be a positive finite number, "
+                                             "got 'abc'"),
+    (lambda: nc.Drive.fourier(1.0, []), r"cosines \(a_0, a_1, …\) must be a flat list of "
+                                        r"finite numbers \(at least 1\)"),
+    (lambda: nc.Drive.fourier(1.0, [[0.1, 0.2]]), r"cosines .* must be a flat list"),
+    (lambda: nc.Drive.fourier(1.0, [0.1], [np.nan]), r"sines \(b_1, b_2, …\) must be a flat "
+                                                     r"list of finite numbers, got \[nan\]"),
+    (lambda: nc.Drive(3.0), r"Drive needs s\(t\), s'\(t\) and s''\(t\).*got 3.0, None, None"),
+    (lambda: nc.Drive(1, 2, 3), "pass all three callables.*got 1, 2, 3"),
+])
+def test_bad_declarative_drives_are_refused_naming_the_argument(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(f=3.0), TypeError, r"Drive.periodic: f must be a callable returning \(s, ṡ, s̈\), "
+                             r"got 3.0"),
+    (dict(period=0.0), ValueError, "Drive.periodic: period must be a positive finite number"),
+    (dict(period="abc"), ValueError, "period must be a positive finite number, got 'abc'"),
+    (dict(samples=3), ValueError, "Drive.periodic: samples must be at least 4, got 3"),
+    (dict(samples=32.5), TypeError, "Drive.periodic: samples must be an integer, got 32.5"),
+    (dict(samples=True), TypeError, "samples must be an integer, got True"),
+    (dict(tol=-1.0), ValueError, "Drive.periodic: tol must be a positive finite number"),
+    (dict(tol=np.nan), ValueError, "tol must be a positive finite number, got nan"),
+    (dict(f=lambda t: _sine(t)[0]), ValueError, r"Drive.periodic: f must return 3 numbers, "
+                                                r"got .* at t = 0; a drive returns the triple"),
+    (dict(f=lambda t: (np.nan, 0.0, 0.0)), ValueError, r"Drive.periodic: f returned "
+                                                      r"\(nan, 0.0, 0.0\) at t = 0; it must "
+                                                      r"be finite"),
+])
+def test_bad_periodic_arguments_are_refused_naming_them(kwargs, error, match):
+    arguments = dict(f=_sine, period=2 * np.pi / OMEGA) | kwargs
+    with pytest.raises(error, match=match):
+        nc.Drive.periodic(**arguments)
+
+
+def _ramp(t):
+    return t, 1.0, 0.0
+
+
+def test_a_non_periodic_function_is_refused_naming_it_and_the_tolerance():
+    with pytest.raises(ValueError, match=r"Drive.periodic: the Fourier interpolant of _ramp "
+                                         r"on 16 samples misses .* more than tol = 1e-06; use "
+                                         r"more samples, or check that s\(t \+ 2\) = s\(t\)"):
+        nc.Drive.periodic(_ramp, period=2.0, samples=16, tol=1e-6)
+
+
+@pytest.mark.parametrize("spec, match", [
+    ({"type": "fourier", "frequency": 1.0}, r"fourier drive: .*'cosines'; its keys: "
+                                            r"\['frequency', 'cosines', 'sines'\]"),
+    ({"type": "fourier", "frequency": 1.0, "cosines": [1.0], "phase": 0.0},
+     r"unexpected keyword argument 'phase'; its keys: \['frequency', 'cosines', 'sines'\]"),
+    ({"type": "fourier", "frequency": "x", "cosines": [1.0]}, "Drive.fourier: frequency must "
+                                                              "be a positive finite number"),
+    ({"type": "fourier", "frequency": 1.0, "cosines": {"a": 1}}, "cosines .* flat list"),
+])
+def test_bad_drive_specs_name_the_key(spec, match):
+    with pytest.raises(ValueError, match=match):
+        nc.Drive.from_spec(spec)
+
+
+def test_bad_drive_parameter_values_and_undriven_joints_are_named():
+    model = two_drives(nc.Drive.sinusoid(0.5, 0.7), None)
+    with pytest.raises(ValueError, match=r"revolute joint 'hinge': parameter 'frequency' = "
+                                         r"-1.0: Drive.sinusoid: frequency must be a positive"):
+        model.with_parameters({"drive:hinge:frequency": -1.0})
+    with pytest.raises(KeyError, match=r"joint 'rail' has no drive; use drive:<joint>:"
+                                       r"<parameter> with a driven joint of \['hinge'\]"):
+        model.with_parameters({"drive:rail:coefficients.0": 1.0})

@@ -100,11 +100,14 @@ def test_data_of_the_wrong_shape_is_refused():
 
 
 @pytest.mark.parametrize("shooting, error, match", [
-    (0, ValueError, "shooting=0"),
-    (-2, ValueError, "shooting=-2"),
-    (T_EVAL.size + 1, ValueError, "shooting=41 intervals but only 40 measurement times"),
-    (2.5, TypeError, "shooting must be an integer"),
-    (True, TypeError, "shooting must be an integer"),
+    (0, ValueError, "estimate: shooting must be at least 1, got 0"),
+    (-2, ValueError, "shooting must be at least 1, got -2"),
+    (T_EVAL.size + 1, ValueError, "shooting=41 intervals on 40 measurement times leave the "
+                                  "last interval empty .*; use at most 26"),
+    (T_EVAL.size, ValueError, "shooting=40 intervals on 40 .*use at most 26"),
+    (27, ValueError, "shooting=27 intervals .*use at most 26"),
+    (2.5, TypeError, "estimate: shooting must be an integer, got 2.5"),
+    (True, TypeError, "shooting must be an integer, got True"),
 ])
 def test_bad_shooting_is_refused_naming_it(shooting, error, match):
     model = sprung_four_bar()
@@ -115,6 +118,43 @@ def test_bad_shooting_is_refused_naming_it(shooting, error, match):
 
 def test_multiple_shooting_needs_a_start_inside_the_bounds():
     model = sprung_four_bar()
-    with pytest.raises(ValueError, match="theta0 .* strictly inside the bounds"):
+    with pytest.raises(ValueError, match=r"theta0 is not strictly inside the bounds "
+                                         r"\(lower < upper\): damping:0 = 0 in \[0, inf\]"):
         nc.estimate(model, {"damping:0": 0.0}, T_EVAL, POINTS, measured(T_EVAL, OPTIONS),
                     shooting=2, **OPTIONS)
+
+
+DATA = np.zeros((T_EVAL.size, 1, 3))
+
+
+@pytest.mark.parametrize("change, error, match", [
+    (dict(model=nc.Mechanism()), TypeError, "model must be a natcoord.Model"),
+    (dict(theta0=["stiffness:0"]), ValueError, r"theta0 must be a non-empty mapping "
+                                               r"\{name: start value\}"),
+    (dict(theta0={"stiffness:0": np.nan}), ValueError, r"estimate: theta0\['stiffness:0'\]: "
+                                                       r"start value must be a finite number"),
+    (dict(t_eval=np.r_[T_EVAL[:-1], np.nan]), ValueError, "t_eval contains NaN or infinity"),
+    (dict(t_eval=T_EVAL - 1.0), ValueError, r"t_eval must lie in \[t0, t_end\] = \[0, inf\]"),
+    (dict(points=[]), ValueError, r"points is empty; give a list of \(body, \(x, y, z\)\)"),
+    (dict(points=[("coupler1", (1.0, 1.0))]), ValueError, r"points\[0\] must be \(body, "
+                                                         r"\(x, y, z\)\) with finite"),
+    (dict(points=[("nobody", (1.0, 1.0, 0.0))]), KeyError, "unknown body 'nobody'"),
+    (dict(data="abc"), ValueError, r"data has shape \(\) and is not numeric"),
+    (dict(data=np.where(np.arange(DATA.size).reshape(DATA.shape) == 4, np.nan, DATA)),
+     ValueError, r"data is NaN or infinite at \(time index, point index, axis\) \[\[1, 0, 1\]\]"),
+    (dict(sigma=0.0), ValueError, "sigma must be positive standard deviations.* got 0.0"),
+    (dict(sigma=np.nan), ValueError, "sigma must be positive standard deviations.* got nan"),
+    (dict(sigma=np.ones(5)), ValueError, r"broadcasts to data's shape \(40, 1, 3\)"),
+    (dict(bounds=([40.0, 0.0], np.inf)), ValueError, r"theta0 is not inside the bounds "
+                                                     r"\(lower < upper\): stiffness:0 = 35 in "
+                                                     r"\[40, inf\]\. Give a start inside"),
+    (dict(bounds=([100.0, 0.0], [10.0, np.inf])), ValueError, r"stiffness:0 = 35 in \[100, 10\]"),
+    (dict(bounds=([0.0, 0.0, 0.0], np.inf)), ValueError, r"bounds must be a pair \(lower, "
+                                                         r"upper\), each a number or 2 numbers"),
+    (dict(bounds=[0.0]), ValueError, r"bounds must be a pair"),
+])
+def test_bad_arguments_are_refused_naming_them(change, error, match):
+    arguments = dict(model=sprung_four_bar(), theta0=START, t_eval=T_EVAL, points=POINTS,
+                     data=DATA) | change
+    with pytest.raises(error, match=match):
+        nc.estimate(**arguments)

@@ -306,3 +306,21 @@ def test_drive_parameters_name_their_choices():
         linearize(model, nc.assemble(model).state, params=["drive:hinge:rate"])
     with pytest.raises(KeyError, match=r"s\.0\.\.4"):
         model.with_parameters({"drive:rail:t.1": 0.6})
+
+
+def test_bad_parameter_names_fail_before_any_solve(monkeypatch):
+    """Names are checked up front (no linearization point is solved for); one name
+    given as a string is one parameter, not its characters."""
+    model = drives_moved()
+    state = nc.assemble(model).state
+    with monkeypatch.context() as m:
+        m.setattr(nc.derivatives, "linearization_point", lambda *a, **k: pytest.fail("solved"))
+        with pytest.raises(TypeError, match=r"a parameter name is a string \(mass:<body>.*\), "
+                                            r"got 3"):
+            linearize(model, state, params=[3])
+        with pytest.raises(KeyError, match=r"joint 'crank'|driven joint of"):
+            linearize(model, state, params=["drive:crank:amplitude"])
+    assert linearize(model, state, params="drive:hinge:phase").params == ("drive:hinge:phase",)
+    with pytest.raises(TypeError, match=r"with_parameters takes a mapping \{name: value\}, "
+                                        r"e.g. .*; got \['drive:hinge:amplitude'\]"):
+        model.with_parameters(["drive:hinge:amplitude"])

@@ -153,6 +153,31 @@ def test_bad_model_files(mutate, message):
         from_dict(data)
 
 
+@pytest.mark.parametrize("drive, message", [
+    ({"type": "fourier", "frequency": 1.0}, "joints/1/drive: 'cosines' is a required property"),
+    ({"type": "fourier", "frequency": 1.0, "cosines": [1.0], "phase": 0.0},
+     r"joints/1/drive: Additional properties are not allowed \('phase' was unexpected\)"),
+    ({"type": "fourier", "frequency": "1", "cosines": [1.0]},
+     "joints/1/drive/frequency: '1' is not of type 'number'"),
+    ({"type": "fourier", "frequency": 0.0, "cosines": [1.0]},
+     "joints/1/drive/frequency: 0.0 is less than or equal to the minimum of 0"),
+    ({"type": "fourier", "frequency": 1.0, "cosines": [1.0], "sines": [[1.0]]},
+     r"joints/1/drive/sines/0: \[1.0\] is not of type 'number'"),
+    ({"type": "fourier", "frequency": 1.0, "cosines": [float("nan")]},     # JSON's NaN
+     r"joints\[1\] \('ground1'\): Drive.fourier: cosines .* must be a flat list of finite"),
+    ({"type": "constant_rate", "rate": float("inf")},
+     r"joints\[1\] \('ground1'\): Drive.constant_rate: rate must be a finite number, got inf"),
+])
+def test_bad_drive_specs_name_the_key(drive, message):
+    """The schema error of the drive's own type, not "not valid under any of the
+    given schemas" (one branch per drive type)."""
+    pytest.importorskip("jsonschema")
+    data = _four_bar_dict()
+    data["joints"][1]["drive"] = drive
+    with pytest.raises(ValueError, match=message):
+        from_dict(data)
+
+
 def test_unserializable_mechanisms():
     """Callables have no text form: the error names the joint or force."""
     with pytest.raises(ValueError, match=r"revolute joint 'R'.*Python callable"):
