@@ -52,6 +52,7 @@ the single-shooting Jacobian).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -77,6 +78,9 @@ MIN_STEP = 1e-4
 #: node start from the data: relative singular-value cutoff, iterations and
 #: step tolerance of the position fit
 NODE_RCOND, NODE_ITERATIONS, NODE_TOL = 1e-6, 10, 1e-12
+#: a direction of θ (relative to |θ|) is undetermined by the data when its singular
+#: value of the weighted Jacobian is below this fraction of the largest
+UNDETERMINED = 1e-8
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
         problem = _Shooting(model, at, names, t_eval, points, data, weight, starts, options)
         fit = problem.solve(x0, bounds, problem.nodes_from_data(x0, initial_state))
     elapsed = time.perf_counter() - start
-    covariance = np.linalg.inv(fit.jac.T @ fit.jac)
+    covariance = _covariance(fit.jac, names, fit.x)
     if sigma is None:
         covariance *= fit.fun @ fit.fun / max(fit.fun.size - len(names), 1)
     best = at(fit.x)
@@ -216,9 +220,46 @@ def _start(model, theta0):
                                     for name, x in theta0.items()])
 
 
+def _undetermined(jac, names, theta):
+    """``(names, ratio, svd)``: the parameters of a combination the data do not
+    determine — its singular value of the Jacobian, every column scaled by
+    ``|θ|`` (units aside), at most ``UNDETERMINED`` times the largest (``ratio``) —
+    or ``[]``; ``svd = (scale, s, vt)`` of the scaled Jacobian."""
+    scale = np.where(theta != 0.0, np.abs(theta), 1.0)
+    _, s, vt = np.linalg.svd(jac * scale, full_matrices=False)
+    ratio = s[-1] / s[0] if s[0] > 0.0 else 0.0
+    weights = np.abs(vt[-1])
+    names = [name for name, w in zip(names, weights) if w >= 0.1 * weights.max()] \
+        if ratio <= UNDETERMINED else []
+    return names, ratio, (scale, s, vt)
+
+
+def _undetermined_message(names, ratio):
+    return (f"estimate: the data do not determine {', '.join(names)} (relative singular "
+            f"value of the Jacobian {ratio:.1e}); measure other points or times, or fix "
+            f"these parameters")
+
+
+def _covariance(jac, names, theta):
+    """``(JᵀJ)⁻¹`` by the SVD of ``J``, with a ``RuntimeWarning`` naming the parameters
+    the data do not determine at the estimate (:func:`_undetermined`): their
+    standard errors are then huge or infinite, not a measure of the fit."""
+    undetermined, ratio, (scale, s, vt) = _undetermined(jac, names, theta)
+    if undetermined:
+        warnings.warn(_undetermined_message(undetermined, ratio) + "; their standard errors "
+                      "are meaningless", RuntimeWarning, stacklevel=3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        covariance = (vt.T / s**2) @ vt
+    covariance = np.where(np.isnan(covariance), np.inf, covariance)
+    return covariance * np.outer(scale, scale)
+
+
 def _points(model, points):
     """``points`` as a non-empty list of ``(body, r)``: a body of ``model`` and 3
     finite coordinates; the error names a bad entry."""
+    if isinstance(points, (str, bytes)) or not hasattr(points, "__iter__"):
+        raise TypeError(f"estimate: points must be a list of (body, (x, y, z)), "
+                        f"got {points!r}")
     points = list(points)
     if not points:
         raise ValueError("estimate: points is empty; give a list of (body, (x, y, z))")
@@ -297,12 +338,22 @@ def _node_indices(shooting, t_eval):
 def _single_shooting(at, names, x0, t_eval, points, data, weight, bounds, common):
     """``least_squares`` on ``F(θ)`` from one simulation per evaluation."""
     def residual(theta):
-        sol = simulate(at(theta), t_eval[-1], **common)
+        try:
+            sol = simulate(at(theta), t_eval[-1], **common)
+        except IntegrationError:
+            if np.array_equal(theta, x0):
+                raise
+            return np.full(data.size, np.inf)     # a failed trial: least_squares shrinks its step
         return ((_stacked(sol.point, points) - data) * weight).ravel()
 
     def jacobian(theta):
         sens = sensitivities(at(theta), t_eval[-1], params=names, **common)
-        return (_stacked(sens.point, points) * weight[..., None]).reshape(-1, len(names))
+        jac = (_stacked(sens.point, points) * weight[..., None]).reshape(-1, len(names))
+        if np.array_equal(theta, x0):     # Gauss–Newton would step without bound along it
+            undetermined, ratio, _ = _undetermined(jac, names, theta)
+            if undetermined:
+                raise ValueError(_undetermined_message(undetermined, ratio) + " (at theta0)")
+        return jac
 
     fit = least_squares(residual, x0, jac=jacobian, bounds=bounds, x_scale="jac")
     return _Fit(fit.x, fit.fun, fit.jac, int(fit.njev), int(fit.nfev), bool(fit.success),

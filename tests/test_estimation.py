@@ -8,10 +8,13 @@ state fixed, so on a well-posed case it finds the single-shooting estimate
 with continuous trajectories; from a start far from the truth, where single
 shooting slides into a wrong local minimum, its nodes (started from the data)
 keep every interval close to the measurements and it finds the truth."""
+import warnings
+
 import numpy as np
 import pytest
 
 import natcoord as nc
+from natcoord.estimation import _covariance
 from test_sensitivities import sprung_four_bar
 
 TRUTH = {"stiffness:0": 50.0, "damping:0": 2.0}
@@ -38,7 +41,9 @@ def fitted(start, t_eval, options, shooting=1):
 
 @pytest.fixture(scope="module")
 def fit():
-    return fitted(START, T_EVAL, OPTIONS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)     # determined: no warning
+        return fitted(START, T_EVAL, OPTIONS)
 
 
 def test_recovers_stiffness_and_damping_within_three_standard_errors(fit):
@@ -53,6 +58,47 @@ def test_residual_is_the_noise(fit):
     N = fit.residuals.size
     assert abs(2.0 * fit.cost / N - 1.0) < 4.0 * np.sqrt(2.0 / N)   # χ²_N: sd √(2/N)
     assert fit.iterations < 20
+
+
+def test_a_parameter_the_data_do_not_determine_is_named():
+    """Gravity along the hinges (z) does not move the planar four-bar: its column of
+    the Jacobian vanishes and Gauss–Newton would step along it without bound.
+    The estimate refuses at the start, naming it."""
+    t_eval = T_EVAL[::4]
+    model = sprung_four_bar().with_parameters(START)
+    with pytest.raises(ValueError, match=r"the data do not determine gravity:z \(relative "
+                                         r"singular value .*\); measure other points or "
+                                         r"times, or fix these parameters \(at theta0\)"):
+        nc.estimate(model, START | {"gravity:z": 0.0}, t_eval, POINTS,
+                    measured(t_eval, OPTIONS), sigma=NOISE, **OPTIONS)
+
+
+def test_a_trial_point_whose_simulation_fails_is_a_rejected_step(fit, monkeypatch):
+    """A simulation that fails at a trial θ (say a step-size underflow) makes
+    least_squares shrink its step, as an infinite residual; the fit goes on to the
+    estimate it finds without the failure."""
+    import natcoord.estimation as estimation
+    calls = []
+
+    def failing_second_call(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise nc.IntegrationError("step size underflow (injected)", None)
+        return nc.simulate(*args, **kwargs)
+    monkeypatch.setattr(estimation, "simulate", failing_second_call)
+    again = fitted(START, T_EVAL, OPTIONS)
+    assert len(calls) > 2 and again.success
+    assert np.allclose(again.theta, fit.theta, rtol=1e-6)
+
+
+def test_covariance_warns_of_an_undetermined_combination():
+    """Two columns that always move together: their difference is undetermined;
+    the covariance names both and its standard errors are infinite or huge."""
+    column = np.linspace(1.0, 2.0, 12)
+    jac = np.stack([column, 2.0 * column, np.cos(column)], axis=1)
+    with pytest.warns(RuntimeWarning, match=r"do not determine a, b \(relative singular"):
+        covariance = _covariance(jac, ["a", "b", "c"], np.array([1.0, 1.0, 3.0]))
+    assert np.all(np.diag(covariance)[:2] > 1e12)
 
 
 def test_multiple_shooting_finds_the_single_shooting_estimate(fit):
@@ -135,6 +181,7 @@ DATA = np.zeros((T_EVAL.size, 1, 3))
                                                        r"start value must be a finite number"),
     (dict(t_eval=np.r_[T_EVAL[:-1], np.nan]), ValueError, "t_eval contains NaN or infinity"),
     (dict(t_eval=T_EVAL - 1.0), ValueError, r"t_eval must lie in \[t0, t_end\] = \[0, inf\]"),
+    (dict(points=None), TypeError, r"points must be a list of \(body, \(x, y, z\)\), got None"),
     (dict(points=[]), ValueError, r"points is empty; give a list of \(body, \(x, y, z\)\)"),
     (dict(points=[("coupler1", (1.0, 1.0))]), ValueError, r"points\[0\] must be \(body, "
                                                          r"\(x, y, z\)\) with finite"),
