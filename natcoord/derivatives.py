@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from . import validate
 from .checks import number
 from .derived import derived
 from .drives import parameter_weights
@@ -79,7 +80,9 @@ def linearize(model, state, params=(), solver=None, workspace=None):
     params = (params,) if isinstance(params, str) else tuple(params)
     for name in params:
         parameter_value(model, name)     # a bad name fails before the 24 n solves
-    at = linearization_point(model, state, solver, workspace)
+    if isinstance(state, tuple) and len(state) == 3:
+        state = State(*state)
+    at = linearization_point(model, validate.state(model, state), solver, workspace)
     unit = np.eye(model.n_coords)
     d_p = [at.derivative(dp=e) for e in unit]
     d_v = [at.derivative(dv=e) for e in unit]

@@ -324,3 +324,16 @@ def test_bad_parameter_names_fail_before_any_solve(monkeypatch):
     with pytest.raises(TypeError, match=r"with_parameters takes a mapping \{name: value\}, "
                                         r"e.g. .*; got \['drive:hinge:amplitude'\]"):
         model.with_parameters(["drive:hinge:amplitude"])
+
+
+def test_a_bad_state_is_refused_naming_it():
+    model = drives_moved()
+    state = nc.assemble(model).state
+    with pytest.raises(TypeError, match=r"state must be a natcoord.State .* got NoneType"):
+        linearize(model, None)
+    with pytest.raises(ValueError, match=r"state\.p"):
+        linearize(model, (0.0, np.full_like(state.p, np.nan), state.v))
+    with pytest.raises(ValueError, match=r"state\.v"):
+        linearize(model, nc.State(0.0, state.p, state.v[:-1]))
+    tuple_form = linearize(model, (state.t, state.p, state.v))
+    assert np.array_equal(tuple_form.a, linearize(model, state).a)
