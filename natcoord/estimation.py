@@ -175,7 +175,10 @@ def estimate(model, theta0, t_eval, points, data, sigma=None, initial_state=None
     strictly inside by shortening the step (module docstring). ``options`` go
     to :func:`~natcoord.simulate`. Returns an :class:`Estimate`. Bad arguments
     (non-finite data or start, ``sigma`` ≤ 0, a start outside the bounds, …)
-    raise ``ValueError``/``TypeError``/``KeyError`` naming them.
+    raise ``ValueError``/``TypeError``/``KeyError`` naming them. Parameters the
+    data do not determine (:data:`UNDETERMINED`) are refused at ``theta0`` with
+    single shooting and reported by a ``RuntimeWarning`` at the estimate; a trial
+    point whose simulation fails is a rejected step.
     """
     names, x0 = _start(validate.model(model), theta0)
     initial_state = assemble(model).state if initial_state is None else \
