@@ -16,8 +16,10 @@ run's kernels (:mod:`natcoord.compiled`: ``rhs`` evaluates and factors,
 * spring–dampers analytically (:func:`spring_derivative`), constant torques
   ``½ τ × de_k``; gravity and constant point forces do not vary;
 * parameters (:func:`natcoord.derivatives.parameter_direction`): a constant
-  ``df`` and ``dJ4`` per column (mass, inertia, gravity) or the tension's
-  derivative ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k`` of a spring.
+  ``df`` and ``dJ4`` per column (mass, inertia, gravity, the scale of a
+  constant point force), the tension's derivative ``∂T/∂k = l − l0``,
+  ``∂T/∂c = l̇``, ``∂T/∂l0 = −k`` of a spring, or the scale of a constant
+  torque, whose ``df = ½ τ × e_k`` moves with the body's axes.
 
 For models :func:`natcoord.compiled.compilable` accepts, the block solver
 without refinement, and drives that are absent or compiled; the parameters of
@@ -33,20 +35,23 @@ import numpy as np
 from . import compiled as cc
 from .compiled import (A_DENSE, C_DENSE, _affine, _constraints, factor, interpolate, rhs,
                        solve, torque_forces, weights_at)
-from .derivatives import parameter_direction
+from .derivatives import loads, parameter_direction
+from .forces import Torque
 from .jit import njit
 from .kernels import jacobian_times, jacobian_transpose_times
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
 
 #: parameter kinds the compiled sweep differentiates (besides p0, v0)
-PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length")
+PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length", "load")
 #: spring parameters: index in ``Directions.spring_kind``
 SPRING_KINDS = ("stiffness", "damping", "rest_length")
 
 #: per column: constant ``df`` (4 n, 3), the body of ``dJ4`` (−1: none) and
-#: ``dJ4`` (4, 4), the spring (−1: none) and which of its parameters
-Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_kind"])
+#: ``dJ4`` (4, 4), the spring (−1: none) and which of its parameters, the
+#: constant torque whose scale it is (−1: none; its force moves with the axes)
+Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_kind",
+                                       "torque"])
 
 #: the sweep's buffers: the linearization point ``(a, λ)``, the weight table,
 #: the stages ``K`` (7, 2N) and their derivatives ``dK`` (c, 7, 2N), directions
@@ -66,17 +71,25 @@ def supported(model, solver_name, params):
                     for name in params))
 
 
-def directions(model, thetas):
-    """:data:`Directions` of the columns' parameters (None: an initial-state column)."""
+def directions(model, T, thetas):
+    """:data:`Directions` of the columns' parameters (None: an initial-state column);
+    ``T`` the model's compiled tables."""
     c, rows = len(thetas), 4 * model.n_bodies
     D = Directions(np.zeros((c, rows, 3)), np.full(c, -1, np.int64), np.zeros((c, 4, 4)),
-                   np.full(c, -1, np.int64), np.zeros(c, np.int64))
+                   np.full(c, -1, np.int64), np.zeros(c, np.int64), np.full(c, -1, np.int64))
     for j, name in enumerate(thetas):
         if name is None:
             continue
         kind, _, key = name.partition(":")
         if kind in SPRING_KINDS:
             D.spring[j], D.spring_kind[j] = int(key), SPRING_KINDS.index(kind)
+            continue
+        if kind == "load":                 # a constant point force's df is constant
+            load = loads(model)[int(key)]
+            if isinstance(load, Torque):
+                D.torque[j] = T.force_index[model.forces.index(load)]
+            else:
+                load.apply(0.0, None, None, None, D.df[j])
             continue
         theta = parameter_direction(model, name, None)        # constant in the state
         D.df[j] = theta.get("df", 0.0)
@@ -102,7 +115,7 @@ def sweep(model, dropped, steps, out, dy, thetas, drop_tol=DROP_TOL, hold_tol=HO
     B = _work(model, len(thetas))
     model.tables.weight_table(0.0, B.W)                  # constant rows (all, without drives)
     result = np.empty((out.t.size, len(thetas), 2 * model.n_coords))
-    status = sweep_kernel(T, S, P, Wk, directions(model, thetas), B, steps.t,
+    status = sweep_kernel(T, S, P, Wk, directions(model, T, thetas), B, steps.t,
                           np.hstack([steps.p, steps.v]), out.t, np.hstack([out.p, out.v]),
                           np.ascontiguousarray(dy, float), result)
     if status != 0:
@@ -234,9 +247,12 @@ def force_derivative(T, X, V, dX, dV, F, tmp):
 @njit(cache=True)
 def parameter_force(T, D, j, X, V, A, F, tmp):
     """``F += ∂f/∂θ − ∂M/∂θ a`` of column ``j`` (``parameter_direction``): the constant
-    ``df``, ``dJ4`` of one body times its accelerations, or a spring's
-    ``∂T/∂θ n`` with ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``."""
+    ``df``, ``dJ4`` of one body times its accelerations, a spring's
+    ``∂T/∂θ n`` with ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``, or a
+    torque's generalized force ``½ τ × e_k`` (its scale's derivative)."""
     F += D.df[j]
+    if D.torque[j] >= 0:
+        torque_forces(T.tq_vec[D.torque[j]], 4 * T.tq_body[D.torque[j]], X, F)
     b = D.body[j]
     if b >= 0:
         for r in range(4):

@@ -122,11 +122,13 @@ def test_sensitivities_stay_in_the_tangent_space(case, request):
 
 
 def torqued_four_bar():
-    """The sprung four-bar with a constant torque on its crank."""
+    """The sprung four-bar with a constant torque on its crank and a constant
+    point force on its coupler (loads 0 and 1)."""
     mech = nc.models.four_bar()
     mech.add_spring(nc.GROUND, "coupler1", (2.0, 0.0, 0.0), (0.5, 1.0, 0.0),
                     stiffness=50.0, damping=2.0)
     mech.add_torque("crank0", (0.0, 0.0, 3.0))
+    mech.add_force("coupler1", (0.5, 0.5, 0.0), (2.0, -1.0, 0.0))
     return mech.build()
 
 
@@ -136,11 +138,13 @@ def test_compiled_sweep_equals_the_python_sweep(case, t_eval, monkeypatch):
     """The compiled sweep (natcoord/compiled_sensitivity.py) computes what the
     Python sweep does, column by column, at dense outputs and at the steps
     (also with compiled drives: the weight table at every stage time; and with
-    a constant torque, whose force moves with the crank's axes)."""
+    a constant torque, whose force moves with the crank's axes, and the scales
+    of that torque and of a constant point force as parameters)."""
     model, params = {"four_bar": (sprung_four_bar(), FOUR_BAR_PARAMS),
                      "six_bar": (nc.models.six_bar().build(), SIX_BAR_PARAMS),
                      "driven": (driven_slider(), ["p0", "v0"]),
-                     "torque": (torqued_four_bar(), ["p0", "v0", "mass:crank0"])}[case]
+                     "torque": (torqued_four_bar(), ["p0", "v0", "mass:crank0", "load:0",
+                                                     "load:1"])}[case]
     compiled = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
     monkeypatch.setattr(sensitivity, "COMPILED", False)
     python = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
