@@ -232,9 +232,9 @@ def _undetermined(jac, names, theta):
     _, s, vt = np.linalg.svd(jac * scale, full_matrices=False)
     ratio = s[-1] / s[0] if s[0] > 0.0 else 0.0
     weights = np.abs(vt[-1])
-    names = [name for name, w in zip(names, weights) if w >= 0.1 * weights.max()] \
+    involved = [name for name, w in zip(names, weights) if w >= 0.1 * weights.max()] \
         if ratio <= UNDETERMINED else []
-    return names, ratio, (scale, s, vt)
+    return involved, ratio, (scale, s, vt)
 
 
 def _undetermined_message(names, ratio):

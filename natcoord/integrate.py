@@ -133,9 +133,9 @@ class Evaluations:
 
     def project(self, t, y, fresh=False):
         """``y`` projected per ``self.projection`` (a new array); ``fresh`` as
-        :func:`~natcoord.projection.project` (for outputs)."""
-        p, v, k = project_state(self.ws, t, y[:self.n], y[self.n:], self.proj_tol, self.projection,
-                          fresh)
+        :func:`~natcoord.projection.project_state` (for outputs)."""
+        p, v, k = project_state(self.ws, t, y[:self.n], y[self.n:], self.proj_tol,
+                                self.projection, fresh)
         self.n_projection_iterations += k
         return np.concatenate([p, v])
 

@@ -83,7 +83,7 @@ def project_positions(ws: Workspace, t, p, v, tol, max_iter=8, fresh=False):
     """Project ``p`` onto ``g(p, t) = 0``; returns ``(p, iterations)``.
 
     Leaves ``ws`` evaluated at the projected ``p``. ``fresh``: factor at ``p``
-    first (see :func:`project`).
+    first (see :func:`project_state`).
     """
     def g(p):
         ws.constraints(t, p, v)
@@ -97,7 +97,7 @@ def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False,
 
     ``evaluated``: ``ws`` already holds ``G`` and ``g_t`` at ``(t, p)`` (as
     ``project_positions`` leaves it); neither depends on ``v``. ``fresh``: factor
-    at ``p`` first (see :func:`project`).
+    at ``p`` first (see :func:`project_state`).
     """
     if not evaluated:
         ws.constraints(t, p, v)

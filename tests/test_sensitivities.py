@@ -132,6 +132,20 @@ def torqued_four_bar():
     return mech.build()
 
 
+@pytest.mark.parametrize("name", ["load:0", "load:1"])
+def test_load_sensitivities_match_finite_differences(name):
+    """The scales of a constant torque and a constant point force (compiled sweep)
+    against central differences of whole simulations with the loads scaled."""
+    model = torqued_four_bar()
+    sens = nc.sensitivities(model, T_END, params=[name], t_eval=T_EVAL, **FIXED)
+    assert sens.stats["compiled"]
+    initial = nc.assemble(model).state
+
+    def run(step):
+        return trajectory(model.with_parameters({name: 1.0 + step}), initial)
+    assert_close(computed(sens, name), central_difference(run, EPS))
+
+
 @pytest.mark.parametrize("t_eval", [T_EVAL, None], ids=["t_eval", "steps"])
 @pytest.mark.parametrize("case", ["four_bar", "six_bar", "driven", "torque"])
 def test_compiled_sweep_equals_the_python_sweep(case, t_eval, monkeypatch):

@@ -2,8 +2,9 @@
 
 Simulated time over wall time for the Stewart–Gough platform whose six legs
 follow the closed-form inverse kinematics of the prescribed platform path
-(as compiled Fourier interpolants, ``hexapod.leg_drive``), 10 s at ``rtol = 1e-6``: the median of ``--repeat`` runs, written with the
-run's counters and residuals to ``data/hexapod_speed.csv``.
+(as compiled Fourier interpolants, ``hexapod.leg_drive``), 10 s at
+``rtol = 1e-6``: the median of ``--repeat`` runs, written with the run's
+counters and residuals to ``data/hexapod_speed.csv``.
 """
 from __future__ import annotations
 
