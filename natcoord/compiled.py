@@ -29,7 +29,7 @@ from .drives import NO_LAWS, fill_weights
 from .integrate import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY, clip_step
 from .kernels import constraint_kernel, jacobian_times
 from .jit import njit
-from .linalg.blockldl import factor_kernel, solve_kernel
+from .linalg.blockldl import WorkBuffers, factor_kernel, solve_kernel
 from .projection import CONTRACTION, MARGIN, ROUNDOFF
 
 EPS = float(np.finfo(float).eps)
@@ -73,6 +73,12 @@ Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
     "K", "Kacc", "ystage", "ynew", "ynewacc", "yproj", "yprev", "y", "f",
     "threshold", "dropped", "mask", "rhs_mask", "counts", "ctrl", "tmp", "comb", "sq", "stack", "vals", "scale"])
+
+#: The stage factorizations of accepted steps, kept for the sensitivity sweep
+#: (:mod:`natcoord.compiled_sensitivity`): at ``[m, s − 1]`` for step ``m`` and
+#: stage ``s = 1 … 6`` the block factor (``B, inv, E, F, Gj`` of
+#: :data:`~natcoord.linalg.blockldl.WorkBuffers`) and the multipliers λ.
+FactorStore = namedtuple("FactorStore", ["B", "inv", "E", "F", "Gj", "lam"])
 
 #: ctrl (float64 array): t, h, err_old, last_rejected, err of the last attempt,
 #: h of the last accepted step, t before it, proj_tol, rtol, atol, max_step,
@@ -169,6 +175,21 @@ def make_buffers(model, n_joint_rows):
                    counts=np.zeros(7, np.int64), ctrl=z(N_CTRL), tmp=z((5, 3)),
                    comb=z(2 * n), sq=z(2 * n), stack=np.zeros((64, 3), np.int64), vals=z(64),
                    scale=z(m))
+
+
+def make_store(Wk, n_rows, capacity):
+    """A :data:`FactorStore` for ``capacity`` steps of the solver with work buffers ``Wk``
+    (``capacity`` 0: nothing is kept). Not zeroed: a factorization writes all it
+    solves with, and zeroing megabytes would cost a short run more than its sweep."""
+    return FactorStore(*(np.empty((capacity, 6) + a.shape) for a in (Wk.B, Wk.inv, Wk.E,
+                                                                      Wk.F, Wk.Gj)),
+                       np.empty((capacity, 6, n_rows)))
+
+
+def store_bytes(Wk, n_rows):
+    """Bytes of one step of a :data:`FactorStore`."""
+    return make_store(Wk, n_rows, 0).lam.itemsize * 6 * (
+        n_rows + sum(a.size for a in (Wk.B, Wk.inv, Wk.E, Wk.F, Wk.Gj)))
 
 
 # ------------------------------------------------------------------ forces
@@ -306,6 +327,26 @@ def factor(T, S, P, Wk):
 def solve(T, S, P, Wk, r, s, x, lam):
     """``(x, λ)`` of ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` with the current factor."""
     solve_kernel(r, s, P, Wk, x, lam)
+
+
+@njit(cache=True)
+def stage_work(Wk, store, m, s):
+    """``Wk`` with its factor arrays in ``store[m, s]`` (a :data:`FactorStore`): a
+    factorization through it lands there, a solve through it uses the one kept."""
+    return WorkBuffers(store.B[m, s], store.inv[m, s], store.E[m, s], store.F[m, s],
+                       store.Gj[m, s], Wk.floor, Wk.bound, Wk.dropped, Wk.decided, Wk.I6,
+                       Wk.y, Wk.S3, Wk.z, Wk.ap)
+
+
+@njit(cache=True)
+def _keep_factor(Wk, S, store, m, s):
+    """Copy the factor in ``Wk`` and the multipliers ``S.lam`` to ``store[m, s]``."""
+    store.B[m, s] = Wk.B
+    store.inv[m, s] = Wk.inv
+    store.E[m, s] = Wk.E
+    store.F[m, s] = Wk.F
+    store.Gj[m, s] = Wk.Gj
+    store.lam[m, s] = S.lam
 
 
 # ------------------------------------------------------------ evaluations
@@ -534,27 +575,37 @@ def pairwise_sum(a, stack, vals):
 
 
 @njit(cache=True)
-def attempt(T, S, P, Wk, W7, mode):
+def attempt(T, S, P, Wk, W7, mode, store, m):
     """One DOPRI5 step attempt from ``(ctrl[T_NOW], S.y)`` with ``h = ctrl[H]``.
 
     Stages as ``integrate.simulate``: ``K[s] = f(t + c_s h, y + h Σ a_sj K[j])``,
     ``K[0]`` the FSAL value ``S.f``; ``y_new = y + h Σ b_j K[j]``; the error
     ``‖h Σ e_j K[j] / (atol + rtol max(|y|, |y_new|))‖_rms``. Accepted
     (err ≤ 1): projected into ``S.yproj``. ``W7[s]`` is the weight table at the
-    stage time ``t + c_s h`` (filled here from compiled drives). Returns a status; ``ctrl[ERR]`` holds the error.
+    stage time ``t + c_s h`` (filled here from compiled drives). Returns a
+    status; ``ctrl[ERR]`` holds the error. A non-empty ``store`` (a
+    :data:`FactorStore`) keeps the stage factorizations at ``store[m]``:
+    stages 1–5 are factored in place there (:func:`stage_work`); stage 6
+    stays in ``Wk``, which the projection goes on with, and is copied.
     """
     K, y, ys, yn, comb, sq = S.K, S.y, S.ystage, S.ynew, S.comb, S.sq
     N = y.size
     t, h = S.ctrl[T_NOW], S.ctrl[H]
+    keep = store.lam.shape[0] > 0
     K[0, :] = S.f
     for s in range(1, 7):
         np.dot(A_DENSE[s, :s], K[:s], comb)       # BLAS, as numpy's A[s] @ K[:s]
         for i in range(N):
             ys[i] = y[i] + h * comb[i]
         weights_at(T, t + C_DENSE[s] * h, W7[s])
-        status = rhs(T, S, P, Wk, ys, W7[s], mode, K[s])
+        Ws = stage_work(Wk, store, m, s - 1) if keep and s < 6 else Wk
+        status = rhs(T, S, P, Ws, ys, W7[s], mode, K[s])
         if status != 0:
             return status
+        if keep and s < 6:
+            store.lam[m, s - 1] = S.lam
+    if keep:
+        _keep_factor(Wk, S, store, m, 5)
     rtol, atol = S.ctrl[RTOL], S.ctrl[ATOL]
     np.dot(B_DENSE[:6], K[:6], comb)
     for i in range(N):
@@ -577,7 +628,7 @@ def attempt(T, S, P, Wk, W7, mode):
 
 
 @njit(cache=True)
-def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor):
+def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor, store, m):
     """Attempts until one is accepted, a failure, or ``max_attempts``.
 
     The step-size logic of ``integrate.simulate``: ``h ← min(h, t_bound − t)``;
@@ -587,6 +638,7 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor):
     (FSAL: ``f ← K[6]`` with ``ṗ = v`` at the projected state) and sets the
     next h by the PI controller. Returns ``(status, rejected attempts)``;
     status ``MAX_ATTEMPTS`` when none was accepted, −1 on step-size underflow.
+    ``store, m``: where :func:`attempt` keeps the stage factorizations.
     """
     c = S.ctrl
     rejected = 0
@@ -597,7 +649,7 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor):
         c[H] = clip_step(c[H], t, c[T_BOUND], eps_floor)
         if c[H] < eps_floor * max(abs(t), 1.0):
             return -1, rejected
-        status = attempt(T, S, P, Wk, W7, mode)
+        status = attempt(T, S, P, Wk, W7, mode, store, m)
         if status == REJECTED:
             rejected += 1
             c[H] *= max(FAC_MIN, SAFETY * c[ERR] ** -0.2)
@@ -705,7 +757,7 @@ def _keep_step(S, m, seg_t, seg_y, seg_K):
 
 @njit(cache=True)
 def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, every_step,
-            drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K):
+            drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K, store):
     """Accepted steps (:func:`step`) and their records, without returning to Python.
 
     Records (time, state, :func:`observe`, kind) go to ``rec_*`` in order: every
@@ -714,7 +766,9 @@ def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, ever
     state passes :func:`violated` first. For a model without drives or with
     compiled ones (:func:`weights_at` fills ``W7``, ``W1``). With ``seg_t`` not empty, each
     accepted step's dense-output data go to ``seg_t`` (t_old, h), ``seg_y``
-    (y_old, y_new) and ``seg_K`` (the stages), checked or not. Stops when
+    (y_old, y_new) and ``seg_K`` (the stages), checked or not, and with ``store``
+    not empty (a :data:`FactorStore` as long as ``seg_t``) its stage
+    factorizations to ``store``. Stops when
 
     * ``t_bound`` is reached and its outputs written (``FINISHED``),
     * the record or step buffers are full (``FULL``; pending outputs of the last
@@ -753,7 +807,7 @@ def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, ever
         if steps + rejected >= budget:
             rec_kind[n] = STEP_RECORD
             return MAX_ATTEMPTS, n, next_out, steps, rejected, m
-        status, r = step(T, S, P, Wk, W7, mode, budget - steps - rejected, eps_floor)
+        status, r = step(T, S, P, Wk, W7, mode, budget - steps - rejected, eps_floor, store, m)
         rejected += r
         if status != ACCEPTED:
             rec_kind[n] = STEP_RECORD

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import compiled as cc
 from .compiled import (A_DENSE, C_DENSE, _affine, _constraints, factor, interpolate, rhs,
-                       solve, torque_forces, weights_at)
+                       solve, stage_work, torque_forces, weights_at)
 from .derivatives import loads, parameter_direction
 from .forces import Torque
 from .jit import njit
@@ -55,10 +55,14 @@ Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_ki
 
 #: the sweep's buffers: the linearization point ``(a, λ)``, the weight table,
 #: the stages ``K`` (7, 2N) and their derivatives ``dK`` (c, 7, 2N), directions
-#: (c, 2N), the constraint derivatives and right-hand sides
+#: (c, 2N): ``dy`` at the last step's end, ``dyold`` at its start, the
+#: constraint derivatives and right-hand sides, the ``clock``
 Work = namedtuple("Work", [
-    "a", "lam", "W", "y", "K", "dK", "dy", "dys", "dynew", "dyproj", "dout", "comb",
-    "dg_t", "dgamma", "dG", "F", "GtL", "s", "dx", "mu", "tmp"])
+    "a", "lam", "W", "y", "K", "dK", "dy", "dys", "dyold", "dynew", "dout", "comb",
+    "dg_t", "dgamma", "dG", "F", "GtL", "s", "dx", "mu", "tmp", "clock"])
+
+#: ``Work.clock``: the last step's start, size and end; 1 once the first step is swept
+T_OLD, STEP, T_NEW, STARTED = range(4)
 
 
 def supported(model, solver_name, params):
@@ -98,29 +102,49 @@ def directions(model, T, thetas):
     return D
 
 
-def sweep(model, dropped, steps, out, dy, thetas, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
-    """:func:`natcoord.sensitivity._sweep` compiled: the derivatives (k, c, 2N) at the
-    outputs ``out`` of ``dy`` (c, 2N) carried along the recorded ``steps``.
+class Sweep:
+    """The compiled sweep of :func:`natcoord.sensitivity.sensitivities`, fed the forward
+    run's chunks as they come (:meth:`chunk`).
 
     ``dropped``: the rows the sweep's workspace dropped last, whose hysteresis
-    the first factorization continues (as the Python sweep's does);
-    ``drop_tol``, ``hold_tol``: the block solver's.
+    the first factorization continues (as the Python sweep's does); ``dy``
+    (c, 2N) the directions at the initial state, ``thetas`` the parameter of
+    each column (None: an initial-state column); ``drop_tol``, ``hold_tol``:
+    the block solver's. :meth:`result` stacks the derivatives (k, c, 2N) at
+    the outputs of all chunks.
     """
-    solver = make_solver(model, "block", drop_tol, hold_tol)
-    T, (P, Wk) = cc.make_tables(model), cc.make_block(solver)
-    S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
-    S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
-    S.threshold[:] = solver.drop_tol                     # hysteresis: as _update_thresholds
-    S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol
-    B = _work(model, len(thetas))
-    model.tables.weight_table(0.0, B.W)                  # constant rows (all, without drives)
-    result = np.empty((out.t.size, len(thetas), 2 * model.n_coords))
-    status = sweep_kernel(T, S, P, Wk, directions(model, T, thetas), B, steps.t,
-                          np.hstack([steps.p, steps.v]), out.t, np.hstack([out.p, out.v]),
-                          np.ascontiguousarray(dy, float), result)
-    if status != 0:
-        raise np.linalg.LinAlgError(f"compiled sensitivity sweep: factorization status {status}")
-    return result
+
+    def __init__(self, model, dropped, dy, thetas, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+        solver = make_solver(model, "block", drop_tol, hold_tol)
+        self._T, (self._P, self._Wk) = cc.make_tables(model), cc.make_block(solver)
+        S = self._S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
+        S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
+        S.threshold[:] = solver.drop_tol                 # hysteresis: as _update_thresholds
+        S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol
+        self._B = B = _work(model, len(thetas))
+        model.tables.weight_table(0.0, B.W)              # constant rows (all, without drives)
+        B.dy[:] = dy
+        self._D = directions(model, self._T, thetas)
+        self._parts = []
+
+    def chunk(self, chunk, t, y):
+        """Carry the directions along the steps of a :class:`~natcoord.stepper.Chunk`
+        (``chunk.kept``, with the stepper's stage factorizations) that end at the
+        stepper's ``(t, y)``, and differentiate its records."""
+        seg_t, seg_y, seg_K, store = chunk.kept
+        result = np.empty((chunk.t.size,) + self._B.dy.shape)
+        status = sweep_chunk(self._T, self._S, self._P, self._Wk, self._D, self._B, seg_t,
+                             seg_y, seg_K, store, float(t), np.array(y, float), chunk.t,
+                             chunk.y, result)
+        if status != 0:
+            raise np.linalg.LinAlgError(f"compiled sensitivity sweep: factorization status "
+                                        f"{status}")
+        self._parts.append(result)
+
+    def result(self):
+        """The derivatives (k, c, 2N) at the records of every chunk so far."""
+        return np.concatenate(self._parts) if self._parts else \
+            np.empty((0,) + self._B.dy.shape)
 
 
 def _work(model, c):
@@ -128,10 +152,10 @@ def _work(model, c):
         4 * model.n_bodies
     z = np.zeros
     return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n), K=z((7, 2 * n)),
-                dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dynew=z((c, 2 * n)),
-                dyproj=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), dg_t=z(m),
+                dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dyold=z((c, 2 * n)),
+                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), dg_t=z(m),
                 dgamma=z(m), dG=z((nnz, 3)), F=z((rows, 3)), GtL=z((rows, 3)), s=z(m),
-                dx=z(n), mu=z(m), tmp=z((8, 3)))
+                dx=z(n), mu=z(m), tmp=z((8, 3)), clock=np.array([0.0, 0.0, -np.inf, 0.0]))
 
 
 # ------------------------------------------------------------ right-hand sides
@@ -358,57 +382,83 @@ def projected(T, S, P, Wk, B, t, y, dy, out):
 
 
 @njit(cache=True)
-def sweep_kernel(T, S, P, Wk, D, B, t_steps, y_steps, t_out, y_out, dy0, result):
-    """``dy0`` (c, 2N) at ``t_steps[0]`` carried along the recorded projected states
-    ``y_steps`` (module docstring of :mod:`natcoord.sensitivity`):
+def _outputs(T, S, P, Wk, B, t_out, y_out, result, k):
+    """``result[k:]`` for the records ``t_out[k:]`` up to the last swept step's end
+    (``B.clock``): ``dy⁺`` at the end, else the projected dense output of the
+    derivatives. Returns ``(status, next k)``."""
+    t_old, h, t_new = B.clock[T_OLD], B.clock[STEP], B.clock[T_NEW]
+    while k < t_out.size and t_out[k] <= t_new:
+        if t_out[k] == t_new:
+            result[k] = B.dy
+        else:
+            for j in range(B.dy.shape[0]):
+                interpolate(B.dyold[j], B.dynew[j], B.dK[j], h, (t_out[k] - t_old) / h,
+                            B.comb, B.dout[j])
+            status = projected(T, S, P, Wk, B, t_out[k], y_out[k], B.dout, result[k])
+            if status != 0:
+                return status, k
+        k += 1
+    return 0, k
+
+
+@njit(cache=True)
+def sweep_chunk(T, S, P, Wk, D, B, seg_t, seg_y, seg_K, store, t_end, y_end, t_out, y_out,
+                result):
+    """The directions ``B.dy`` (c, 2N) carried along the forward run's accepted steps
+    ``(t_old, h)``, ``(y_old, y_new)``, stages ``K`` in ``seg_*``, whose stage
+    factorizations are ``store`` (:data:`natcoord.compiled.FactorStore`), the
+    last ending at the projected ``(t_end, y_end)`` (module docstring of
+    :mod:`natcoord.sensitivity`):
 
         dY_s = dy + h Σ_j a_sj dK_j,   dK_s = (dv_s, da_s),   dy⁺ = P'(dY_6)
 
-    with FSAL ``dK_0 = (dv⁺, da_6)``; ``result[k]`` (c, 2N) the derivative at
-    ``t_out[k]``: ``dy⁺`` at a step's end, else the projected dense output.
-    Returns 0 or a factorization status.
+    with FSAL ``dK_0 = (dv⁺, da_6)`` (at the first step ever, ``dK_0`` is
+    evaluated and factored at the initial state). ``result[k]`` (c, 2N): the
+    derivative at the record ``(t_out[k], y_out[k])`` (:func:`_outputs`;
+    records of the previous chunk's last step first). Returns 0 or a
+    factorization status.
     """
-    c, N = dy0.shape
+    c, N = B.dy.shape
     n = N // 2
-    K, dK, dy, dys = B.K, B.dK, B.dy, B.dys
-    dy[:, :] = dy0
-    t, k = t_steps[0], 0
-    if t_out.size > 0 and t_out[0] == t:
-        result[0] = dy
-        k = 1
-    status = stage(T, S, P, Wk, D, B, t, y_steps[0], dy, 0)
-    for i in range(1, t_steps.size):
+    dK, dy, dys, clock = B.dK, B.dy, B.dys, B.clock
+    status, k = _outputs(T, S, P, Wk, B, t_out, y_out, result, 0)
+    m = seg_t.shape[0]
+    for i in range(m):
         if status != 0:
             return status
-        t_new, y = t_steps[i], y_steps[i - 1]
-        h = t_new - t
+        t, h, y, K = seg_t[i, 0], seg_t[i, 1], seg_y[i, 0], seg_K[i]
+        if clock[STARTED] == 0.0:
+            status = stage(T, S, P, Wk, D, B, t, y, dy, 0)
+            if status != 0:
+                return status
+            clock[STARTED] = 1.0
+        else:
+            for j in range(c):
+                dK[j, 0, :n] = dy[j, n:]
+                dK[j, 0, n:] = dK[j, 6, n:]
+        B.dyold[:, :] = dy
         for s in range(1, 7):
-            np.dot(A_DENSE[s, :s], K[:s], B.comb)
+            np.dot(A_DENSE[s, :s], K[:s], B.comb)      # Y_s as the forward run formed it
             for q in range(N):
                 B.y[q] = y[q] + h * B.comb[q]
             for j in range(c):
                 np.dot(A_DENSE[s, :s], dK[j][:s], B.comb)
                 for q in range(N):
                     dys[j, q] = dy[j, q] + h * B.comb[q]
-            status = stage(T, S, P, Wk, D, B, t + C_DENSE[s] * h, B.y, dys, s)
-            if status != 0:
-                return status
+            weights_at(T, t + C_DENSE[s] * h, B.W)
+            B.a[:] = K[s, n:]
+            B.lam[:] = store.lam[i, s - 1]
+            X, V = B.y[:n].reshape(-1, 3), B.y[n:].reshape(-1, 3)
+            Ws = stage_work(Wk, store, i, s - 1)
+            for j in range(c):
+                d = dys[j]
+                dK[j, s, :n] = d[n:]
+                acceleration_derivative(T, S, P, Ws, D, B, j, X, V, B.W, d[:n].reshape(-1, 3),
+                                        d[n:].reshape(-1, 3), dK[j, s, n:])
         B.dynew[:, :] = dys                              # dY_6 (A[6] = B)
-        status = projected(T, S, P, Wk, B, t_new, y_steps[i], B.dynew, B.dyproj)
-        while status == 0 and k < t_out.size and t_out[k] <= t_new:
-            if t_out[k] == t_new:
-                result[k] = B.dyproj
-            else:
-                for j in range(c):
-                    interpolate(dy[j], B.dynew[j], dK[j], h, (t_out[k] - t) / h, B.comb,
-                                B.dout[j])
-                status = projected(T, S, P, Wk, B, t_out[k], y_out[k], B.dout, result[k])
-            k += 1
-        K[0, :n] = y_steps[i, n:]
-        K[0, n:] = K[6, n:]
-        for j in range(c):
-            dK[j, 0, :n] = B.dyproj[j, n:]
-            dK[j, 0, n:] = dK[j, 6, n:]
-        t = t_new
-        dy[:, :] = B.dyproj
+        t_new, y_new = (seg_t[i + 1, 0], seg_y[i + 1, 0]) if i + 1 < m else (t_end, y_end)
+        status = projected(T, S, P, Wk, B, t_new, y_new, B.dynew, dy)
+        clock[T_OLD], clock[STEP], clock[T_NEW] = t, h, t_new
+        if status == 0:
+            status, k = _outputs(T, S, P, Wk, B, t_out, y_out, result, k)
     return status

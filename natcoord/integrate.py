@@ -162,6 +162,7 @@ class _Run:
         self.dropped_start = np.zeros(0, np.int64)
         self._unlocked = None
         self.stepper = None                    # the stepper object, if one drives the run
+        self.sweep = None                      # the compiled sensitivity sweep, if any
         self.pieces = [] if dense else None    # the accepted steps' continuous extensions
         self.output_work = np.zeros(3, np.int64)
 
@@ -349,7 +350,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
              max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6,
-             method="dopri5", dense_output=False):
+             method="dopri5", dense_output=False, _sweep=None):
     """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
 
     ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
@@ -432,8 +433,13 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         _consistent(ws, initial_state, proj_tol)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method,
                bool(dense_output))
+    # _sweep: natcoord.sensitivity's derivative sweep, fed every chunk of the compiled
+    # stepper with the stage factorizations it keeps (not a user option)
+    run.sweep = _sweep
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
     compiled = COMPILED and ws.solver_name == "block" and _compilable(model)
+    if _sweep is not None and (method != "dopri5" or not compiled):
+        raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 stepper")
     try:
         if method == "radau" or compiled:
             options = dict(state=initial_state, first_step=first_step, max_step=max_step,
@@ -445,10 +451,15 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                                     solver=ws.solver_name, **options)
             else:
                 from .stepper import DOPRI5
-                run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, **options)
+                run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol,
+                                     keep_factors=_sweep is not None, **options)
+                if _sweep is not None and not run.stepper.chunked:
+                    raise ValueError("the compiled sensitivity sweep needs compiled drives")
             run.dropped_start = run.stepper.dropped.copy()
             _check_step(run, run.t, run.y)
             run.wall = time.perf_counter()
+            if _sweep is not None:
+                _sweep.start(run.t, run.y)
             _drive(run, t_end, t_eval, max_steps, progress)
         else:
             f = run.rhs(run.t, run.y)
@@ -651,6 +662,8 @@ def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
             if run.steps + run.rejected >= max_steps:
                 raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
             raise _Abort(stepper.message)
+        if run.sweep is not None:
+            run.sweep.chunk(chunk, stepper.t, stepper.y)
         if chunk.failed is not None:             # raises, or warns of the drift once
             t, y, kind = chunk.failed
             _check_step(run, t, y)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from . import compiled_sensitivity
+from . import compiled_sensitivity, integrate
 from .derivatives import linearization_point, parameter_value
 from .dynamics import Workspace
 from .integrate import A, B, C, dense_output, simulate
@@ -93,32 +93,83 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     derivative of the projection). ``"v0"`` gives d columns ``(0, z_i)``. A
     tangent perturbation ``δp0`` has the coordinates ``Zᵀ M δp0``.
 
-    Only ``projection="position+velocity"`` (the default) is differentiated.
-    The forward run records every step; with ``t_eval`` a second run gives the
-    outputs (both are counted in ``stats["forward_time"]``). The sweep is
-    compiled (:mod:`natcoord.compiled_sensitivity`) for the models, solver and
+    Only ``method="dopri5"`` with ``projection="position+velocity"`` (the
+    defaults) is differentiated. The sweep is compiled
+    (:mod:`natcoord.compiled_sensitivity`) for the models, solver and
     parameters it covers (:func:`~natcoord.compiled_sensitivity.supported`;
-    ``stats["compiled"]``), else Python. Returns :class:`Sensitivities`.
+    ``stats["compiled"]``): it rides along the one forward run, chunk by
+    chunk, reusing the stage factorizations the compiled stepper keeps.
+    Otherwise the sweep is Python, after a forward run that records every
+    step (and, with ``t_eval``, a second one for the outputs).
+    ``stats["forward_time"]`` and ``stats["derivative_time"]`` split the wall
+    time. Returns :class:`Sensitivities`.
     """
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "
                          f"supported; only 'position+velocity' is differentiated")
+    if options.get("method", "dopri5") != "dopri5":
+        raise ValueError(f"sensitivities: method={options['method']!r} is not supported; "
+                         f"only the steps of 'dopri5' are differentiated")
     params = _checked(model, params)
-    start = time.perf_counter()
-    steps = simulate(model, t_end, **options)
-    solution = steps if t_eval is None else simulate(model, t_end, t_eval=t_eval, **options)
-    forward = time.perf_counter() - start
     tols = options.get("drop_tol", DROP_TOL), options.get("hold_tol", HOLD_TOL)
     ws = Workspace(model, options.get("solver"), *tols)
-    columns, dy, thetas, basis = _initial_directions(ws, steps, params)
-    compiled = COMPILED and compiled_sensitivity.supported(model, ws.solver_name, params)
-    d_out = (compiled_sensitivity.sweep(model, ws.dropped, steps, solution, dy, thetas, *tols)
-             if compiled else _sweep(ws, steps, solution, dy, thetas))
+    compiled = (COMPILED and integrate.COMPILED
+                and compiled_sensitivity.supported(model, ws.solver_name, params))
+    start = time.perf_counter()
+    if compiled:
+        tangent = _Tangent(ws, params, tols)
+        solution = simulate(model, t_end, t_eval=t_eval, _sweep=tangent, **options)
+        d_out = tangent.result(solution)
+        columns, basis, derivative = tangent.columns, tangent.basis, tangent.time
+        steps = solution.stats["steps"]
+    else:
+        steps = simulate(model, t_end, **options)
+        solution = steps if t_eval is None else simulate(model, t_end, t_eval=t_eval,
+                                                         **options)
+        tick = time.perf_counter()
+        columns, dy, thetas, basis = _initial_directions(
+            ws, steps.t[0], np.concatenate([steps.p[0], steps.v[0]]), params)
+        d_out = _sweep(ws, steps, solution, dy, thetas)
+        derivative, steps = time.perf_counter() - tick, steps.t.size - 1
     n = model.n_coords
-    stats = {"forward_time": forward, "derivative_time": time.perf_counter() - start - forward,
-             "steps": steps.t.size - 1, "compiled": compiled}
+    stats = {"forward_time": time.perf_counter() - start - derivative,
+             "derivative_time": derivative, "steps": steps, "compiled": compiled}
     return Sensitivities(solution, columns, d_out[:, :, :n].transpose(0, 2, 1),
                          d_out[:, :, n:].transpose(0, 2, 1), basis, stats)
+
+
+class _Tangent:
+    """The compiled sweep riding along the forward run (``simulate``'s ``_sweep``):
+    the initial directions at its first state (:meth:`start`), then
+    :class:`~natcoord.compiled_sensitivity.Sweep` over each chunk of steps the
+    compiled stepper accepts, with the stage factorizations it kept. ``time``
+    counts the derivative work."""
+
+    def __init__(self, ws, params, tols):
+        self.ws, self.params, self.tols = ws, params, tols
+        self.time = 0.0
+
+    def start(self, t, y):
+        tick = time.perf_counter()
+        self.t0 = t
+        self.columns, self.dy0, thetas, self.basis = _initial_directions(self.ws, t, y,
+                                                                         self.params)
+        self.sweep = compiled_sensitivity.Sweep(self.ws.model, self.ws.dropped, self.dy0,
+                                                thetas, *self.tols)
+        self.time += time.perf_counter() - tick
+
+    def chunk(self, chunk, t, y):
+        tick = time.perf_counter()
+        self.sweep.chunk(chunk, t, y)
+        self.time += time.perf_counter() - tick
+
+    def result(self, solution):
+        """The derivatives (k, c, 2N) at ``solution``'s records: ``dy0`` at an initial
+        record (recorded before the first chunk), then the sweep's."""
+        swept = self.sweep.result()
+        if solution.t.size > swept.shape[0]:
+            return np.concatenate([self.dy0[None], swept])
+        return swept
 
 
 def _checked(model, params):
@@ -135,11 +186,11 @@ def _checked(model, params):
     return tuple(params)
 
 
-def _initial_directions(ws, steps, params):
+def _initial_directions(ws, t, y, params):
     """Column labels, initial ``dy`` (c, 2N), the parameter of each column (or
-    None) and the tangent basis, at the first recorded state."""
+    None) and the tangent basis, at the initial state ``(t, y = (p, v))``."""
     model, n = ws.model, ws.model.n_coords
-    at = linearization_point(model, (steps.t[0], steps.p[0], steps.v[0]), workspace=ws)
+    at = linearization_point(model, (t, y[:n], y[n:]), workspace=ws)
     Z = _tangent_basis(ws, at.G) if set(params) & set(INITIAL) else None
     columns, dy, thetas, basis = [], [], [], {}
     zero = np.zeros(n)

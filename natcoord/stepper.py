@@ -34,6 +34,9 @@ from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
 from .projection import ProjectionError
 
+#: memory for the stage factorizations one chunk keeps (``keep_factors``)
+STORE_BYTES = 16 * 2 ** 20
+
 
 @dataclass(frozen=True)
 class StepRecord:
@@ -65,7 +68,11 @@ class Chunk:
     not pass the check (a step state is accepted by the stepper but not in
     ``steps``); ``error``: the exception of an output whose projection failed;
     ``pieces``: with ``dense``, the :class:`~natcoord.integrate.DenseOutput` of
-    every step the stepper accepted (that of ``failed`` included).
+    every step the stepper accepted (that of ``failed`` included); ``kept``:
+    with ``keep_factors``, ``(seg_t, seg_y, seg_K, store)`` of those steps,
+    ``(t_old, h)``, ``(y_old, y_new)``, the stages and the
+    :data:`~natcoord.compiled.FactorStore` — views of buffers the next
+    :meth:`DOPRI5.advance` overwrites.
     """
 
     t: np.ndarray
@@ -79,6 +86,7 @@ class Chunk:
     failed: tuple = None
     error: Exception = None
     pieces: list = ()
+    kept: tuple = None
 
 
 def _control(index, doc=None):
@@ -101,13 +109,19 @@ class DOPRI5:
     ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
     ``n_projection_iterations``, ``n_active_set_changes``; ``dropped`` the rows
     dropped at the last factorization.
+
+    ``keep_factors``: :meth:`advance` keeps every accepted step's stage
+    factorizations and dense-output data for the sensitivity sweep
+    (``Chunk.kept``; :mod:`natcoord.compiled_sensitivity`), in chunks of at
+    most :data:`STORE_BYTES`.
     """
 
     compiled = True
 
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
-                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL,
+                 keep_factors=False):
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
         tables = cc.make_tables(model)
@@ -153,27 +167,35 @@ class DOPRI5:
         c[cc.H] = min(h, max_step)
         self._records = self._segments = None
         self._no_outputs = np.zeros(0)
+        self.keep_factors = bool(keep_factors)
+        self._no_store = cc.make_store(self._W, model.n_rows, 0)
+        self._store = self._no_store
         self._warm()
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
 
     def _warm(self):
         """Compile (or load from the cache) the step and projection kernels now, so
-        that the first :meth:`step` does not time compilation."""
+        that the first :meth:`step` does not time compilation. Only once per
+        process: typing the arguments costs ~9 ms (hundreds of arrays in named
+        tuples), most of a short run; a later model whose argument types differ
+        compiles at its first call."""
         from numba import typeof
         S = self._S
         for kernel, args in ((cc.step, (self._T, S, self._P, self._W, self._W7, self._mode,
-                                        1, 1e-15)),
+                                        1, 1e-15, self._no_store, 0)),
                              (cc.project, (self._T, S, self._P, self._W, S.yproj, self._W1,
                                            self._mode, 1e-10, True))):
-            kernel.compile(tuple(typeof(a) for a in args))
-        if self.chunked:
+            if not kernel.overloads:
+                kernel.compile(tuple(typeof(a) for a in args))
+        if self.chunked and not cc.advance.overloads:
             capacity = 1
             n2 = 2 * self.model.n_coords
             records = (np.zeros(capacity), np.zeros((capacity, n2)), np.zeros((capacity, 3)),
                        np.zeros(capacity, np.int64))
             args = (self._T, S, self._P, self._W, self._W7, self._W1, self._mode, 1, 1e-15,
-                    np.zeros(0), 0, True, 1.0, *records, *self._steps(capacity))
+                    np.zeros(0), 0, True, 1.0, *records, *self._steps(capacity),
+                    self._no_store)
             cc.advance.compile(tuple(typeof(a) for a in args))
 
     # ------------------------------------------------------------ state
@@ -275,7 +297,7 @@ class DOPRI5:
         eps_floor = EPS_FLOOR
         if not self._python_drives:
             status, rejected = cc.step(self._T, S, self._P, self._W, self._W7, self._mode,
-                                       max_attempts, eps_floor)
+                                       max_attempts, eps_floor, self._no_store, 0)
         else:
             status = cc.MAX_ATTEMPTS
             W7, weights = self._W7, self.model.tables.weight_table
@@ -285,7 +307,7 @@ class DOPRI5:
                     weights(t_old + cc.C_DENSE[s] * h, W7[s])
                 W7[6] = W7[5]                                # c_6 = c_7 = 1
                 status, r = cc.step(self._T, S, self._P, self._W, W7, self._mode, 1,
-                                    eps_floor)
+                                    eps_floor, self._no_store, 0)
                 rejected += r
                 if status != cc.MAX_ATTEMPTS:
                     break
@@ -346,22 +368,32 @@ class DOPRI5:
             n2 = 2 * self.model.n_coords
             self._records = (np.zeros(capacity + 1), np.zeros((capacity + 1, n2)),
                              np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
-        if self._segments is None or self._segments[0].shape[0] != capacity * dense:
-            self._segments = self._steps(capacity * dense)
+        steps_kept = capacity if dense or self.keep_factors else 0
+        if self.keep_factors:                  # a chunk's factors within STORE_BYTES
+            steps_kept = max(1, min(steps_kept, STORE_BYTES // cc.store_bytes(
+                self._W, self.model.n_rows)))
+        if self._segments is None or self._segments[0].shape[0] != steps_kept:
+            self._segments = self._steps(steps_kept)
+            self._store = cc.make_store(self._W, self.model.n_rows, steps_kept) \
+                if self.keep_factors else self._no_store
         every = t_eval is None
         t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
         status, n, next_out, steps, rejected, m = cc.advance(
             self._T, self._S, self._P, self._W, self._W7, self._W1, self._mode, max_attempts,
             10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol, *self._records,
-            *self._segments)
+            *self._segments, self._store)
         self.n_steps += steps
         self.n_rejected += rejected
         rec_t, rec_y, rec_obs, rec_kind = self._records
         seg_t, seg_y, seg_K = self._segments
         pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
-                              seg_y[k, 1].copy(), seg_K[k].copy()) for k in range(m)]
+                              seg_y[k, 1].copy(), seg_K[k].copy())
+                  for k in range(m)] if dense else []
+        kept = (seg_t[:m], seg_y[:m], seg_K[:m],
+                cc.FactorStore(*(a[:m] for a in self._store))) if self.keep_factors else None
         chunk = Chunk(rec_t[:n].copy(), rec_y[:n].copy(), rec_obs[:n].copy(),
-                      rec_kind[:n].copy(), next_out, steps, rejected, "ok", pieces=pieces)
+                      rec_kind[:n].copy(), next_out, steps, rejected, "ok", pieces=pieces,
+                      kept=kept)
         if status == cc.FINISHED:
             self.status = "finished"
         elif status == cc.CHECK:
