@@ -25,6 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from .forces import PointForce, SpringDamper, Torque
+from .derived import derived
 from .drives import NO_LAWS, fill_weights
 from .integrate import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY, clip_step
 from .kernels import constraint_kernel, jacobian_times
@@ -90,7 +91,7 @@ N_CTRL = 18
 # ------------------------------------------------------------------ set-up
 def compilable(model):
     """True if every applied force of ``model`` has a compiled form."""
-    return flatten_forces(model) is not None
+    return make_tables(model) is not None
 
 
 def flatten_forces(model):
@@ -147,7 +148,12 @@ def flatten_forces(model):
 
 
 def make_tables(model):
-    """The model's constant arrays for the kernels (a :data:`Tables`), or None."""
+    """The model's constant arrays for the kernels (a :data:`Tables`), or None; built
+    once per model (:func:`~natcoord.derived.derived`: every run and sweep reads them)."""
+    return derived(model, "compiled tables", lambda: _build_tables(model))
+
+
+def _build_tables(model):
     forces = flatten_forces(model)
     if forces is None:
         return None

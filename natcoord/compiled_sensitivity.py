@@ -11,8 +11,9 @@ then differentiate the projection and the dense output (linear:
 run's kernels (:mod:`natcoord.compiled`: ``rhs`` evaluates and factors,
 ``solve`` solves) and these right-hand sides:
 
-* ``dγ, dG`` (and ``dg_t`` for the projection): the constraint kernel's
-  terms differentiated (:func:`constraint_derivative`; bilinear, exact);
+* ``dγ − dG a`` and ``dGᵀ λ`` (``dG v + dg_t`` for the projection): the
+  constraint kernel's terms differentiated in one pass
+  (:func:`constraint_directional`; bilinear, exact);
 * spring–dampers analytically (:func:`spring_derivative`), constant torques
   ``½ τ × de_k``; gravity and constant point forces do not vary;
 * parameters (:func:`natcoord.derivatives.parameter_direction`): a constant
@@ -38,7 +39,7 @@ from .compiled import (A_DENSE, C_DENSE, _affine, _constraints, factor, interpol
 from .derivatives import loads, parameter_direction
 from .forces import Torque
 from .jit import njit
-from .kernels import jacobian_times, jacobian_transpose_times
+from .kernels import jacobian_times
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
 
@@ -56,10 +57,10 @@ Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_ki
 #: the sweep's buffers: the linearization point ``(a, λ)``, the weight table,
 #: the stages ``K`` (7, 2N) and their derivatives ``dK`` (c, 7, 2N), directions
 #: (c, 2N): ``dy`` at the last step's end, ``dyold`` at its start, the
-#: constraint derivatives and right-hand sides, the ``clock``
+#: right-hand sides, the ``clock``
 Work = namedtuple("Work", [
     "a", "lam", "W", "y", "K", "dK", "dy", "dys", "dyold", "dynew", "dout", "comb",
-    "dg_t", "dgamma", "dG", "F", "GtL", "s", "dx", "mu", "tmp", "clock"])
+    "F", "s", "dx", "mu", "tmp", "clock"])
 
 #: ``Work.clock``: the last step's start, size and end; 1 once the first step is swept
 T_OLD, STEP, T_NEW, STARTED = range(4)
@@ -148,53 +149,75 @@ class Sweep:
 
 
 def _work(model, c):
-    n, m, nnz, rows = model.n_coords, model.n_rows, model.tables.pattern_row.size, \
-        4 * model.n_bodies
+    n, m, rows = model.n_coords, model.n_rows, 4 * model.n_bodies
     z = np.zeros
     return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n), K=z((7, 2 * n)),
                 dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dyold=z((c, 2 * n)),
-                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), dg_t=z(m),
-                dgamma=z(m), dG=z((nnz, 3)), F=z((rows, 3)), GtL=z((rows, 3)), s=z(m),
-                dx=z(n), mu=z(m), tmp=z((8, 3)), clock=np.array([0.0, 0.0, -np.inf, 0.0]))
+                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), F=z((rows, 3)),
+                s=z(m), dx=z(n), mu=z(m), tmp=z((8, 3)),
+                clock=np.array([0.0, 0.0, -np.inf, 0.0]))
 
 
 # ------------------------------------------------------------ right-hand sides
 @njit(cache=True)
-def constraint_derivative(T, X, V, W, dX, dV, dg_t, dgamma, dG):
-    """``dg_t, dγ`` (m,) and ``dG`` (nnz, 3) along ``(dX, dV)``: the terms of
-    :func:`natcoord.kernels.constraint_kernel` differentiated (exact: ``G`` is
-    affine, ``g_t`` and γ quadratic). Per quadratic term ``c x_a·x_b``:
+def constraint_directional(T, X, V, W, dX, dV, A, lam, level, s, F):
+    """The constraint kernel's terms (:func:`natcoord.kernels.constraint_kernel`)
+    differentiated along ``(dX, dV)`` in one pass, ``dG`` never formed (exact:
+    ``G`` is affine in p, ``g_t`` and γ quadratic):
 
-        dG[a] += w c dx_b,   dG[b] += w c dx_a,   dg_t += ẇ c d(x_a·x_b),
-        dγ −= c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b));
+    * ``level = 2``, a stage's right-hand side: ``s = dγ − dG A``, ``F −= dGᵀ λ``;
+    * ``level = 1``, the velocity projection: ``s = dG A + dg_t`` (``A = v``;
+      ``dV``, ``λ`` and ``F`` unused).
 
-    per linear term ``d·x_a``: ``dg_t += ẇ d·dx_a``, ``dγ −= 2 ẇ d·dv_a + ẅ d·dx_a``.
+    A quadratic term ``c x_a·x_b`` of weights ``(w, ẇ, ẅ)`` in row r puts
+    ``w c dx_b`` at slot a and ``w c dx_a`` at slot b of ``dG``, so
+
+        (dG A)_r += w c (dx_b·A_a + dx_a·A_b),  (dGᵀλ)_a += w c λ_r dx_b,  (dGᵀλ)_b += w c λ_r dx_a,
+        dg_t += ẇ c d(x_a·x_b),  dγ −= c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b));
+
+    a linear term ``d·x_a``: ``dg_t += ẇ d·dx_a``, ``dγ −= 2 ẇ d·dv_a + ẅ d·dx_a``.
+    The time-derivative weights are zero on undriven rows; their products are skipped.
     """
-    dg_t[:] = 0.0
-    dgamma[:] = 0.0
-    dG[:] = 0.0
+    s[:] = 0.0
+    stage = level == 2
     for k in range(T.quad_row.size):
         r, a, b, c = T.quad_row[k], T.quad_a[k], T.quad_b[k], T.quad_c[k]
         w0, w1, w2 = W[T.quad_w[k], 0], W[T.quad_w[k], 1], W[T.quad_w[k], 2]
-        dxx, dvv, dxv = 0.0, 0.0, 0.0
+        wc = w0 * c
+        dGA = 0.0
         for j in range(3):
-            dxx += dX[a, j] * X[b, j] + X[a, j] * dX[b, j]
+            dGA += dX[b, j] * A[a, j] + dX[a, j] * A[b, j]
+        dxx = 0.0
+        if (w2 != 0.0 and stage) or (w1 != 0.0 and not stage):
+            for j in range(3):
+                dxx += dX[a, j] * X[b, j] + X[a, j] * dX[b, j]
+        if not stage:
+            s[r] += wc * dGA + w1 * c * dxx
+            continue
+        dvv = 0.0
+        for j in range(3):
             dvv += dV[a, j] * V[b, j] + V[a, j] * dV[b, j]
-            dxv += dX[a, j] * V[b, j] + X[a, j] * dV[b, j] + dX[b, j] * V[a, j] \
-                + X[b, j] * dV[a, j]
-        dg_t[r] += w1 * c * dxx
-        dgamma[r] -= c * (2.0 * w0 * dvv + 2.0 * w1 * dxv + w2 * dxx)
-        ga, gb = T.quad_ga[k], T.quad_gb[k]
+        dxv = 0.0
+        if w1 != 0.0:
+            for j in range(3):
+                dxv += dX[a, j] * V[b, j] + X[a, j] * dV[b, j] + dX[b, j] * V[a, j] \
+                    + X[b, j] * dV[a, j]
+        s[r] -= c * (2.0 * w0 * dvv + 2.0 * w1 * dxv + w2 * dxx) + wc * dGA
+        wl = wc * lam[r]
         for j in range(3):
-            dG[ga, j] += w0 * c * dX[b, j]
-            dG[gb, j] += w0 * c * dX[a, j]
+            F[a, j] -= wl * dX[b, j]
+            F[b, j] -= wl * dX[a, j]
     for k in range(T.lin_row.size):
-        r, a, d = T.lin_row[k], T.lin_a[k], T.lin_d[k]
         w1, w2 = W[T.lin_w[k], 1], W[T.lin_w[k], 2]
+        if w1 == 0.0 and w2 == 0.0:
+            continue
+        r, a, d = T.lin_row[k], T.lin_a[k], T.lin_d[k]
         ddx = d[0] * dX[a, 0] + d[1] * dX[a, 1] + d[2] * dX[a, 2]
-        ddv = d[0] * dV[a, 0] + d[1] * dV[a, 1] + d[2] * dV[a, 2]
-        dg_t[r] += w1 * ddx
-        dgamma[r] -= 2.0 * w1 * ddv + w2 * ddx
+        if stage:
+            ddv = d[0] * dV[a, 0] + d[1] * dV[a, 1] + d[2] * dV[a, 2]
+            s[r] -= 2.0 * w1 * ddv + w2 * ddx
+        else:
+            s[r] += w1 * ddx
 
 
 @njit(cache=True)
@@ -308,12 +331,7 @@ def acceleration_derivative(T, S, P, Wk, D, B, j, X, V, W, dX, dV, da):
     A, F, s = B.a.reshape(-1, 3), B.F, B.s
     force_derivative(T, X, V, dX, dV, F, B.tmp)
     parameter_force(T, D, j, X, V, A, F, B.tmp)
-    constraint_derivative(T, X, V, W, dX, dV, B.dg_t, B.dgamma, B.dG)
-    jacobian_transpose_times(B.dG, T.pattern_row, T.pattern_slot, B.lam, B.GtL)
-    F -= B.GtL
-    jacobian_times(B.dG, T.pattern_row, T.pattern_slot, A, s)
-    for r in range(s.size):
-        s[r] = B.dgamma[r] - s[r]
+    constraint_directional(T, X, V, W, dX, dV, A, B.lam, 2, s, F)
     solve(T, S, P, Wk, F.reshape(-1), s, da, B.mu)
 
 
@@ -334,10 +352,8 @@ def projection_derivative(T, S, P, Wk, B, X, V, W, dy, out):
         dp[i] = dy[i] + B.dx[i]
     dP = dp.reshape(-1, 3)
     jacobian_times(S.G, T.pattern_row, T.pattern_slot, dy[n:].reshape(-1, 3), s)
-    constraint_derivative(T, X, V, W, dP, S.zero.reshape(-1, 3), B.dg_t, B.dgamma, B.dG)
-    jacobian_times(B.dG, T.pattern_row, T.pattern_slot, V, B.mu)
-    for r in range(s.size):                        # + ∂(G v + g_t)/∂p dp⁺
-        s[r] += B.mu[r] + B.dg_t[r]
+    constraint_directional(T, X, V, W, dP, V, V, B.lam, 1, B.mu, B.F)
+    s += B.mu                                      # + ∂(G v + g_t)/∂p dp⁺
     s *= -1.0
     solve(T, S, P, Wk, S.zero, s, B.dx, B.mu)
     for i in range(n):

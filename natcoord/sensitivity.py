@@ -190,7 +190,9 @@ def _initial_directions(ws, t, y, params):
     """Column labels, initial ``dy`` (c, 2N), the parameter of each column (or
     None) and the tangent basis, at the initial state ``(t, y = (p, v))``."""
     model, n = ws.model, ws.model.n_coords
-    at = linearization_point(model, (t, y[:n], y[n:]), workspace=ws)
+    moved = [name for name in params if name in INITIAL or name.startswith("drive:")]
+    # only initial-state and drive columns start off zero: the rest need no solve here
+    at = linearization_point(model, (t, y[:n], y[n:]), workspace=ws) if moved else None
     Z = _tangent_basis(ws, at.G) if set(params) & set(INITIAL) else None
     columns, dy, thetas, basis = [], [], [], {}
     zero = np.zeros(n)

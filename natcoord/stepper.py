@@ -35,7 +35,7 @@ from .linalg.base import DROP_TOL, HOLD_TOL
 from .projection import ProjectionError
 
 #: memory for the stage factorizations one chunk keeps (``keep_factors``)
-STORE_BYTES = 16 * 2 ** 20
+STORE_BYTES = 2 * 2 ** 20
 
 
 @dataclass(frozen=True)
