@@ -43,6 +43,10 @@ from .kernels import jacobian_times
 from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
 
+#: memory for the stage factorizations of one round of steps (:func:`advance_swept`):
+#: small enough to be read back from the cache
+STORE_BYTES = 2 ** 20
+
 #: parameter kinds the compiled sweep differentiates (besides p0, v0)
 PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length", "load")
 #: spring parameters: index in ``Directions.spring_kind``
@@ -104,20 +108,20 @@ def directions(model, T, thetas):
 
 
 class Sweep:
-    """The compiled sweep of :func:`natcoord.sensitivity.sensitivities`, fed the forward
-    run's chunks as they come (:meth:`chunk`).
+    """The compiled sweep of :func:`natcoord.sensitivity.sensitivities`, riding along the
+    forward run: :meth:`advance` takes the place of :func:`natcoord.compiled.advance`.
 
     ``dropped``: the rows the sweep's workspace dropped last, whose hysteresis
-    the first factorization continues (as the Python sweep's does); ``dy``
-    (c, 2N) the directions at the initial state, ``thetas`` the parameter of
-    each column (None: an initial-state column); ``drop_tol``, ``hold_tol``:
-    the block solver's. :meth:`result` stacks the derivatives (k, c, 2N) at
-    the outputs of all chunks.
+    its own factorizations (at the initial state and at the projected points)
+    continue; ``dy`` (c, 2N) the directions at the initial state, ``thetas``
+    the parameter of each column (None: an initial-state column);
+    ``drop_tol``, ``hold_tol``: the block solver's. The stage factorizations
+    come from the stepper, kept for :data:`STORE_BYTES` worth of steps at a time.
     """
 
     def __init__(self, model, dropped, dy, thetas, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         solver = make_solver(model, "block", drop_tol, hold_tol)
-        self._T, (self._P, self._Wk) = cc.make_tables(model), cc.make_block(solver)
+        self._Wk = solver.work
         S = self._S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
         S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
         S.threshold[:] = solver.drop_tol                 # hysteresis: as _update_thresholds
@@ -125,27 +129,30 @@ class Sweep:
         self._B = B = _work(model, len(thetas))
         model.tables.weight_table(0.0, B.W)              # constant rows (all, without drives)
         B.dy[:] = dy
-        self._D = directions(model, self._T, thetas)
-        self._parts = []
+        self._D = directions(model, cc.make_tables(model), thetas)
+        steps = max(1, STORE_BYTES // cc.store_bytes(self._Wk, model.n_rows))
+        n2 = 2 * model.n_coords
+        self._segments = (np.zeros((steps, 2)), np.zeros((steps, 2, n2)),
+                          np.zeros((steps, 7, n2)))
+        self._store = cc.make_store(self._Wk, model.n_rows, steps)
+        self._derivatives = np.zeros((0,) + dy.shape)
 
-    def chunk(self, chunk, t, y):
-        """Carry the directions along the steps of a :class:`~natcoord.stepper.Chunk`
-        (``chunk.kept``, with the stepper's stage factorizations) that end at the
-        stepper's ``(t, y)``, and differentiate its records."""
-        seg_t, seg_y, seg_K, store = chunk.kept
-        result = np.empty((chunk.t.size,) + self._B.dy.shape)
-        status = sweep_chunk(self._T, self._S, self._P, self._Wk, self._D, self._B, seg_t,
-                             seg_y, seg_K, store, float(t), np.array(y, float), chunk.t,
-                             chunk.y, result)
-        if status != 0:
+    def advance(self, args, repeat=True):
+        """:func:`advance_swept` with the stepper's arguments ``args`` (those of
+        :func:`natcoord.compiled.advance` up to the records); ``repeat`` False:
+        one round only (the caller reads the steps' dense output from the
+        returned segments). Returns ``cc.advance``'s six values with ``m``
+        counting the last round's steps, the segments, and the derivatives
+        (n, c, 2N) at the ``n`` records."""
+        records = args[-1]
+        if self._derivatives.shape[0] != records.shape[0]:
+            self._derivatives = np.zeros((records.shape[0],) + self._B.dy.shape)
+        *out, swept = advance_swept(*args, *self._segments, self._store, self._S, self._Wk,
+                                    self._D, self._B, self._derivatives, repeat)
+        if swept != 0:
             raise np.linalg.LinAlgError(f"compiled sensitivity sweep: factorization status "
-                                        f"{status}")
-        self._parts.append(result)
-
-    def result(self):
-        """The derivatives (k, c, 2N) at the records of every chunk so far."""
-        return np.concatenate(self._parts) if self._parts else \
-            np.empty((0,) + self._B.dy.shape)
+                                        f"{swept}")
+        return (*out, self._segments, self._derivatives[:out[1]].copy())
 
 
 def _work(model, c):
@@ -418,10 +425,10 @@ def _outputs(T, S, P, Wk, B, t_out, y_out, result, k):
 
 
 @njit(cache=True)
-def sweep_chunk(T, S, P, Wk, D, B, seg_t, seg_y, seg_K, store, t_end, y_end, t_out, y_out,
+def sweep_chunk(T, S, P, Wk, D, B, seg_t, seg_y, seg_K, store, m, t_end, y_end, t_out, y_out,
                 result):
-    """The directions ``B.dy`` (c, 2N) carried along the forward run's accepted steps
-    ``(t_old, h)``, ``(y_old, y_new)``, stages ``K`` in ``seg_*``, whose stage
+    """The directions ``B.dy`` (c, 2N) carried along the forward run's first ``m``
+    accepted steps ``(t_old, h)``, ``(y_old, y_new)``, stages ``K`` in ``seg_*``, whose stage
     factorizations are ``store`` (:data:`natcoord.compiled.FactorStore`), the
     last ending at the projected ``(t_end, y_end)`` (module docstring of
     :mod:`natcoord.sensitivity`):
@@ -438,7 +445,6 @@ def sweep_chunk(T, S, P, Wk, D, B, seg_t, seg_y, seg_K, store, t_end, y_end, t_o
     n = N // 2
     dK, dy, dys, clock = B.dK, B.dy, B.dys, B.clock
     status, k = _outputs(T, S, P, Wk, B, t_out, y_out, result, 0)
-    m = seg_t.shape[0]
     for i in range(m):
         if status != 0:
             return status
@@ -478,3 +484,32 @@ def sweep_chunk(T, S, P, Wk, D, B, seg_t, seg_y, seg_K, store, t_end, y_end, t_o
         if status == 0:
             status, k = _outputs(T, S, P, Wk, B, t_out, y_out, result, k)
     return status
+
+
+@njit(cache=True)
+def advance_swept(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, every_step,
+                  drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K, store, S2,
+                  Wk2, D, B, rec_d, repeat):
+    """:func:`natcoord.compiled.advance` in rounds of as many steps as ``store`` holds,
+    each round swept (:func:`sweep_chunk`, in the sweep's own buffers ``S2``,
+    ``Wk2``) while its factorizations are still in cache; ``rec_d[k]`` (c, 2N)
+    the derivatives at record k. Goes on while a round ends only because the
+    store is full (and ``repeat``). Returns ``advance``'s values, records and
+    steps summed over the rounds (``m`` of the last round), and the sweep's
+    status (0, or a factorization's status).
+    """
+    n0 = steps = rejected = 0
+    cap = rec_t.size - 1
+    while True:
+        status, n, next_out, s, r, m = cc.advance(
+            T, S, P, Wk, W7, W1, mode, budget - steps - rejected, eps_floor, t_eval, next_out,
+            every_step, drift_tol, rec_t[n0:], rec_y[n0:], rec_obs[n0:], rec_kind[n0:], seg_t,
+            seg_y, seg_K, store)
+        steps += s
+        rejected += r
+        swept = sweep_chunk(T, S2, P, Wk2, D, B, seg_t, seg_y, seg_K, store, m,
+                            S.ctrl[cc.T_NOW], S.y, rec_t[n0:n0 + n], rec_y[n0:n0 + n],
+                            rec_d[n0:n0 + n])
+        n0 += n
+        if swept != 0 or not repeat or status != cc.FULL or m < seg_t.shape[0] or n0 == cap:
+            return status, n0, next_out, steps, rejected, m, swept

@@ -433,8 +433,8 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         _consistent(ws, initial_state, proj_tol)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method,
                bool(dense_output))
-    # _sweep: natcoord.sensitivity's derivative sweep, fed every chunk of the compiled
-    # stepper with the stage factorizations it keeps (not a user option)
+    # _sweep: natcoord.sensitivity's derivative sweep, which runs the compiled stepper's
+    # chunks itself to differentiate the steps as they are taken (not a user option)
     run.sweep = _sweep
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
     compiled = COMPILED and ws.solver_name == "block" and _compilable(model)
@@ -451,8 +451,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                                     solver=ws.solver_name, **options)
             else:
                 from .stepper import DOPRI5
-                run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol,
-                                     keep_factors=_sweep is not None, **options)
+                run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, **options)
                 if _sweep is not None and not run.stepper.chunked:
                     raise ValueError("the compiled sensitivity sweep needs compiled drives")
             run.dropped_start = run.stepper.dropped.copy()
@@ -644,7 +643,8 @@ def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
         if budget <= 0:
             raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
         drift_tol = np.inf if run.drift is not None else run.drift_tol
-        chunk = stepper.advance(t_eval, next_out, budget, drift_tol, dense=run.pieces is not None)
+        chunk = stepper.advance(t_eval, next_out, budget, drift_tol, dense=run.pieces is not None,
+                                sweep=run.sweep)
         for piece in chunk.pieces:
             run.accept(piece)
         run.rejected += chunk.rejected
@@ -662,8 +662,6 @@ def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
             if run.steps + run.rejected >= max_steps:
                 raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
             raise _Abort(stepper.message)
-        if run.sweep is not None:
-            run.sweep.chunk(chunk, stepper.t, stepper.y)
         if chunk.failed is not None:             # raises, or warns of the drift once
             t, y, kind = chunk.failed
             _check_step(run, t, y)

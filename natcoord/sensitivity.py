@@ -55,9 +55,10 @@ class Sensitivities:
     ``dp``, ``dv`` (k, 12 n, c): ``∂p(t)/∂θ_j``, ``∂v(t)/∂θ_j`` for the columns
     ``columns`` (c labels: ``"p0[i]"``, ``"v0[i]"`` and the parameter names);
     ``basis``: for ``"p0"``/``"v0"`` the (12 n, d) tangent directions ``Z`` the
-    columns start from (see :func:`sensitivities`); ``stats``: ``forward_time``
-    (the simulations), ``derivative_time`` (the sweep), ``steps``, ``compiled``
-    (whether the sweep ran compiled).
+    columns start from (see :func:`sensitivities`); ``stats``: ``time`` (wall
+    time), ``steps``, ``compiled`` (whether the sweep ran compiled, interleaved
+    with the forward run) and, for the Python sweep, ``derivative_time`` (the
+    sweep after the forward runs).
     """
 
     solution: object
@@ -97,12 +98,11 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     defaults) is differentiated. The sweep is compiled
     (:mod:`natcoord.compiled_sensitivity`) for the models, solver and
     parameters it covers (:func:`~natcoord.compiled_sensitivity.supported`;
-    ``stats["compiled"]``): it rides along the one forward run, chunk by
-    chunk, reusing the stage factorizations the compiled stepper keeps.
-    Otherwise the sweep is Python, after a forward run that records every
-    step (and, with ``t_eval``, a second one for the outputs).
-    ``stats["forward_time"]`` and ``stats["derivative_time"]`` split the wall
-    time. Returns :class:`Sensitivities`.
+    ``stats["compiled"]``): it rides along the one forward run, in the same
+    compiled call, a few steps behind it, reusing the stage factorizations the
+    stepper keeps for those steps. Otherwise the sweep is Python, after a
+    forward run that records every step (and, with ``t_eval``, a second one
+    for the outputs). Returns :class:`Sensitivities`.
     """
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "
@@ -116,12 +116,12 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     compiled = (COMPILED and integrate.COMPILED
                 and compiled_sensitivity.supported(model, ws.solver_name, params))
     start = time.perf_counter()
+    stats = {"compiled": compiled}
     if compiled:
         tangent = _Tangent(ws, params, tols)
         solution = simulate(model, t_end, t_eval=t_eval, _sweep=tangent, **options)
         d_out = tangent.result(solution)
-        columns, basis, derivative = tangent.columns, tangent.basis, tangent.time
-        steps = solution.stats["steps"]
+        columns, basis, steps = tangent.columns, tangent.basis, solution.stats["steps"]
     else:
         steps = simulate(model, t_end, **options)
         solution = steps if t_eval is None else simulate(model, t_end, t_eval=t_eval,
@@ -130,46 +130,45 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
         columns, dy, thetas, basis = _initial_directions(
             ws, steps.t[0], np.concatenate([steps.p[0], steps.v[0]]), params)
         d_out = _sweep(ws, steps, solution, dy, thetas)
-        derivative, steps = time.perf_counter() - tick, steps.t.size - 1
+        stats["derivative_time"], steps = time.perf_counter() - tick, steps.t.size - 1
     n = model.n_coords
-    stats = {"forward_time": time.perf_counter() - start - derivative,
-             "derivative_time": derivative, "steps": steps, "compiled": compiled}
+    stats.update(time=time.perf_counter() - start, steps=steps)
     return Sensitivities(solution, columns, d_out[:, :, :n].transpose(0, 2, 1),
                          d_out[:, :, n:].transpose(0, 2, 1), basis, stats)
 
 
 class _Tangent:
     """The compiled sweep riding along the forward run (``simulate``'s ``_sweep``):
-    the initial directions at its first state (:meth:`start`), then
-    :class:`~natcoord.compiled_sensitivity.Sweep` over each chunk of steps the
-    compiled stepper accepts, with the stage factorizations it kept. ``time``
-    counts the derivative work."""
+    the initial directions at its first state (:meth:`start`), then the
+    stepper's rounds of steps, each differentiated with the stage
+    factorizations the stepper kept (:meth:`advance`, in place of the
+    stepper's own chunk call)."""
 
     def __init__(self, ws, params, tols):
         self.ws, self.params, self.tols = ws, params, tols
-        self.time = 0.0
+        self._parts = []
 
     def start(self, t, y):
-        tick = time.perf_counter()
-        self.t0 = t
         self.columns, self.dy0, thetas, self.basis = _initial_directions(self.ws, t, y,
                                                                          self.params)
         self.sweep = compiled_sensitivity.Sweep(self.ws.model, self.ws.dropped, self.dy0,
                                                 thetas, *self.tols)
-        self.time += time.perf_counter() - tick
 
-    def chunk(self, chunk, t, y):
-        tick = time.perf_counter()
-        self.sweep.chunk(chunk, t, y)
-        self.time += time.perf_counter() - tick
+    def advance(self, args, repeat=True):
+        """:meth:`~natcoord.compiled_sensitivity.Sweep.advance`, keeping the derivatives."""
+        out = self.sweep.advance(args, repeat)
+        self._parts.append(out[-1])
+        return out
 
     def result(self, solution):
         """The derivatives (k, c, 2N) at ``solution``'s records: ``dy0`` at an initial
-        record (recorded before the first chunk), then the sweep's."""
-        swept = self.sweep.result()
-        if solution.t.size > swept.shape[0]:
-            return np.concatenate([self.dy0[None], swept])
-        return swept
+        record (recorded before the first step), then the swept ones."""
+        swept = np.concatenate(self._parts) if self._parts else np.zeros((0,) + self.dy0.shape)
+        initial = solution.t.size - swept.shape[0]
+        if initial not in (0, 1):
+            raise RuntimeError(f"sensitivities: {swept.shape[0]} derivatives for "
+                               f"{solution.t.size} records")
+        return np.concatenate([self.dy0[None], swept]) if initial else swept
 
 
 def _checked(model, params):

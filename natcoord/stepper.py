@@ -34,9 +34,6 @@ from .linalg import make_solver
 from .linalg.base import DROP_TOL, HOLD_TOL
 from .projection import ProjectionError
 
-#: memory for the stage factorizations one chunk keeps (``keep_factors``)
-STORE_BYTES = 2 * 2 ** 20
-
 
 @dataclass(frozen=True)
 class StepRecord:
@@ -68,11 +65,8 @@ class Chunk:
     not pass the check (a step state is accepted by the stepper but not in
     ``steps``); ``error``: the exception of an output whose projection failed;
     ``pieces``: with ``dense``, the :class:`~natcoord.integrate.DenseOutput` of
-    every step the stepper accepted (that of ``failed`` included); ``kept``:
-    with ``keep_factors``, ``(seg_t, seg_y, seg_K, store)`` of those steps,
-    ``(t_old, h)``, ``(y_old, y_new)``, the stages and the
-    :data:`~natcoord.compiled.FactorStore` — views of buffers the next
-    :meth:`DOPRI5.advance` overwrites.
+    every step the stepper accepted (that of ``failed`` included);
+    ``derivatives``: with a ``sweep``, the sensitivities (k, c, 2 N) at the records.
     """
 
     t: np.ndarray
@@ -86,7 +80,7 @@ class Chunk:
     failed: tuple = None
     error: Exception = None
     pieces: list = ()
-    kept: tuple = None
+    derivatives: np.ndarray = None
 
 
 def _control(index, doc=None):
@@ -109,19 +103,13 @@ class DOPRI5:
     ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
     ``n_projection_iterations``, ``n_active_set_changes``; ``dropped`` the rows
     dropped at the last factorization.
-
-    ``keep_factors``: :meth:`advance` keeps every accepted step's stage
-    factorizations and dense-output data for the sensitivity sweep
-    (``Chunk.kept``; :mod:`natcoord.compiled_sensitivity`), in chunks of at
-    most :data:`STORE_BYTES`.
     """
 
     compiled = True
 
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
-                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL,
-                 keep_factors=False):
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
         tables = cc.make_tables(model)
@@ -167,9 +155,7 @@ class DOPRI5:
         c[cc.H] = min(h, max_step)
         self._records = self._segments = None
         self._no_outputs = np.zeros(0)
-        self.keep_factors = bool(keep_factors)
         self._no_store = cc.make_store(self._W, model.n_rows, 0)
-        self._store = self._no_store
         self._warm()
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
@@ -347,7 +333,7 @@ class DOPRI5:
         return np.zeros((capacity, 2)), np.zeros((capacity, 2, n2)), np.zeros((capacity, 7, n2))
 
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
-                capacity=256, dense=False):
+                capacity=256, dense=False, sweep=None):
         """Accepted steps and their records in one compiled call (:func:`natcoord.compiled.advance`).
 
         Records every accepted step (``t_eval`` None) or the points
@@ -356,7 +342,9 @@ class DOPRI5:
         tolerance with ``projection="position+velocity"``, else residuals
         within ``drift_tol``). Returns a :class:`Chunk`; on a step failure
         ``status`` becomes ``"failed"`` as in :meth:`step`. ``dense``: keep each
-        accepted step's dense output (``Chunk.pieces``). Only for
+        accepted step's dense output (``Chunk.pieces``). ``sweep``: a
+        :class:`~natcoord.compiled_sensitivity.Sweep` that differentiates the
+        steps as they are taken (``Chunk.derivatives``). Only for
         :attr:`chunked` steppers.
         """
         if not self.chunked:
@@ -368,32 +356,31 @@ class DOPRI5:
             n2 = 2 * self.model.n_coords
             self._records = (np.zeros(capacity + 1), np.zeros((capacity + 1, n2)),
                              np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
-        steps_kept = capacity if dense or self.keep_factors else 0
-        if self.keep_factors:                  # a chunk's factors within STORE_BYTES
-            steps_kept = max(1, min(steps_kept, STORE_BYTES // cc.store_bytes(
-                self._W, self.model.n_rows)))
-        if self._segments is None or self._segments[0].shape[0] != steps_kept:
-            self._segments = self._steps(steps_kept)
-            self._store = cc.make_store(self._W, self.model.n_rows, steps_kept) \
-                if self.keep_factors else self._no_store
         every = t_eval is None
         t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
-        status, n, next_out, steps, rejected, m = cc.advance(
-            self._T, self._S, self._P, self._W, self._W7, self._W1, self._mode, max_attempts,
-            10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol, *self._records,
-            *self._segments, self._store)
+        args = (self._T, self._S, self._P, self._W, self._W7, self._W1, self._mode,
+                max_attempts, 10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol,
+                *self._records)
+        derivatives = None
+        if sweep is None:
+            if self._segments is None or self._segments[0].shape[0] != capacity * dense:
+                self._segments = self._steps(capacity * dense)
+            segments = self._segments
+            status, n, next_out, steps, rejected, m = cc.advance(*args, *segments,
+                                                                 self._no_store)
+        else:                # steps in rounds that fit the sweep's store (pieces: one round)
+            status, n, next_out, steps, rejected, m, segments, derivatives = sweep.advance(
+                args, repeat=not dense)
         self.n_steps += steps
         self.n_rejected += rejected
         rec_t, rec_y, rec_obs, rec_kind = self._records
-        seg_t, seg_y, seg_K = self._segments
+        seg_t, seg_y, seg_K = segments
         pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
                               seg_y[k, 1].copy(), seg_K[k].copy())
                   for k in range(m)] if dense else []
-        kept = (seg_t[:m], seg_y[:m], seg_K[:m],
-                cc.FactorStore(*(a[:m] for a in self._store))) if self.keep_factors else None
         chunk = Chunk(rec_t[:n].copy(), rec_y[:n].copy(), rec_obs[:n].copy(),
                       rec_kind[:n].copy(), next_out, steps, rejected, "ok", pieces=pieces,
-                      kept=kept)
+                      derivatives=derivatives)
         if status == cc.FINISHED:
             self.status = "finished"
         elif status == cc.CHECK:
