@@ -70,10 +70,10 @@ Work = namedtuple("Work", [
 T_OLD, STEP, T_NEW, STARTED = range(4)
 
 
-def supported(model, solver_name, params):
-    """True if the compiled sweep covers ``model`` solved by ``solver_name`` and the
-    parameter names ``params``."""
-    return (solver_name == "block" and not make_solver(model, "block").refine
+def supported(model, solver, params):
+    """True if the compiled sweep covers ``model`` solved by ``solver`` (a
+    :class:`~natcoord.linalg.base.KKTSolver`) and the parameter names ``params``."""
+    return (solver.name == "block" and not solver.refine
             and cc.compilable(model)
             and (model.n_weights == 1 or model.tables.laws is not None)
             and all(name in ("p0", "v0") or name.partition(":")[0] in PARAMETERS

@@ -114,7 +114,7 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     tols = options.get("drop_tol", DROP_TOL), options.get("hold_tol", HOLD_TOL)
     ws = Workspace(model, options.get("solver"), *tols)
     compiled = (COMPILED and integrate.COMPILED
-                and compiled_sensitivity.supported(model, ws.solver_name, params))
+                and compiled_sensitivity.supported(model, ws.solver, params))
     start = time.perf_counter()
     stats = {"compiled": compiled}
     if compiled:

@@ -163,8 +163,8 @@ class DOPRI5:
     def _warm(self):
         """Compile (or load from the cache) the step and projection kernels now, so
         that the first :meth:`step` does not time compilation. Only once per
-        process: typing the arguments costs ~9 ms (hundreds of arrays in named
-        tuples), most of a short run; a later model whose argument types differ
+        process: typing the arguments costs ~3 ms (hundreds of arrays in named
+        tuples), a third of a short run; a later model whose argument types differ
         compiles at its first call."""
         from numba import typeof
         S = self._S
