@@ -154,6 +154,14 @@ class Sweep:
                                         f"{swept}")
         return (*out, self._segments, self._derivatives[:out[1]].copy())
 
+    def last_step(self):
+        """``(t, derivatives)`` at the start and at the end of the last step swept (none
+        before the first)."""
+        B = self._B
+        if B.clock[STARTED] == 0.0:
+            return ()
+        return (B.clock[T_OLD], B.dyold.copy()), (B.clock[T_NEW], B.dy.copy())
+
 
 def _work(model, c):
     n, m, rows = model.n_coords, model.n_rows, 4 * model.n_bodies

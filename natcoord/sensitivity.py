@@ -20,11 +20,15 @@ velocity constraint). FSAL as in the integrator: the next step's ``K_0`` is
 differentiate the (linear) dense output formula and then the projection.
 Rows dropped as redundant stay dropped.
 
-The steps come from the forward run itself: ``simulate`` without ``t_eval``
-records every accepted projected state; the stages are re-evaluated from them.
-A function beside ``simulate`` rather than an option of it: the integrator and
-its compiled stepper stay as they are (one loop each), and the sweep needs
-nothing from them but their records.
+The steps are the forward run's own. The compiled sweep
+(:mod:`natcoord.compiled_sensitivity`) rides along it inside the stepper's
+compiled chunks, a few steps behind, with the stage factorizations the
+stepper kept for it; the Python sweep re-evaluates the stages from a forward
+run that records every accepted state. A function beside ``simulate`` rather
+than an option of it: ``simulate`` only hands its chunks to the sweep.
+A failed or interrupted run keeps what the compiled sweep reached: the
+exception's ``.sensitivities`` (the Python sweep, which starts after the
+forward run, has none).
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ import scipy.linalg
 from . import compiled_sensitivity, integrate
 from .derivatives import linearization_point, parameter_value
 from .dynamics import Workspace
-from .integrate import A, B, C, dense_output, simulate
+from .integrate import A, B, C, IntegrationError, SimulationInterrupted, dense_output, simulate
 from .linalg.base import DROP_TOL, HOLD_TOL
 
 #: directions of the initial state (columns: a basis of the tangent space)
@@ -102,7 +106,10 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     compiled call, a few steps behind it, reusing the stage factorizations the
     stepper keeps for those steps. Otherwise the sweep is Python, after a
     forward run that records every step (and, with ``t_eval``, a second one
-    for the outputs). Returns :class:`Sensitivities`.
+    for the outputs). Returns :class:`Sensitivities`. A failed or interrupted
+    run raises as ``simulate`` does; with the compiled sweep the exception also
+    carries ``.sensitivities``, those of its partial solution (NaN at a record
+    the sweep did not reach; None if no step was taken), else None.
     """
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "
@@ -117,22 +124,33 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
                 and compiled_sensitivity.supported(model, ws.solver, params))
     start = time.perf_counter()
     stats = {"compiled": compiled}
-    if compiled:
-        tangent = _Tangent(ws, params, tols)
-        solution = simulate(model, t_end, t_eval=t_eval, _sweep=tangent, **options)
-        d_out = tangent.result(solution)
-        columns, basis, steps = tangent.columns, tangent.basis, solution.stats["steps"]
-    else:
-        steps = simulate(model, t_end, **options)
-        solution = steps if t_eval is None else simulate(model, t_end, t_eval=t_eval,
-                                                         **options)
-        tick = time.perf_counter()
-        columns, dy, thetas, basis = _initial_directions(
-            ws, steps.t[0], np.concatenate([steps.p[0], steps.v[0]]), params)
-        d_out = _sweep(ws, steps, solution, dy, thetas)
-        stats["derivative_time"], steps = time.perf_counter() - tick, steps.t.size - 1
-    n = model.n_coords
+    tangent = _Tangent(ws, params, tols) if compiled else None
+    try:
+        if compiled:
+            solution = simulate(model, t_end, t_eval=t_eval, _sweep=tangent, **options)
+            d_out = tangent.result(solution)
+            columns, basis, steps = tangent.columns, tangent.basis, solution.stats["steps"]
+        else:
+            steps = simulate(model, t_end, **options)
+            solution = steps if t_eval is None else simulate(model, t_end, t_eval=t_eval,
+                                                             **options)
+            tick = time.perf_counter()
+            columns, dy, thetas, basis = _initial_directions(
+                ws, steps.t[0], np.concatenate([steps.p[0], steps.v[0]]), params)
+            d_out = _sweep(ws, steps, solution, dy, thetas)
+            stats["derivative_time"], steps = time.perf_counter() - tick, steps.t.size - 1
+    except (IntegrationError, SimulationInterrupted) as exc:
+        exc.sensitivities = tangent.partial(exc.solution, stats, start) if compiled else None
+        if exc.sensitivities is not None:
+            exc.args = (f"{exc.args[0]}; the sensitivities reached on .sensitivities",)
+        raise
     stats.update(time=time.perf_counter() - start, steps=steps)
+    return _sensitivities(solution, columns, d_out, basis, stats)
+
+
+def _sensitivities(solution, columns, d_out, basis, stats):
+    """:class:`Sensitivities` from the derivatives ``d_out`` (k, c, 2N) at the records."""
+    n = solution.model.n_coords
     return Sensitivities(solution, columns, d_out[:, :, :n].transpose(0, 2, 1),
                          d_out[:, :, n:].transpose(0, 2, 1), basis, stats)
 
@@ -149,6 +167,7 @@ class _Tangent:
         self._parts = []
 
     def start(self, t, y):
+        self.t0 = t
         self.columns, self.dy0, thetas, self.basis = _initial_directions(self.ws, t, y,
                                                                          self.params)
         self.sweep = compiled_sensitivity.Sweep(self.ws.model, self.ws.dropped, self.dy0,
@@ -163,12 +182,34 @@ class _Tangent:
     def result(self, solution):
         """The derivatives (k, c, 2N) at ``solution``'s records: ``dy0`` at an initial
         record (recorded before the first step), then the swept ones."""
-        swept = np.concatenate(self._parts) if self._parts else np.zeros((0,) + self.dy0.shape)
+        swept = self._swept()
         initial = solution.t.size - swept.shape[0]
         if initial not in (0, 1):
             raise RuntimeError(f"sensitivities: {swept.shape[0]} derivatives for "
                                f"{solution.t.size} records")
         return np.concatenate([self.dy0[None], swept]) if initial else swept
+
+    def partial(self, solution, stats, start):
+        """:class:`Sensitivities` of a failed run's partial ``solution``, or None if it
+        failed before the first step: the swept records, then the last accepted
+        state (where the sweep stands), NaN at any record it did not reach."""
+        if not hasattr(self, "sweep"):
+            return None
+        swept = self._swept()
+        if solution.t.size and solution.t[0] == self.t0:      # recorded before any step
+            swept = np.concatenate([self.dy0[None], swept])
+        d_out = np.full((solution.t.size,) + self.dy0.shape, np.nan)
+        k = min(swept.shape[0], solution.t.size)
+        d_out[:k] = swept[:k]
+        for t, dy in self.sweep.last_step():       # a final record at the last step's ends
+            if k < solution.t.size and solution.t[k] == t:
+                d_out[k] = dy
+        stats = dict(stats, time=time.perf_counter() - start,
+                     steps=solution.stats["steps"])
+        return _sensitivities(solution, self.columns, d_out, self.basis, stats)
+
+    def _swept(self):
+        return np.concatenate(self._parts) if self._parts else np.zeros((0,) + self.dy0.shape)
 
 
 def _checked(model, params):

@@ -192,6 +192,23 @@ def test_the_compiled_sweep_carries_over_chunks_and_rounds(options, monkeypatch)
         assert np.array_equal(compiled.solution.sol(t), plain.sol(t))
 
 
+def test_a_failed_run_keeps_the_sensitivities_it_reached():
+    """``max_steps`` ends the run at t = 0.3: the exception's ``.sensitivities`` are
+    those of the complete run at every record reached, the last accepted state
+    (recorded in place of the next ``t_eval`` point) included."""
+    model, params = nc.models.six_bar().build(), ["p0", "mass:rod3"]
+    complete = nc.sensitivities(model, T_END, params=params, **FIXED)      # every step
+    with pytest.raises(nc.IntegrationError, match="maximum number of steps") as failure:
+        nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, max_steps=30, **FIXED)
+    partial = failure.value.sensitivities
+    assert partial.solution.t[-1] == pytest.approx(0.3) and not partial.solution.success
+    reached = np.searchsorted(T_EVAL, 0.3)
+    outputs = nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, **FIXED)
+    assert np.array_equal(partial.dp[:reached], outputs.dp[:reached])
+    assert np.array_equal(partial.dp[-1], complete.dp[30])
+    assert np.array_equal(partial.dv[-1], complete.dv[30])
+
+
 def test_the_python_sweep_keeps_what_the_compiled_one_does_not_cover():
     """Drive parameters, and solvers other than the block solver, take the Python sweep."""
     drive = nc.sensitivities(driven_slider(), 0.05, params=["drive:hinge:amplitude"])
