@@ -183,6 +183,13 @@ def make_buffers(model, n_joint_rows):
                    scale=z(m))
 
 
+def make_segments(model, capacity):
+    """Buffers of :func:`advance` for ``capacity`` steps' dense-output data:
+    ``(t_old, h)``, ``(y_old, y_new)``, the stages ``K``."""
+    n2 = 2 * model.n_coords
+    return np.zeros((capacity, 2)), np.zeros((capacity, 2, n2)), np.zeros((capacity, 7, n2))
+
+
 def make_store(Wk, n_rows, capacity):
     """A :data:`FactorStore` for ``capacity`` steps of the solver with work buffers ``Wk``
     (``capacity`` 0: nothing is kept). Not zeroed: a factorization writes all it
@@ -194,8 +201,8 @@ def make_store(Wk, n_rows, capacity):
 
 def store_bytes(Wk, n_rows):
     """Bytes of one step of a :data:`FactorStore`."""
-    return make_store(Wk, n_rows, 0).lam.itemsize * 6 * (
-        n_rows + sum(a.size for a in (Wk.B, Wk.inv, Wk.E, Wk.F, Wk.Gj)))
+    return Wk.B.itemsize * 6 * (n_rows + sum(a.size for a in (Wk.B, Wk.inv, Wk.E, Wk.F,
+                                                               Wk.Gj)))
 
 
 # ------------------------------------------------------------------ forces

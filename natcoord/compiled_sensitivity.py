@@ -131,9 +131,7 @@ class Sweep:
         B.dy[:] = dy
         self._D = directions(model, cc.make_tables(model), thetas)
         steps = max(1, STORE_BYTES // cc.store_bytes(self._Wk, model.n_rows))
-        n2 = 2 * model.n_coords
-        self._segments = (np.zeros((steps, 2)), np.zeros((steps, 2, n2)),
-                          np.zeros((steps, 7, n2)))
+        self._segments = cc.make_segments(model, steps)
         self._store = cc.make_store(self._Wk, model.n_rows, steps)
         self._derivatives = np.zeros((0,) + dy.shape)
 

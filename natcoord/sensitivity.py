@@ -164,6 +164,7 @@ class _Tangent:
 
     def __init__(self, ws, params, tols):
         self.ws, self.params, self.tols = ws, params, tols
+        self.sweep = None                          # until start()
         self._parts = []
 
     def start(self, t, y):
@@ -193,7 +194,7 @@ class _Tangent:
         """:class:`Sensitivities` of a failed run's partial ``solution``, or None if it
         failed before the first step: the swept records, then the last accepted
         state (where the sweep stands), NaN at any record it did not reach."""
-        if not hasattr(self, "sweep"):
+        if self.sweep is None:
             return None
         swept = self._swept()
         if solution.t.size and solution.t[0] == self.t0:      # recorded before any step
@@ -230,8 +231,8 @@ def _initial_directions(ws, t, y, params):
     """Column labels, initial ``dy`` (c, 2N), the parameter of each column (or
     None) and the tangent basis, at the initial state ``(t, y = (p, v))``."""
     model, n = ws.model, ws.model.n_coords
-    moved = [name for name in params if name in INITIAL or name.startswith("drive:")]
     # only initial-state and drive columns start off zero: the rest need no solve here
+    moved = any(name in INITIAL or name.startswith("drive:") for name in params)
     at = linearization_point(model, (t, y[:n], y[n:]), workspace=ws) if moved else None
     Z = _tangent_basis(ws, at.G) if set(params) & set(INITIAL) else None
     columns, dy, thetas, basis = [], [], [], {}

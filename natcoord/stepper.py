@@ -180,7 +180,7 @@ class DOPRI5:
             records = (np.zeros(capacity), np.zeros((capacity, n2)), np.zeros((capacity, 3)),
                        np.zeros(capacity, np.int64))
             args = (self._T, S, self._P, self._W, self._W7, self._W1, self._mode, 1, 1e-15,
-                    np.zeros(0), 0, True, 1.0, *records, *self._steps(capacity),
+                    np.zeros(0), 0, True, 1.0, *records, *cc.make_segments(self.model, capacity),
                     self._no_store)
             cc.advance.compile(tuple(typeof(a) for a in args))
 
@@ -326,12 +326,6 @@ class DOPRI5:
         given as Python callables)."""
         return not self._python_drives
 
-    def _steps(self, capacity):
-        """Buffers of :func:`~natcoord.compiled.advance` for ``capacity`` steps'
-        dense-output data: ``(t_old, h)``, ``(y_old, y_new)``, the stages ``K``."""
-        n2 = 2 * self.model.n_coords
-        return np.zeros((capacity, 2)), np.zeros((capacity, 2, n2)), np.zeros((capacity, 7, n2))
-
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
                 capacity=256, dense=False, sweep=None):
         """Accepted steps and their records in one compiled call (:func:`natcoord.compiled.advance`).
@@ -364,7 +358,7 @@ class DOPRI5:
         derivatives = None
         if sweep is None:
             if self._segments is None or self._segments[0].shape[0] != capacity * dense:
-                self._segments = self._steps(capacity * dense)
+                self._segments = cc.make_segments(self.model, capacity * dense)
             segments = self._segments
             status, n, next_out, steps, rejected, m = cc.advance(*args, *segments,
                                                                  self._no_store)
