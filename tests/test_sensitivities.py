@@ -192,10 +192,11 @@ def test_the_compiled_sweep_carries_over_chunks_and_rounds(options, monkeypatch)
         assert np.array_equal(compiled.solution.sol(t), plain.sol(t))
 
 
-def test_a_failed_run_keeps_the_sensitivities_it_reached():
+def test_a_failed_run_keeps_the_sensitivities_it_reached(monkeypatch):
     """``max_steps`` ends the run at t = 0.3: the exception's ``.sensitivities`` are
     those of the complete run at every record reached, the last accepted state
-    (recorded in place of the next ``t_eval`` point) included."""
+    (recorded in place of the next ``t_eval`` point) included, and agree there
+    with the independent Python sweep."""
     model, params = nc.models.six_bar().build(), ["p0", "mass:rod3"]
     complete = nc.sensitivities(model, T_END, params=params, **FIXED)      # every step
     with pytest.raises(nc.IntegrationError, match="maximum number of steps") as failure:
@@ -207,6 +208,10 @@ def test_a_failed_run_keeps_the_sensitivities_it_reached():
     assert np.array_equal(partial.dp[:reached], outputs.dp[:reached])
     assert np.array_equal(partial.dp[-1], complete.dp[30])
     assert np.array_equal(partial.dv[-1], complete.dv[30])
+    monkeypatch.setattr(sensitivity, "COMPILED", False)
+    python = nc.sensitivities(model, 0.3, params=params, **FIXED)
+    for mine, reference in ((partial.dp[-1], python.dp[-1]), (partial.dv[-1], python.dv[-1])):
+        assert np.abs(mine - reference).max() <= 1e-10 * np.abs(reference).max()
 
 
 def test_the_python_sweep_keeps_what_the_compiled_one_does_not_cover():
