@@ -87,7 +87,7 @@ $(STAMP):
 	  echo "natcoord: CHOLMOD backend unavailable (scikit-sparse could not be built: $$reason); tests for it will be skipped"; \
 	fi
 	@# ---- Numba kernels into their on-disk cache (natcoord/__pycache__, the place
-	@# natcoord.jit pins them to whatever NUMBA_CACHE_DIR says), so that the first
+	@# natcoord.util.jit pins them to whatever NUMBA_CACHE_DIR says), so that the first
 	@# call of a later process -- make target, shell or notebook -- loads them
 	@# instead of compiling for 10-20 s
 	@echo "natcoord: compiling the Numba kernels into their disk cache (python -m natcoord.warmup, about five minutes on two cores, once)"

@@ -1,7 +1,7 @@
 """chain(512) for 1 s: worst joint-point error vs wall time -> data/chain_simulation.csv."""
 import argparse
 
-from natcoord.experiments import chain_simulation
+from natcoord_bench import chain_simulation
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=chain_simulation.__doc__)

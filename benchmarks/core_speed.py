@@ -5,7 +5,7 @@ Writes data/core_speed.csv; options as ``--help`` shows.
 """
 import sys
 
-from natcoord.experiments.core_speed import main
+from natcoord_bench.core_speed import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,7 +5,7 @@ block,superlu`` to compare backends).
 """
 import sys
 
-from natcoord.experiments.hexapod_speed import main
+from natcoord_bench.hexapod_speed import main
 
 if __name__ == "__main__":
     sys.exit(main())

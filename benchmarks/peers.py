@@ -1,12 +1,12 @@
 """natcoord against Pinocchio, MuJoCo and Exudyn (writes data/peers.csv, paper/figures/peers.png).
 
-The experiment lives in :mod:`natcoord.experiments.peers`; ``--quick`` is a
+The experiment lives in :mod:`natcoord_bench.peers`; ``--quick`` is a
 smoke run of a few seconds. Peers that are not installed are left out
 (``pip install -e '.[peers]'``).
 """
 import argparse
 
-from natcoord.experiments import peers
+from natcoord_bench import peers
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=peers.__doc__,

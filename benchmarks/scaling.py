@@ -1,12 +1,12 @@
 """Scaling of the accelerations with the number of bodies (slow; writes data/scaling.csv).
 
 The same experiment as ``natcoord bench scaling`` (see
-:mod:`natcoord.experiments.scaling`); arguments are passed through, e.g.
+:mod:`natcoord_bench.scaling`); arguments are passed through, e.g.
 ``python benchmarks/scaling.py --family chain --n 100 1000 10000``.
 """
 import argparse
 
-from natcoord.experiments import scaling
+from natcoord_bench import scaling
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=scaling.__doc__,

@@ -5,7 +5,7 @@ Writes data/stiff.csv; options as ``--help`` shows.
 """
 import sys
 
-from natcoord.experiments.stiff import main
+from natcoord_bench.stiff import main
 
 if __name__ == "__main__":
     sys.exit(main())

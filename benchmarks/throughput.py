@@ -1,12 +1,12 @@
 """Throughput of nc.sweep on Dask: 200 six-bar runs, plain loop vs 1 and 2 workers (writes data/throughput.csv).
 
-The experiment lives in :mod:`natcoord.experiments.throughput` (its docstring
+The experiment lives in :mod:`natcoord_bench.throughput` (its docstring
 defines every column). Run it on an otherwise idle machine: the parallel
 efficiency is only meaningful when the workers have the cores to themselves.
 """
 import argparse
 
-from natcoord.experiments import throughput
+from natcoord_bench import throughput
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=throughput.__doc__,

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from . import models
-from .assembly import describe
-from .integrate import METHODS, PROJECTIONS, IntegrationError, simulate
-from .experiments.records import parse_value
+from .dynamics.assembly import describe
+from .integrate.simulate import METHODS, PROJECTIONS, IntegrationError, simulate
+from .study.records import parse_value
 from .linalg import available_solvers
 
 OK, FAILED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
@@ -86,7 +86,7 @@ def _model_arguments(parser):
 
 
 def _model_file(args):
-    """A MODEL that is not a registry name: a model file (natcoord.modelfile)."""
+    """A MODEL that is not a registry name: a model file (natcoord.io.modelfile)."""
     path = Path(args.model)
     if not path.is_file():
         raise BadInput(f"MODEL {args.model!r} is neither a benchmark "
@@ -94,8 +94,8 @@ def _model_file(args):
     if args.param or args.scenario is not None:
         raise BadInput(f"--param and --scenario apply to benchmark models, not to the "
                          f"file {args.model}")
-    from .importers import load_mjcf, load_urdf
-    from .modelfile import load_mechanism
+    from .io.importers import load_mjcf, load_urdf
+    from .io.modelfile import load_mechanism
     load = {".urdf": load_urdf, ".xml": load_mjcf}.get(path.suffix.lower(), load_mechanism)
     try:
         return load(path).build()
@@ -205,7 +205,7 @@ def cmd_simulate(args):
         sol.save(out)
         print(f"  {what}trajectory written to {out}")
     if plot and sol.t.size:
-        from .plotting import plot_solution
+        from .viz.plotting import plot_solution
         plot_solution(sol, plot, proj_tol=args.proj_tol)
         print(f"  {what}figure written to {plot}")
     return status
@@ -223,7 +223,7 @@ def cmd_info(args):
 
 
 def _experiment(name):
-    return importlib.import_module(f"natcoord.experiments.{name}")
+    return importlib.import_module(f"natcoord_bench.{name}")
 
 
 def main(argv=None):
@@ -279,7 +279,7 @@ def main(argv=None):
         module.configure(p)
         p.set_defaults(func=module.run)
 
-    from . import study
+    from .study import sweep as study
     study.configure(sub.add_parser(
         "sweep", help="parameter and Monte Carlo studies on Dask (CSV, resumable)",
         description=study.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))

@@ -3,7 +3,7 @@
 ``python -m natcoord.warmup`` (run by ``make venv`` after installation) takes
 the compilation (10–20 s) out of the first call of a later process: that
 process loads the kernels from the cache beside natcoord's sources (see
-:mod:`natcoord.jit` for why that place, whatever ``NUMBA_CACHE_DIR`` says).
+:mod:`natcoord.util.jit` for why that place, whatever ``NUMBA_CACHE_DIR`` says).
 It runs short simulations of tiny models through every code path that
 reaches a kernel — every available backend, every stabilization, joints of
 each kind, drives, springs and applied forces, loop closures, redundant
@@ -23,8 +23,10 @@ def kernels():
     """Every ``cache=True`` Numba dispatcher of natcoord, by qualified name."""
     from numba.core.registry import CPUDispatcher
 
-    from . import compiled, compiled_sensitivity, drives, integrate
-    from . import kernels as k
+    from .integrate import compiled, simulate as integrate
+    from .analysis import compiled_sensitivity
+    from .model import drives
+    from .model import kernels as k
     from .linalg import blockldl
     modules = [k, blockldl, compiled, integrate, drives, compiled_sensitivity]
     try:
@@ -39,11 +41,11 @@ def kernels():
 def exercise(t_end=0.02):
     """Short runs through every kernel path; returns a list of what was run."""
     from . import models
-    from .assembly import assemble
-    from .dynamics import accelerations
-    from .integrate import PROJECTIONS, simulate
+    from .dynamics.assembly import assemble
+    from .dynamics.workspace import accelerations
+    from .integrate.simulate import PROJECTIONS, simulate
     from .linalg import available_solvers
-    from .model import State
+    from .model.frozen import State
 
     ran = []
     six_bar = models.six_bar().build()                     # redundant constraint
@@ -51,7 +53,7 @@ def exercise(t_end=0.02):
         for projection in PROJECTIONS:
             simulate(six_bar, t_end, solver=solver, projection=projection)
             ran.append(f"six-bar {solver} {projection}")
-    from .stepper import DOPRI5
+    from .integrate.stepper import DOPRI5
     stepper = DOPRI5(six_bar, t_end)
     stepper.observe(stepper.t, stepper.y)                  # records' energy and residuals
     ran.append("six-bar compiled observe")
@@ -71,12 +73,12 @@ def exercise(t_end=0.02):
             ran.append(f"{model.name} accelerations {solver}")
         simulate(model, min(t_end, model.scenario.get("t_end", t_end)) / 4, solver="block")
         ran.append(f"{model.name} simulate block")
-    from .drives import parameter_weights
+    from .model.drives import parameter_weights
     hexapod = small[2]
     drive = next(j.drive for j in hexapod.joints if j.drive is not None)
     parameter_weights(hexapod.tables.weights, drive, "cosines.1", 0.0)
     ran.append("drive parameter derivative (complex step through the law)")
-    from .sensitivity import sensitivities
+    from .analysis.sensitivity import sensitivities
     sensitivities(six_bar, t_end, params=["p0", "mass:rod3"], t_eval=[t_end / 2, t_end])
     ran.append("six-bar sensitivities (the compiled sweep)")
     return ran
@@ -106,7 +108,7 @@ def main(argv=None):
     found = kernels()
     missing = sorted(name for name, d in found.items() if not _exercised(d))
     if not args.quiet:
-        from .jit import cache_location
+        from .util.jit import cache_location
         places = sorted({cache_location(d.py_func) or "Numba's default (not in-tree)"
                          for d in found.values()})
         print(f"natcoord: {len(found)} Numba kernels compiled or loaded in {seconds:.1f} s "

@@ -30,8 +30,8 @@ SETUP = code("""
     from IPython.display import HTML, Image, display
 
     import natcoord as nc
-    from natcoord.animate import animate
-    from natcoord.experiments.tolerance import run_grid
+    from natcoord.viz.animate import animate
+    from natcoord_bench.tolerance import run_grid
     from natcoord.linalg.structure import plot_structure
 
     OUT = Path("../out")
@@ -276,7 +276,7 @@ def monte_carlo():
             import numpy as np
 
             import natcoord as nc
-            from natcoord.study import close_client, local_client
+            from natcoord.study.sweep import close_client, local_client
 
             client = local_client(workers=2)        # loopback only; one process per core
             print("Dask dashboard:", client.dashboard_link)

@@ -276,7 +276,7 @@ def scaling_results(path):
 
     Uses the scaling experiment's own reader and fit.
     """
-    from natcoord.experiments.scaling import FAMILIES, read_rows, slope
+    from natcoord_bench.scaling import FAMILIES, read_rows, slope
     rows = read_rows(path)
     r = {}
     for family in FAMILIES:
@@ -301,15 +301,15 @@ def scaling_results(path):
 
 def peers_figure(data, out):
     """``figures/peers.png`` by the peers experiment's own plotting function."""
-    from natcoord.experiments.peers import plot_peers
+    from natcoord_bench.peers import plot_peers
     plot_peers(data / "peers.csv", out / "peers.png")
     return [out / "peers.png"]
 
 
 def peers_results(path):
     """Per-call times, time to accuracy (6-bar, chain) and the physics cross-check."""
-    from natcoord.experiments.peers import CHAIN_TARGET, LEVELS, time_to_accuracy
-    from natcoord.experiments.records import read_csv
+    from natcoord_bench.peers import CHAIN_TARGET, LEVELS, time_to_accuracy
+    from natcoord.study.records import read_csv
     rows = read_csv(path)
     r = {}
     for row in rows:
@@ -378,7 +378,7 @@ def structure_figures(out):
 def scaling_figure(data, out):
     """``figures/scaling.png`` by the scaling experiment's own plotting function."""
     try:
-        from natcoord.experiments.scaling import plot_scaling
+        from natcoord_bench.scaling import plot_scaling
     except ImportError as err:
         print(f"figures: no scaling figure ({err})", file=sys.stderr)
         return []

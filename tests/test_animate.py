@@ -1,4 +1,4 @@
-"""natcoord.animate: the drawn bars and frames follow the simulated bodies and joints."""
+"""natcoord.viz.animate: the drawn bars and frames follow the simulated bodies and joints."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -6,7 +6,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import natcoord as nc  # noqa: E402
-from natcoord.animate import animate  # noqa: E402
+from natcoord.viz.animate import animate  # noqa: E402
 from natcoord.models.six_bar import RODS  # noqa: E402
 
 RODS_DRAWN = [(f"rod{k + 1}", start, end) for k, (start, end, _) in enumerate(RODS)]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.assembly import ASSEMBLY_TOL
+from natcoord.dynamics.assembly import ASSEMBLY_TOL
 from natcoord.linalg.blockldl import block_plan
 
 

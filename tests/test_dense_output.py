@@ -12,7 +12,7 @@ import pytest
 import natcoord as nc
 from natcoord import integrate
 from natcoord.models import REGISTRY
-from natcoord.stepper import DOPRI5
+from natcoord.integrate.stepper import DOPRI5
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from scipy.integrate import cumulative_simpson
 from scipy.interpolate import CubicSpline
 
 import natcoord as nc
-from natcoord.body import box_inertia
+from natcoord.model.body import box_inertia
 
 MASS, SIZE = 2.0, (0.4, 0.1, 0.2)
 GRAVITY = np.array([0.0, -9.81, 0.0])

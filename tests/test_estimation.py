@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.estimation import _covariance
+from natcoord.analysis.estimation import _covariance
 from test_sensitivities import sprung_four_bar
 
 TRUTH = {"stiffness:0": 50.0, "damping:0": 2.0}
@@ -77,7 +77,7 @@ def test_a_trial_point_whose_simulation_fails_is_a_rejected_step(fit, monkeypatc
     """A simulation that fails at a trial θ (say a step-size underflow) makes
     least_squares shrink its step, as an infinite residual; the fit goes on to the
     estimate it finds without the failure."""
-    import natcoord.estimation as estimation
+    import natcoord.analysis.estimation as estimation
     calls = []
 
     def failing_second_call(*args, **kwargs):

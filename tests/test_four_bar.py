@@ -5,7 +5,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import natcoord as nc
-from natcoord.body import rod_inertia
+from natcoord.model.body import rod_inertia
 from natcoord.models.four_bar import GRAVITY, LENGTH, MASS, SECTION, four_bar, n_four_bar
 
 PROJ_TOL = 1e-10

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from test_solver_agreement import mechanism_specs, random_mechanism
 
 import natcoord as nc
-from natcoord.derivatives import linearization_point, linearize, loads, springs
-from natcoord.derivatives import parameter_value as parameter_of
+from natcoord.dynamics.linearization import linearization_point, linearize, loads, springs
+from natcoord.dynamics.linearization import parameter_value as parameter_of
 from natcoord.models.hexapod import BASE_POINTS, PLATFORM_POINTS
 
 STEP, RTOL = 1e-3, 1e-7

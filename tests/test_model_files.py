@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.modelfile import FORMAT_VERSION, from_dict, schema, to_dict
+from natcoord.io.modelfile import FORMAT_VERSION, from_dict, schema, to_dict
 
 hx = importlib.import_module("natcoord.models.hexapod")   # the module, not the factory
 SMALL = {"chain": {"n": 6, "loops": 1}, "tree": {"depth": 3}, "n-four-bar": {"N": 3}}

@@ -16,8 +16,8 @@ from scipy.spatial.transform import Rotation
 import natcoord as nc
 from joint_checks import (AXIS, CROSS_AXIS, PAIRS, POINT, T0, Evaluator, derivatives_in_t,
                           moved, off_manifold, rotation, two_bodies, unit)
-from natcoord.assembly import describe
-from natcoord.kinematics import angular_velocity, joint_rate as state_joint_rate
+from natcoord.dynamics.assembly import describe
+from natcoord.model.kinematics import angular_velocity, joint_rate as state_joint_rate
 
 OBLIQUE_AXIS = unit(CROSS_AXIS + 0.6 * AXIS)            # 59° to AXIS
 IN_PLANE = unit(np.cross(AXIS, CROSS_AXIS))

@@ -25,14 +25,14 @@ def _run(code, *args):
 
 
 def test_core_imports_without_matplotlib():
-    out = _run("import natcoord, natcoord.cli, natcoord.plotting, natcoord.animate\n"
+    out = _run("import natcoord, natcoord.cli, natcoord.viz.plotting, natcoord.viz.animate\n"
                "assert 'matplotlib' not in sys.modules\nprint('ok')")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
 
 
 def test_plotting_without_matplotlib_names_the_extra():
-    code = ("from natcoord.plotting import plot_solution\n"
+    code = ("from natcoord.viz.plotting import plot_solution\n"
             "try:\n    plot_solution(None)\n"
             "except ImportError as err:\n    print(err)\n")
     out = _run(code)
@@ -82,5 +82,5 @@ def test_cli_help_is_plain_text_with_defaults(command, capsys):
 
 def test_plain_text_strips_rest_roles():
     from natcoord.cli import plain_text
-    assert plain_text("see :class:`~natcoord.dynamics.Workspace` and :mod:`natcoord.models`, "
+    assert plain_text("see :class:`~natcoord.dynamics.workspace.Workspace` and :mod:`natcoord.models`, "
                       "``rtol = 1e-12``") == "see Workspace and natcoord.models, rtol = 1e-12"

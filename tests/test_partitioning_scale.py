@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import natcoord as nc
-from natcoord.body import box_inertia, rod_inertia
-from natcoord.dynamics import Workspace
+from natcoord.model.body import box_inertia, rod_inertia
+from natcoord.dynamics.workspace import Workspace
 from natcoord.linalg import available_solvers
 from natcoord.linalg.base import mass_ratio
 from natcoord.models.six_bar import rod_frame

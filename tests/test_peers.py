@@ -10,7 +10,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from natcoord.experiments import peers, records
+from natcoord.study import records
+from natcoord_bench import peers
 
 INSTALLED = {name: importlib.util.find_spec(module) is not None
              for name, module in peers.PEERS.items()}

@@ -7,7 +7,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import natcoord as nc  # noqa: E402
-from natcoord.plotting import plot_solution  # noqa: E402
+from natcoord.viz.plotting import plot_solution  # noqa: E402
 
 
 @pytest.fixture(scope="module")

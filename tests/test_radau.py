@@ -22,7 +22,7 @@ from scipy.special import ellipk
 
 import natcoord as nc
 from natcoord.models.spring_pendulum import polar_equations, polar_initial, polar_to_position
-from natcoord.radau import Radau
+from natcoord.integrate.radau import Radau
 
 MASS, LENGTH, SECTION, G = 1.5, 1.2, 0.04, 9.81
 THETA0 = np.radians(120.0)

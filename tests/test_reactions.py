@@ -7,7 +7,7 @@ import pytest
 import natcoord as nc
 from natcoord.models.four_bar import GRAVITY, MASS
 from natcoord.models.six_bar import RODS, rod_frame
-from natcoord.reactions import joint_reaction, minimum_norm_multipliers
+from natcoord.dynamics.reactions import joint_reaction, minimum_norm_multipliers
 
 W = MASS * GRAVITY          # weight of one four-bar rod (N)
 UP = np.array([0.0, 1.0, 0.0])

@@ -10,7 +10,7 @@ import pytest
 
 import natcoord as nc
 from natcoord import cli
-from natcoord.checks import NonFiniteValue
+from natcoord.util.checks import NonFiniteValue
 
 NAN = float("nan")
 ROD = dict(mass=1.0, com=(0.5, 0.0, 0.0), inertia=nc.rod_inertia(1.0, 1.0, 0.05))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-import natcoord.integrate as integrate
-from natcoord.body import box_inertia, rod_inertia
+import natcoord.integrate.simulate as integrate
+from natcoord.model.body import box_inertia, rod_inertia
 
 NAN, INF = float("nan"), float("inf")
 

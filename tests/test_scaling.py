@@ -9,7 +9,7 @@ import matplotlib.image
 import numpy as np
 
 from natcoord.cli import main
-from natcoord.experiments import scaling
+from natcoord_bench import scaling
 from natcoord.linalg.blockldl import block_plan
 from natcoord.linalg.structure import COLOURS
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.model import JOINT
+from natcoord.model.frozen import JOINT
 
 PROJ_TOL = 1e-10
 P3 = (1.0, -1.0, 0.0)      # output point on rod 2 (docs/benchmarks.md)

@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import natcoord as nc
-from natcoord.dynamics import Workspace
+from natcoord.dynamics.workspace import Workspace
 from natcoord.linalg import available_solvers
 from natcoord.linalg.blockldl import block_plan
 from natcoord.linalg.symbolic import structure
-from natcoord.projection import project_positions
+from natcoord.dynamics.projection import project_positions
 
 BACKENDS = ["block", "cholmod", "superlu", "dense"]
 RTOL = 1e-10

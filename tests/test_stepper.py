@@ -1,4 +1,4 @@
-"""The compiled DOPRI5 stepper (natcoord.stepper) against the Python path of simulate.
+"""The compiled DOPRI5 stepper (natcoord.integrate.stepper) against the Python path of simulate.
 
 Same step sequence and states to 1e-12 on the six-bar, both hexapod scenarios
 and a chain with loops; t_eval outputs; a callable force keeps the Python path.
@@ -8,9 +8,9 @@ import pytest
 
 import natcoord as nc
 from natcoord import integrate
-from natcoord.compiled import compilable
+from natcoord.integrate.compiled import compilable
 from natcoord.models import REGISTRY
-from natcoord.stepper import DOPRI5, StepRecord
+from natcoord.integrate.stepper import DOPRI5, StepRecord
 
 CASES = {"six-bar": ("six-bar", {}, 0.5), "hexapod-passive": ("hexapod", {"scenario": "passive"}, 0.3),
          "hexapod-driven": ("hexapod", {"scenario": "driven"}, 0.3),

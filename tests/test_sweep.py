@@ -9,7 +9,7 @@ import pytest
 import natcoord as nc
 from natcoord import study
 from natcoord.cli import main as cli_main
-from natcoord.experiments.tolerance import Reference
+from natcoord_bench.tolerance import Reference
 
 pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
@@ -175,7 +175,7 @@ def test_table_without_pandas():
 def test_throughput_benchmark_rows_equal_the_plain_loop(tmp_path):
     """benchmarks/throughput.py: the sweep's rows on 1 and 2 workers, one run per task or
     batched, equal the loop's bit for bit."""
-    from natcoord.experiments import throughput
+    from natcoord_bench import throughput
     rows = throughput.run(n=4, t_end=0.3, workers=(1, 2), out=tmp_path / "t.csv",
                           progress=False)
     assert [(r["mode"], r["workers"], r["batch"]) for r in rows] == [

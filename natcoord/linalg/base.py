@@ -137,7 +137,7 @@ def refined_solve(solver, G, r, s):
     ``REFINE_ABOVE``: the fixed elimination order loses ~log10(spread) digits,
     and each step recovers them as long as that loss is well below 16.
     ``G``: the Jacobian values the factorization was made with."""
-    from ..kernels import jacobian_times, jacobian_transpose_times
+    from ..model.kernels import jacobian_times, jacobian_transpose_times
     x, lam = solver._solve_once(r, s)
     if not solver.refine:
         return x, lam

@@ -56,11 +56,11 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from ..derived import derived
-from ..jit import njit
+from ..model.derived import derived
+from ..util.jit import njit
 
-from ..model import JOINT as JOINT_ROW
-from ..model import RIGID
+from ..model.frozen import JOINT as JOINT_ROW
+from ..model.frozen import RIGID
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve, unit_mass_blocks
 from .symbolic import BODY, structure
 
@@ -210,7 +210,7 @@ class BlockPlan:
 
 
 def block_plan(model) -> BlockPlan:
-    """The kernels' index arrays of ``model``, built once per model (:mod:`natcoord.derived`)."""
+    """The kernels' index arrays of ``model``, built once per model (:mod:`natcoord.model.derived`)."""
     return derived(model, "block", lambda: BlockPlan(model))
 
 

@@ -24,11 +24,11 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from ..jit import njit
+from ..util.jit import njit
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
-from ..derived import derived
-from ..kernels import jacobian_times, jacobian_transpose_times, mass_times
+from ..model.derived import derived
+from ..model.kernels import jacobian_times, jacobian_transpose_times, mass_times
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve
 from .redundancy import redundant_rows
 
@@ -88,7 +88,7 @@ def _pairs_within(group):
 
 
 def range_space_plan(model) -> RangeSpacePlan:
-    """The pattern of ``S`` for ``model``, computed once per model (:mod:`natcoord.derived`)."""
+    """The pattern of ``S`` for ``model``, computed once per model (:mod:`natcoord.model.derived`)."""
     return derived(model, "cholmod", lambda: RangeSpacePlan(model))
 
 

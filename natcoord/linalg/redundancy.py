@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..model import RIGID
+from ..model.frozen import RIGID
 from .base import unit_mass_blocks
 
 

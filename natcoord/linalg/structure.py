@@ -25,7 +25,7 @@ def _node_sizes(model, s):
 
 def plot_structure(model, path):
     """Draw the block pattern with fill-in to ``path`` (any Matplotlib format)."""
-    from .._optional import pyplot
+    from ..util.optional import pyplot
     plt = pyplot("plot_structure")
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle

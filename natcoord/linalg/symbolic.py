@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..derived import derived
+from ..model.derived import derived
 
 BODY, JOINT = 0, 1
 GROUND = -1
@@ -75,7 +75,7 @@ class BlockStructure:
 
 
 def structure(model) -> BlockStructure:
-    """The block structure of ``model``, computed once per model (:mod:`natcoord.derived`)."""
+    """The block structure of ``model``, computed once per model (:mod:`natcoord.model.derived`)."""
     return derived(model, "structure", lambda: _analyse(model.n_bodies, model.joint_bodies))
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanism import GROUND, Mechanism
+from ..model.mechanism import GROUND, Mechanism
 
 # Published parameters (IVP test set andrews.f; Hairer & Wanner II, VII.7), SI units.
 MASSES = (0.04325, 0.00365, 0.02373, 0.00706, 0.07050, 0.00706, 0.05498)

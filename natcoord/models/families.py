@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..body import rod_inertia
-from ..mechanism import GROUND, Mechanism
+from ..model.body import rod_inertia
+from ..model.mechanism import GROUND, Mechanism
 
 MASS, LENGTH, SECTION, ANGLE = 1.0, 0.5, 0.05, 0.1
 _AXES = (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..body import rod_inertia
-from ..mechanism import GROUND, Mechanism
+from ..model.body import rod_inertia
+from ..model.mechanism import GROUND, Mechanism
 
 MASS, LENGTH, SECTION, GRAVITY = 1.0, 1.0, 0.05, 9.81
 TOP_SPEED = 1.0          # m/s, first crank's top, along +x

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..body import cylinder_inertia
-from ..drives import Drive
-from ..mechanism import GROUND, Mechanism
+from ..model.body import cylinder_inertia
+from ..model.drives import Drive
+from ..model.mechanism import GROUND, Mechanism
 
 BASE_RADIUS, PLATFORM_RADIUS, HEIGHT = 1.0, 0.5, 1.0
 BASE_ANGLES = np.radians([-15.0, 15.0, 105.0, 135.0, 225.0, 255.0])

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..body import rod_inertia
-from ..mechanism import GROUND, Mechanism
+from ..model.body import rod_inertia
+from ..model.mechanism import GROUND, Mechanism
 
 #: (start, end, joint axis at the start) of rods 1..5
 RODS = [((0, 0, 0), (1, 0, 0), (0, 1, 0)),

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..body import box_inertia
-from ..mechanism import GROUND, Mechanism
+from ..model.body import box_inertia
+from ..model.mechanism import GROUND, Mechanism
 
 
 def spring_pendulum(stiffness=1e6, damping=20.0, mass=1.0, length=1.0, angle=60.0,

@@ -1,0 +1,496 @@
+"""Linearization of the descriptor form (issue 10, item 1).
+
+The index-1 system ``M a + Gᵀ λ = f(p, v; θ)``, ``G a = γ(p, v)`` (dynamics.py)
+differentiated along a direction ``(dp, dv, dθ)``:
+
+    [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a]
+
+The matrix is the one already factored for ``(a, λ)``, so every direction
+costs one solve, O(n) with the block solver (Pinocchio's
+``computeABADerivatives`` in spirit: ``∂a/∂p, ∂a/∂v`` and here also ``∂λ``
+and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap:
+
+* ``G`` is affine in p and ``γ`` quadratic in ``(p, v)``, so the central
+  difference ``dG = (G(p + dp) − G(p − dp)) / 2`` (likewise ``dγ`` with
+  ``(p ± dp, v ± dv)``) has no truncation error: it is the derivative.
+* ``M`` depends on the mass parameters only; gravity is constant in p.
+* Spring–dampers and Cartesian spring–dampers are differentiated
+  analytically (a Cartesian one is skipped for directions that do not move
+  its bodies: the Jacobian's columns cost O(1) each). Other applied forces
+  (point forces, torques, possibly user callables of ``(t, state)``) by
+  central differences of their ``apply`` alone, step ``FORCE_STEP``: exact
+  for constant forces and torques (affine in p), O(step²) for callables.
+
+Rows dropped as redundant at the base point stay dropped: the derivative is
+that of the kept-rows system, the function ``(p, v) ↦ a`` that
+:func:`natcoord.accelerations` evaluates with the same dropped set (also off
+the constraint manifold).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..model import validate
+from ..util.checks import number
+from ..model.derived import derived
+from ..model.drives import parameter_weights
+from .workspace import Workspace
+from ..model.expressions import stacked
+from ..model.forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
+from ..model.kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
+from ..model.frozen import State
+
+#: relative step of the central differences of non-spring applied forces.
+FORCE_STEP = 1e-5
+
+
+@dataclass(frozen=True)
+class Linearization:
+    """``(a, λ)`` at a state and their derivatives.
+
+    ``da_dp, da_dv`` (N, N) and ``dlam_dp, dlam_dv`` (m, N) with ``N = 12 n``;
+    ``da_dtheta`` (N, k) and ``dlam_dtheta`` (m, k) for the names in
+    ``params``; ``dropped`` the rows held at ``λ = dλ = 0``.
+    """
+
+    a: np.ndarray
+    lam: np.ndarray
+    da_dp: np.ndarray
+    da_dv: np.ndarray
+    dlam_dp: np.ndarray
+    dlam_dv: np.ndarray
+    da_dtheta: np.ndarray
+    dlam_dtheta: np.ndarray
+    params: tuple
+    dropped: np.ndarray
+
+
+def linearize(model, state, params=(), solver=None, workspace=None):
+    """Derivatives of the accelerations and multipliers at ``state``.
+
+    ``state`` is a :class:`~natcoord.State` or a tuple ``(t, p, v)``;
+    ``params`` names model parameters (see :func:`parameter_direction`).
+    One factorization, one solve per column; constraint and spring terms
+    exact, other applied forces by central differences (module docstring).
+    Returns a :class:`Linearization`.
+    """
+    params = (params,) if isinstance(params, str) else tuple(params)
+    for name in params:
+        parameter_value(model, name)     # a bad name fails before the 24 n solves
+    if isinstance(state, tuple) and len(state) == 3:
+        state = State(*state)
+    at = linearization_point(model, validate.state(model, state), solver, workspace)
+    unit = np.eye(model.n_coords)
+    d_p = [at.derivative(dp=e) for e in unit]
+    d_v = [at.derivative(dv=e) for e in unit]
+    d_th = [at.derivative(param=name) for name in params]
+    N, m = model.n_coords, model.n_rows
+    return Linearization(at.a, at.lam, _stack(d_p, 0, N), _stack(d_v, 0, N),
+                         _stack(d_p, 1, m), _stack(d_v, 1, m), _stack(d_th, 0, N),
+                         _stack(d_th, 1, m), tuple(params), at.ws.dropped.copy())
+
+
+def linearization_point(model, state, solver=None, workspace=None):
+    """Solve for ``(a, λ)`` at ``state`` and keep the factorization for directions.
+
+    Returns a :class:`LinearizationPoint`, whose ``derivative(dp, dv, param)``
+    costs one solve: the building block of sensitivities and Newton matrices.
+    """
+    t, p, v = state if isinstance(state, tuple) else (state.t, state.p, state.v)
+    p, v = (np.array(x, float) for x in (p, v))
+    ws = workspace if workspace is not None else Workspace(model, solver)
+    a, lam = (x.copy() for x in ws.accelerations(t, p, v))
+    return LinearizationPoint(model, ws, t, p, v, a, lam)
+
+
+def _stack(pairs, k, rows):
+    """Columns ``pair[k]`` of the ``(da, dλ)`` pairs as a (rows, len(pairs)) array."""
+    return np.column_stack([pair[k] for pair in pairs]) if pairs else np.zeros((rows, 0))
+
+
+class LinearizationPoint:
+    """The base point ``(t, p, v, a, λ)`` with ``K`` factored in ``ws``."""
+
+    def __init__(self, model, ws, t, p, v, a, lam):
+        self.model, self.ws, self.t = model, ws, t
+        self.a, self.lam = a, lam
+        self.X, self.V, self.A = p.reshape(-1, 3), v.reshape(-1, 3), a.reshape(-1, 3)
+        self.W = model.tables.weight_table(t, np.zeros((model.n_weights, 3)))
+        self.G = ws.G.copy()
+        self.springs = SpringLinearization(model, self.X, self.V)
+
+    def derivative(self, dp=None, dv=None, param=None):
+        """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
+
+        ``[da; dλ] = K⁻¹ [df − dM a − dGᵀ λ;  dγ − dG a]``. A drive parameter
+        moves the weight table W, in which g, G, g_t and γ are linear: its
+        ``dG, dγ`` are the kernel's at the base point with the table ``∂W/∂θ``.
+        """
+        dX = np.zeros_like(self.X) if dp is None else np.reshape(dp, (-1, 3))
+        dV = np.zeros_like(self.V) if dv is None else np.reshape(dv, (-1, 3))
+        r = self.force_derivative(dX, dV)
+        theta = {} if param is None else parameter_direction(self.model, param, self)
+        r += theta.get("df", 0.0)
+        for body, dJ4 in theta.get("dM", ()):
+            r[4 * body:4 * body + 4] -= dJ4 @ self.A[4 * body:4 * body + 4]
+        dgamma, dG = self.constraint_derivative(dX, dV)
+        if "dW" in theta:                      # a drive parameter moves the weights
+            _, _, dgamma_w, dG_w = self._constraint_terms(self.X, self.V, theta["dW"])
+            dgamma, dG = dgamma + dgamma_w, dG + dG_w
+        r -= self._transpose_times(dG, self.lam)
+        s = dgamma - self._times(dG, self.A)
+        da, dlam = self.ws.solve(r.ravel(), s)
+        return da.copy(), dlam.copy()
+
+    def constraint_derivative(self, dX, dV):
+        """``(dγ, dG)``: exact central differences (γ quadratic, G affine).
+
+        The odd part of a quadratic is linear: ``dγ = s (γ(x + u) − γ(x − u)) / 2``
+        for ``(dX, dV) = s u``, u scaled to unit max-norm against round-off.
+        """
+        scale = max(np.abs(dX).max(), np.abs(dV).max())
+        if scale == 0.0:
+            return np.zeros(self.model.n_rows), np.zeros((self.model.tables.pattern_row.size, 3))
+        dX, dV = dX / scale, dV / scale
+        _, _, gamma_p, G_p = self._constraint_terms(self.X + dX, self.V + dV)
+        _, _, gamma_m, G_m = self._constraint_terms(self.X - dX, self.V - dV)
+        return 0.5 * scale * (gamma_p - gamma_m), 0.5 * scale * (G_p - G_m)
+
+    def velocity_residual_derivative(self, dX):
+        """``∂(G v + g_t)/∂p dp`` at the base ``v``: exact central difference
+        (``G`` affine in p, ``g_t`` at most quadratic), scaled as in
+        :meth:`constraint_derivative`."""
+        scale = np.abs(dX).max()
+        if scale == 0.0:
+            return np.zeros(self.model.n_rows)
+        dX = dX / scale
+        _, g_t_p, _, G_p = self._constraint_terms(self.X + dX, self.V)
+        _, g_t_m, _, G_m = self._constraint_terms(self.X - dX, self.V)
+        return 0.5 * scale * (self._times(G_p - G_m, self.V) + g_t_p - g_t_m)
+
+    def projection_derivative(self, dp, dv, param=None):
+        """Derivative of the projection of projection.py at this (projected) point.
+
+        The projected ``(p⁺, v⁺)`` satisfies ``g(p⁺) = 0``, ``G v⁺ + g_t = 0``
+        and moves from the unprojected point along ``M⁻¹ Gᵀ μ``; linearized
+        (``K`` factored here, dropped rows ignored as in the projection):
+
+            [[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −G dp],                      dp⁺ = dp + Δp
+            [[M, Gᵀ], [G, 0]] [Δv; ν] = [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)],
+                                                                     dv⁺ = dv + Δv
+
+        i.e. the M-orthogonal projection of ``dp`` onto the tangent space and
+        of ``dv`` onto the linearized velocity constraint. A drive parameter
+        ``param`` moves the constraints themselves: ``∂g/∂θ`` joins ``G dp`` and
+        ``∂(G v + g_t)/∂θ`` the velocity right-hand side. Terms of the size of
+        the multipliers μ (the residual before projection) are neglected:
+        the Jacobian of the simplified Newton factorization and ``∂M/∂θ``
+        multiply μ.
+        """
+        zero = np.zeros(self.model.n_coords)
+        position = self._times(self.G, np.reshape(dp, (-1, 3)))
+        rate = np.zeros(self.model.n_rows)
+        if param is not None and param.startswith("drive:"):     # it moves the manifold
+            dW = parameter_direction(self.model, param, self)["dW"]
+            g_w, g_t_w, _, G_w = self._constraint_terms(self.X, self.V, dW)
+            position += g_w
+            rate += self._times(G_w, self.V) + g_t_w
+        dp = dp + self.ws.solve(zero, -position)[0]
+        rate += self._times(self.G, np.reshape(dv, (-1, 3)))
+        rate += self.velocity_residual_derivative(np.reshape(dp, (-1, 3)))
+        return dp, dv + self.ws.solve(zero, -rate)[0]
+
+    def _constraint_terms(self, X, V, W=None):
+        """``(g, g_t, γ, G)`` at ``(X, V)`` with the weight table ``W`` (default: at t)."""
+        tables, m = self.model.tables, self.model.n_rows
+        g, g_t, gamma = np.zeros(m), np.zeros(m), np.zeros(m)
+        G = np.zeros((tables.pattern_row.size, 3))
+        constraint_kernel(X, V, self.W if W is None else W, *tables.kernel_args(), g, g_t,
+                          gamma, G)
+        return g, g_t, gamma, G
+
+    def _times(self, G, V):
+        out = np.zeros(self.model.n_rows)
+        jacobian_times(G, self.model.tables.pattern_row, self.model.tables.pattern_slot, V, out)
+        return out
+
+    def _transpose_times(self, G, lam):
+        out = np.zeros_like(self.X)
+        jacobian_transpose_times(G, self.model.tables.pattern_row,
+                                 self.model.tables.pattern_slot, lam, out)
+        return out
+
+    def force_derivative(self, dX, dV):
+        """``df = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3): gravity is constant."""
+        F = self.springs.derivative(dX.ravel(), dV.ravel()).reshape(-1, 3)
+        for force in self.model.forces:
+            if isinstance(force, CartesianSpringDamper):
+                cartesian_spring_derivative(force, self.X, self.V, dX, dV, F)
+            elif not isinstance(force, SpringDamper) and (dX.any() or dV.any()):
+                self._force_difference(force, dX, dV, F)
+        return F
+
+    def _force_difference(self, force, dX, dV, F):
+        """``F += (f(x + h dx) − f(x − h dx)) / 2h`` for one applied force.
+
+        ``h dx`` has max-norm ``FORCE_STEP · max(1, |x|∞)``.
+        """
+        size = max(np.abs(dX).max(), np.abs(dV).max())
+        h = FORCE_STEP * max(1.0, np.abs(self.X).max(), np.abs(self.V).max()) / size
+        for sign in (1.0, -1.0):
+            X, V = self.X + sign * h * dX, self.V + sign * h * dV
+            out = np.zeros_like(F)
+            force.apply(self.t, State(self.t, X.ravel(), V.ravel()), X, V, out)
+            F += sign / (2.0 * h) * out
+
+
+class SpringLinearization:
+    """The model's spring–dampers linearized at ``(X, V)``.
+
+    Per spring, with ``d = r_b − r_a = D p + d₀`` (D: 3 × 12 n, from the
+    affine end points), ``l = |d|``, ``n = d / l``, ``P = 1 − n nᵀ``,
+    ``l̇ = n·ḋ`` and the tension ``T = k (l − l0) + c l̇`` (force ``T n`` on a,
+    ``−T n`` on b, so the generalized force is ``−Dᵀ T n``):
+
+        dn = P dd / l,   dl = n·dd,   dl̇ = ḋᵀ P dd / l + n·dḋ,
+        d(T n) = (k dl + c dl̇) n + T dn = S_p dd + S_v dḋ,
+        S_p = n (k n + c P ḋ / l)ᵀ + (T / l) P,   S_v = c n nᵀ,
+
+    hence ``df = −Dᵀ (S_p D dp + S_v D dv)``. The springs are stacked: ``D``
+    (3 s × 12 n, cached on the model) and ``S_p, S_v`` (s, 3, 3) per base point.
+    """
+
+    def __init__(self, model, X, V):
+        all_springs = springs(model)
+        self.D, d0 = _spring_map(model)
+        k, c, l0 = (np.array([getattr(sp, a) for sp in all_springs]) for a in ("k", "c", "l0"))
+        d = (self.D @ X.ravel() + d0).reshape(-1, 3)
+        rate = (self.D @ V.ravel()).reshape(-1, 3)
+        length = np.linalg.norm(d, axis=1)
+        n = d / length[:, None]
+        P = np.eye(3) - n[:, :, None] * n[:, None, :]
+        tension = k * (length - l0) + c * np.einsum("si,si->s", n, rate)
+        Prate = np.einsum("sij,sj->si", P, rate) / length[:, None]
+        self.S_p = n[:, :, None] * (k[:, None] * n + c[:, None] * Prate)[:, None, :] \
+            + (tension / length)[:, None, None] * P
+        self.S_v = c[:, None, None] * n[:, :, None] * n[:, None, :]
+
+    def derivative(self, dp, dv):
+        """``df`` (12 n,) of all springs along ``(dp, dv)``."""
+        dd = (self.D @ dp).reshape(-1, 3)
+        drate = (self.D @ dv).reshape(-1, 3)
+        force = np.einsum("sij,sj->si", self.S_p, dd) + np.einsum("sij,sj->si", self.S_v, drate)
+        return -self.D.T @ force.ravel()
+
+
+def _spring_map(model):
+    """``(D, d₀)``: the spring vectors ``d = r_b − r_a`` of all springs, stacked, as
+    ``D p + d₀`` (3 s × 12 n and 3 s,); topology only, built once per model."""
+    return derived(model, "springs", lambda: _build_spring_map(model))
+
+
+def _build_spring_map(model):
+    return stacked([spring.b - spring.a for spring in springs(model)], model.n_coords)
+
+
+def cartesian_spring_derivative(spring, X, V, dX, dV, F):
+    """Directional derivative of a Cartesian spring–damper's generalized force into ``F``.
+
+    With the components ``q_k`` (quadratic forms, gradient ``∇q_k`` affine in
+    X, so ``∇²q_k dX = ∇q_k(dX) − ∇q_k(0)``), ``q̇_k = ∇q_k · V`` and the
+    tensions ``T_k = k_k (q_k − d0_k) + c_k q̇_k`` (force ``−Σ T_k ∇q_k``):
+
+        dT_k = k_k ∇q_k · dX + c_k (∇²q_k dX · V + ∇q_k · dV),
+        df = −Σ_k (dT_k ∇q_k + T_k ∇²q_k dX).
+
+    Nothing is added when ``dX, dV`` vanish on the slots of the spring's bodies.
+    """
+    slots = sorted({s for q in spring.components for pair in q.quad for s in pair}
+                   | {s for q in spring.components for s in q.lin})
+    if not (dX[slots].any() or dV[slots].any()):
+        return
+    zero = np.zeros_like(X)
+    for q, k, c, d0 in zip(spring.components, spring.k, spring.c, spring.rest):
+        grad = q.gradient(X)
+        hess_dx = q.gradient(dX) - q.gradient(zero)
+        tension = k * (q.value(X) - d0) + c * np.sum(grad * V)
+        dtension = k * np.sum(grad * dX) + c * (np.sum(hess_dx * V) + np.sum(grad * dV))
+        F -= dtension * grad + tension * hess_dx
+
+
+def _distribute_pair(spring, force, F):
+    """``F += C(r̄_a)ᵀ force − C(r̄_b)ᵀ force`` (force on a, reaction on b)."""
+    for s, c in spring.a.terms.items():
+        F[s] += c * force
+    for s, c in spring.b.terms.items():
+        F[s] -= c * force
+
+
+# ------------------------------------------------------------- parameters
+def springs(model):
+    """The model's spring–dampers in the order they were added."""
+    return [f for f in model.forces if isinstance(f, SpringDamper)]
+
+
+def loads(model):
+    """The model's point forces and torques in the order they were added."""
+    return [f for f in model.forces if isinstance(f, (PointForce, Torque))]
+
+
+def parameter_direction(model, name, at):
+    """``dM`` and ``df`` of one named parameter at the base point ``at``.
+
+    * ``"mass:<body>"``: the mass m with centre of mass and central inertia
+      fixed: ``dJ4 = [[1, c̄ᵀ], [c̄, c̄ c̄ᵀ]]``, ``df = C(c̄)ᵀ g``.
+    * ``"inertia:<body>"``: a scale s of the central inertia ``s I_c`` at
+      s = 1: ``dJ4 = [[0, 0], [0, ½ tr(I_c) 1 − I_c]]``.
+    * ``"gravity:x|y|z"``: a component of g: ``df = C(c̄)ᵀ m e_k`` per body.
+    * ``"stiffness:<k>"``, ``"damping:<k>"``, ``"rest_length:<k>"``: of the
+      k-th spring (0-based, order of ``add_spring``): ``df = ∂T/∂θ`` times the
+      spring's unit force pair, ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``.
+    * ``"load:<k>"``: a scale s of the k-th point force or torque (0-based,
+      order of ``add_force``/``add_torque``) at s = 1: the load is linear in
+      s, so ``df`` is its generalized force at the base point, exactly, also
+      for a load given as a function of ``(t, state)``.
+    * ``"drive:<joint>:<parameter>"``: a parameter of a declarative drive
+      (``amplitude``, ``rate``, ``coefficients.1``, ``s.3``, …; see
+      :meth:`~natcoord.Drive.parameter`): ``dW = ∂W/∂θ``, the derivative of
+      the weight table (complex step through the compiled law, exact).
+    """
+    kind, _, key = name.partition(":")
+    if kind == "drive":
+        drive, parameter = _driven(model, name, key)[1].drive, key.rpartition(":")[2]
+        return {"dW": parameter_weights(model.tables.weights, drive, parameter, at.t)}
+    df = np.zeros((4 * model.n_bodies, 3))
+    if kind in ("mass", "inertia"):
+        body = _body(model, name, key)
+        c = np.concatenate([[1.0], body.com])
+        if kind == "inertia":
+            dJ4 = np.zeros((4, 4))
+            dJ4[1:, 1:] = 0.5 * np.trace(body.inertia) * np.eye(3) - body.inertia
+            return {"dM": [(body.index, dJ4)]}
+        df[4 * body.index:4 * body.index + 4] = np.outer(c, model.gravity)
+        return {"dM": [(body.index, np.outer(c, c))], "df": df}
+    if kind == "gravity" and key in ("x", "y", "z"):
+        e = np.eye(3)["xyz".index(key)]
+        for body in model.bodies:
+            c = np.concatenate([[1.0], body.com])
+            df[4 * body.index:4 * body.index + 4] = body.mass * np.outer(c, e)
+        return {"df": df}
+    if kind in ("stiffness", "damping", "rest_length"):
+        spring = _spring(model, name, key)
+        d = spring.b.evaluate(at.X) - spring.a.evaluate(at.X)
+        length = np.linalg.norm(d)
+        n = d / length
+        dtension = {"stiffness": length - spring.l0,
+                    "damping": n @ (spring.b.rate(at.V) - spring.a.rate(at.V)),
+                    "rest_length": -spring.k}[kind]
+        _distribute_pair(spring, dtension * n, df)
+        return {"df": df}
+    if kind == "load":
+        load = _load(model, name, key)
+        load.apply(at.t, State(at.t, at.X.ravel(), at.V.ravel()), at.X, at.V, df)
+        return {"df": df}
+    raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
+
+
+def parameter_value(model, name):
+    """The current value of a named parameter (``inertia:<body>`` and ``load:<k>``
+    are scales: 1)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a parameter name is a string ({PARAMETER_NAMES}), got {name!r}")
+    kind, _, key = name.partition(":")
+    if kind == "load":
+        _load(model, name, key)
+        return 1.0
+    if kind == "drive":
+        return _driven(model, name, key)[1].drive.parameter(key.rpartition(":")[2])
+    if kind in ("mass", "inertia"):
+        body = _body(model, name, key)
+        return body.mass if kind == "mass" else 1.0
+    if kind == "gravity" and key in ("x", "y", "z"):
+        return float(model.gravity["xyz".index(key)])
+    if kind in SPRING_ATTRIBUTES:
+        return getattr(_spring(model, name, key), SPRING_ATTRIBUTES[kind])
+    raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
+
+
+#: the forms of parameter names
+PARAMETER_NAMES = ("mass:<body>, inertia:<body>, gravity:x|y|z, stiffness:<k>, damping:<k>, "
+                   "rest_length:<k>, load:<k> or drive:<joint>:<parameter>")
+#: spring parameter -> SpringDamper attribute
+SPRING_ATTRIBUTES = {"stiffness": "k", "damping": "c", "rest_length": "l0"}
+
+
+def set_parameter(model, name, value):
+    """Set a parameter on the mutable lists ``bodies``, ``forces``, ``joints``, the
+    array ``gravity`` and the ``tables`` of a model copy being made by
+    :meth:`Model.with_parameters`."""
+    kind, _, key = name.partition(":")
+    if kind == "drive":
+        j, joint = _driven(model, name, key)
+        drive = joint.drive.with_parameter(key.rpartition(":")[2], number(value, "value", name))
+        model.joints[j] = joint.with_drive(drive)
+        model.tables = model.tables.with_drive(joint.drive, drive)
+        return
+    if kind == "inertia":
+        raise ValueError(f"parameter {name!r} is a scale of the central inertia at 1; "
+                         f"to set it, build the model with the inertia wanted")
+    if kind == "mass":
+        body = _body(model, name, key)
+        model.bodies[body.index] = replace(body, mass=number(value, "mass", name, "positive"))
+    elif kind == "gravity":
+        model.gravity["xyz".index(key)] = number(value, "value", name)
+    elif kind == "load":
+        load = _load(model, name, key)
+        attribute = "force" if isinstance(load, PointForce) else "torque"
+        if callable(getattr(load, attribute)):
+            raise ValueError(f"parameter {name!r}: the load is a function of (t, state); "
+                             f"scale it inside that function instead")
+        new = copy.copy(load)
+        setattr(new, attribute, number(value, "scale", name) * np.asarray(getattr(load, attribute), float))
+        model.forces[next(i for i, f in enumerate(model.forces) if f is load)] = new
+    else:
+        spring = _spring(model, name, key)
+        new = copy.copy(spring)
+        setattr(new, SPRING_ATTRIBUTES[kind], number(value, kind, name, "non-negative"))
+        model.forces[next(i for i, f in enumerate(model.forces) if f is spring)] = new
+
+
+def _load(model, name, key):
+    return _numbered(loads(model), name, key, "point forces and torques are numbered {} in "
+                                              "the order they were added")
+
+
+def _driven(model, name, key):
+    """``(index, joint)`` of the driven joint of a ``drive:<joint>:<parameter>`` name."""
+    joint_name, _, parameter = key.rpartition(":")
+    driven = {j.name: i for i, j in enumerate(model.joints) if j.drive is not None}
+    if joint_name not in driven or not parameter:
+        undriven = any(j.name == joint_name for j in model.joints) and parameter
+        raise KeyError(f"parameter {name!r}: " + (f"joint {joint_name!r} has no drive; "
+                       if undriven else "") + f"use drive:<joint>:<parameter> with a driven "
+                       f"joint of {list(driven)}")
+    return driven[joint_name], model.joints[driven[joint_name]]
+
+
+def _body(model, name, key):
+    if key not in model.body_index:
+        raise KeyError(f"parameter {name!r}: unknown body {key!r}; bodies: "
+                       f"{list(model.body_index)}")
+    return model.bodies[model.body_index[key]]
+
+
+def _spring(model, name, key):
+    return _numbered(springs(model), name, key, "springs are numbered {} in the order of "
+                                                "add_spring")
+
+
+def _numbered(items, name, key, numbering):
+    """``items[int(key)]``, or ``KeyError`` saying ``numbering`` (with ``0..n−1`` for ``{}``)."""
+    if not key.isdigit() or int(key) >= len(items):
+        raise KeyError(f"parameter {name!r}: " + numbering.format(f"0..{len(items) - 1}"))
+    return items[int(key)]

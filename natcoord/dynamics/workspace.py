@@ -1,0 +1,129 @@
+"""The descriptor form (docs/method.md#15-descriptor-form) evaluated into a preallocated workspace.
+
+    ṗ = v,   [[M, Gᵀ], [G, 0]] [a; λ] = [f(p, v, t); γ(p, v, t)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import validate
+from ..model.kernels import constraint_kernel, jacobian_times
+from ..linalg import make_solver
+from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..model.frozen import State
+
+
+class Workspace:
+    """Per-run buffers and the solver instance (MuJoCo's ``mjData``).
+
+    ``g, g_t, gamma`` (m,), Jacobian blocks ``G`` (nnz, 3), generalized
+    force ``f`` (4 n, 3), weights ``W`` (n_w, 3); counters of evaluations.
+    """
+
+    def __init__(self, model, solver=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+        self.model = model
+        m, nnz = model.n_rows, model.tables.pattern_row.size
+        self.g, self.g_t, self.gamma = np.zeros(m), np.zeros(m), np.zeros(m)
+        self.Gv = np.zeros(m)
+        self.G = np.zeros((nnz, 3))
+        self.f = np.zeros((4 * model.n_bodies, 3))
+        self.W = np.zeros((model.n_weights, 3))
+        self.solver = make_solver(model, solver, drop_tol, hold_tol)
+        self.n_rhs = 0
+        self.n_factorizations = 0
+
+    def constraints(self, t, p, v):
+        """Evaluate ``g, g_t, γ, G`` at ``(t, p, v)`` (eq. 8–10)."""
+        tables = self.model.tables
+        tables.weight_table(t, self.W)
+        constraint_kernel(p.reshape(-1, 3), v.reshape(-1, 3), self.W, *tables.kernel_args(),
+                          self.g, self.g_t, self.gamma, self.G)
+
+    def velocity_residual(self, v):
+        """``G v + g_t`` for the Jacobian last evaluated."""
+        tables = self.model.tables
+        jacobian_times(self.G, tables.pattern_row, tables.pattern_slot, v.reshape(-1, 3),
+                       self.Gv)
+        return self.Gv + self.g_t
+
+    def forces(self, t, p, v):
+        """Generalized force ``f`` (12 n,): gravity plus applied forces (§1.2)."""
+        model = self.model
+        self.f[:] = model.gravity_force
+        if model.forces:
+            state = State(t, p, v)
+            X, V = p.reshape(-1, 3), v.reshape(-1, 3)
+            for force in model.forces:
+                force.apply(t, state, X, V, self.f)
+        return self.f.ravel()
+
+    def factor(self):
+        """Factor the KKT matrix at the Jacobian last evaluated (finds the dropped rows)."""
+        self.solver.factor(self.G)
+        self.n_factorizations += 1
+
+    def solve(self, r, s):
+        """``(x, λ)`` of ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` with the last factorization."""
+        return self.solver.solve(r, s)
+
+    @property
+    def dropped(self):
+        """Rows dropped as redundant at the last factorization (sorted indices; the
+        solver's array, which a later factorization may replace: copy it to keep it)."""
+        return self.solver.dropped
+
+    @dropped.setter
+    def dropped(self, rows):
+        """Adopt the dropped rows of a factorization made elsewhere (a stepper's),
+        for the checks and reports that read them."""
+        self.solver.dropped = rows
+
+    @property
+    def solver_name(self):
+        """Name of the KKT backend (``"block"``, ``"dense"``, …)."""
+        return self.solver.name
+
+    def accelerations(self, t, p, v, baumgarte=None):
+        """``(a, λ)`` of the index-1 system; ``baumgarte=(α, β)`` stabilizes γ."""
+        self.constraints(t, p, v)
+        f = self.forces(t, p, v)
+        gamma = self.gamma
+        if baumgarte is not None:
+            alpha, beta = baumgarte
+            gamma = gamma - 2.0 * alpha * self.velocity_residual(v) - beta**2 * self.g
+        self.factor()
+        self.n_rhs += 1
+        return self.solve(f, gamma)
+
+
+@dataclass(frozen=True)
+class AccelerationInfo:
+    """What one evaluation found: dropped rows and the residuals at the state."""
+
+    dropped: np.ndarray          # row indices
+    dropped_labels: list
+    constraint_residual: float   # ‖g‖∞
+    velocity_residual: float     # ‖G v + g_t‖∞
+    solver: str
+
+
+def accelerations(model, state, solver=None, workspace=None):
+    """Accelerations ``a`` (12 n,) and multipliers ``λ`` (m,) at ``state``.
+
+    Solves ``[[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]`` (docs/method.md#15-descriptor-form) with the given
+    backend; returns ``(a, λ, info)``. Pass a :class:`Workspace` to reuse
+    buffers and the symbolic phase across calls. ``state`` must be a
+    :class:`State` with finite ``(12 n,)`` arrays (``TypeError``/``ValueError``).
+    """
+    state = validate.state(model, state)
+    ws = workspace if workspace is not None else Workspace(model, solver)
+    p, v = state.p, state.v
+    a, lam = ws.accelerations(state.t, p, v)
+    dropped = ws.dropped.copy()
+    info = AccelerationInfo(dropped, [model.row_labels[r] for r in dropped],
+                            float(np.abs(ws.g).max(initial=0.0)),
+                            float(np.abs(ws.velocity_residual(v)).max(initial=0.0)),
+                            ws.solver_name)
+    return a, lam, info

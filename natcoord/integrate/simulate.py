@@ -1,0 +1,678 @@
+"""Dormand–Prince 5(4) with projection: the index-1 integrator of docs/method.md#17-integration.
+
+The explicit pair (Dormand & Prince 1980; coefficients and dense output as
+in Hairer, Nørsett & Wanner, *Solving ODEs I*, II.5–II.6) integrates
+``(p, v)' = (v, a)``; accepted steps are projected onto the position and
+velocity constraints (Hairer & Wanner, *Solving ODEs II*, VII.2).
+"""
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from contextlib import contextmanager
+from functools import partial
+
+import numpy as np
+
+from ..model import validate
+from ..dynamics.assembly import assemble
+from ..dynamics.workspace import Workspace
+from ..util.jit import njit
+from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..model.frozen import JOINT
+from ..dynamics.projection import ProjectionError, describe_rows, project_state, threshold
+from .solution import ContinuousSolution, Solution
+
+C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
+A = [np.array([]),
+     np.array([1 / 5]),
+     np.array([3 / 40, 9 / 40]),
+     np.array([44 / 45, -56 / 15, 32 / 9]),
+     np.array([19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729]),
+     np.array([9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]),
+     np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])]
+B = A[6]                                   # 5th order weights (FSAL: stage 7 = f(y1))
+E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
+D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799,
+              -10690763975 / 1880347072, 701980252875 / 199316789632,
+              -1453857185 / 822651844, 69997945 / 29380423])
+PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
+#: integration methods of :func:`simulate`: DOPRI5 (explicit) and Radau IIA (implicit,
+#: :mod:`natcoord.integrate.radau`)
+METHODS = ("dopri5", "radau")
+SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
+#: smallest step relative to max(|t|, 1): below it the step size has underflowed
+EPS_FLOOR = 10 * np.finfo(float).eps
+#: a newly dropped row this far (relative) from the span of the kept rows other
+#: than drives depends on a drive: the mechanism locks
+LOCKED = 1e-3
+#: drive the compiled DOPRI5 stepper (:mod:`natcoord.integrate.stepper`) when the solver is
+#: ``block`` and every force has a compiled form; False forces the Python path
+COMPILED = True
+
+
+@njit(cache=True)
+def clip_step(h, t, t_bound, eps_floor):
+    """The step from ``t`` toward ``t_bound``: ``h``, or the whole remainder when ``h``
+    would leave a sliver below the step-size floor ``eps_floor · max(|t_bound|, 1)``
+    (a floating-point remainder that no later step could cover)."""
+    remaining = t_bound - t
+    if h > remaining - eps_floor * max(abs(t_bound), 1.0):
+        return remaining
+    return h
+
+
+class IntegrationError(RuntimeError):
+    """The integration failed; ``.solution`` holds everything integrated so far
+    (``success=False``, the reason in ``.message``)."""
+
+    def __init__(self, message, solution):
+        super().__init__(message)
+        self.solution = solution
+
+
+class SimulationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`simulate`: still a ``KeyboardInterrupt`` (a script
+    stops as it would), carrying everything integrated so far on ``.solution``."""
+
+    def __init__(self, message, solution):
+        super().__init__(message)
+        self.solution = solution
+
+
+class _Abort(Exception):
+    """A failure that a smaller step cannot cure; ends the run."""
+
+
+def dense_output(y0, y1, K, h, theta):
+    """Continuous extension of DOPRI5 at ``t0 + θ h`` (order 4)."""
+    dy = y1 - y0
+    r3 = h * K[0] - dy
+    r4 = dy - h * K[6] - r3
+    r5 = h * (D @ K)
+    return y0 + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
+
+
+class DenseOutput:
+    """The order-4 continuous extension of one DOPRI5 step (:func:`dense_output`)."""
+
+    def __init__(self, t_old, h, y_old, y_new, K):
+        self.t_old, self.t, self.h = t_old, t_old + h, h
+        self.y_old, self.y_new, self.K = y_old, y_new, K
+
+    def __call__(self, t):
+        """``y`` (2 N,) at time ``t`` in ``[t_old, t]``, (k, 2 N) at times (k,) (unprojected)."""
+        theta = (np.asarray(t, float) - self.t_old) / self.h
+        y = dense_output(self.y_old, self.y_new, self.K, self.h, np.reshape(theta, (-1, 1)))
+        return y.reshape(theta.shape + (-1,))
+
+
+class Evaluations:
+    """``F = (v, a)`` and the projection of docs/method.md#17-integration, evaluated on a
+    :class:`~natcoord.dynamics.workspace.Workspace` and counted as an integrator counts them:
+    the Python DOPRI5 path and :class:`~natcoord.integrate.radau.Radau` share them."""
+
+    def __init__(self, ws, projection, proj_tol, baumgarte):
+        self.ws, self.n = ws, ws.model.n_coords
+        self.projection, self.proj_tol = projection, proj_tol
+        self.baumgarte = baumgarte if projection == "baumgarte" else None
+        self.n_rhs = self.n_projection_iterations = self.n_active_set_changes = 0
+        self._dropped = None
+
+    def rhs(self, t, y):
+        """``(v, a)`` at ``(t, y)`` (a new array); a change of the dropped rows is counted."""
+        p, v = y[:self.n], y[self.n:]
+        a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
+        self.n_rhs += 1
+        dropped = self.ws.dropped
+        if self._dropped is not None and not np.array_equal(dropped, self._dropped):
+            self.n_active_set_changes += 1
+        self._dropped = dropped.copy()
+        return np.concatenate([v, a])
+
+    def project(self, t, y, fresh=False):
+        """``y`` projected per ``self.projection`` (a new array); ``fresh`` as
+        :func:`~natcoord.dynamics.projection.project_state` (for outputs)."""
+        p, v, k = project_state(self.ws, t, y[:self.n], y[self.n:], self.proj_tol,
+                                self.projection, fresh)
+        self.n_projection_iterations += k
+        return np.concatenate([p, v])
+
+
+class _Run:
+    """One integration: state, workspace, counters, recorded outputs and the checks
+    every projected state passes (docs/method.md#17-integration)."""
+
+    def __init__(self, model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol,
+                 method="dopri5", dense=False):
+        self.model, self.ws, self.n, self.method = model, ws, model.n_coords, method
+        self.proj_tol, self.projection = proj_tol, projection
+        self.evaluations = Evaluations(ws, projection, proj_tol, baumgarte)
+        self.baumgarte = self.evaluations.baumgarte
+        self.multipliers, self.drift_tol = multipliers, drift_tol
+        self.drive_rows = np.array([model.joint_rows[j][0] + joint.drive_row
+                                    for j, joint in enumerate(model.joints)
+                                    if joint.drive is not None], np.int64)
+        self.records = []
+        self.t = self.y = None                 # last accepted state
+        self.steps = self.rejected = 0
+        self.drift = None                      # message once the residual exceeds drift_tol
+        self.wall = None
+        self.dropped_start = np.zeros(0, np.int64)
+        self._unlocked = None
+        self.stepper = None                    # the stepper object, if one drives the run
+        self.sweep = None                      # the compiled sensitivity sweep, if any
+        self.pieces = [] if dense else None    # the accepted steps' continuous extensions
+        self.output_work = np.zeros(3, np.int64)
+
+    def work(self):
+        """Evaluations, KKT factorizations and projection iterations so far, outputs included."""
+        work = np.array([self.ws.n_rhs, self.ws.n_factorizations,
+                         self.evaluations.n_projection_iterations], np.int64)
+        st = self.stepper
+        if st is not None:
+            work += [st.n_rhs, st.n_factorizations, st.n_projection_iterations]
+        return work
+
+    @contextmanager
+    def output(self):
+        """Count the work done inside as the outputs', not the integrator's."""
+        before = self.work()
+        try:
+            yield
+        finally:
+            self.output_work += self.work() - before
+
+    def accept(self, piece):
+        """Keep an accepted step's continuous extension (with ``dense_output=True``)."""
+        if self.pieces is not None:
+            self.pieces.append(piece)
+
+    def rhs(self, t, y):
+        return self.evaluations.rhs(t, y)
+
+    def project(self, t, y, fresh=False):
+        """Project per ``self.projection`` (``fresh`` for outputs) and :meth:`check` the result."""
+        y = self.evaluations.project(t, y, fresh)
+        self.check(t, y[:self.n], y[self.n:])
+        return y
+
+    def check(self, t, p, v):
+        """Stop when a drive row is dropped (the mechanism locks) or, with position and
+        velocity projection, when any row, kept or dropped, exceeds the projection
+        tolerance; with the weaker stabilizations note when the residual first
+        exceeds ``drift_tol``."""
+        ws, model = self.ws, self.model
+        involved = self.locking()
+        if involved is not None:
+            raise _Abort(f"the mechanism locks at t = {t:.6g}: the constraint Jacobian "
+                         f"loses rank at the drive of {_joints(model, self.drive_rows)}, so "
+                         f"the prescribed motion cannot be followed; joints involved: "
+                         f"{_joints(model, involved)}; rows dropped: "
+                         f"{[model.row_labels[r] for r in ws.dropped]}")
+        ws.constraints(t, p, v)
+        g, gv = ws.g, ws.velocity_residual(v)
+        if self.projection == "position+velocity":
+            for name, r, tol in (("‖g‖∞", g, threshold(ws, p, self.proj_tol)),
+                                 ("‖G v + g_t‖∞", gv, threshold(ws, v, self.proj_tol, ws.g_t))):
+                rows = np.flatnonzero(np.abs(r) > tol)
+                if rows.size:
+                    raise _Abort(f"constraint violation at t = {t:.6g}: {name} = "
+                                 f"{np.abs(r).max():.3e} > {tol:.1e} (proj_tol, or the "
+                                 f"round-off floor if larger) in rows\n"
+                                 f"{describe_rows(model, r, rows[:10])}\n(a dropped row "
+                                 f"that is not in fact redundant shows up here)")
+        elif self.drift is None:
+            size = max(np.abs(g).max(initial=0.0), np.abs(gv).max(initial=0.0))
+            if size > self.drift_tol:
+                self.drift = (f"projection={self.projection!r}: the constraint residual "
+                              f"{size:.2e} exceeds drift_tol = {self.drift_tol:g} at "
+                              f"t = {t:.6g}")
+                warnings.warn(self.drift, RuntimeWarning, stacklevel=4)
+
+    def locking(self):
+        """Rows of the dependency that makes a drive redundant, or ``None``.
+
+        A drive row dropped, or a row dropped since the start that is a
+        combination of the kept rows only with a drive row's help (its distance
+        to the span of the kept non-drive rows exceeds ``LOCKED`` times its norm).
+        """
+        if not self.drive_rows.size:
+            return None
+        dropped = self.ws.dropped
+        new = np.setdiff1d(dropped, self.dropped_start)
+        if not new.size or np.array_equal(dropped, self._unlocked):
+            return None
+        G = self.model.tables.csr(self.ws.G).toarray()
+        kept = np.setdiff1d(np.arange(self.model.n_rows), dropped)
+        free = np.setdiff1d(kept, self.drive_rows)
+        for r in new:
+            if r not in self.drive_rows:
+                c = np.linalg.lstsq(G[free].T, G[r], rcond=None)[0]
+                if np.linalg.norm(G[free].T @ c - G[r]) <= LOCKED * np.linalg.norm(G[r]):
+                    continue
+            c = np.linalg.lstsq(G[kept].T, G[r], rcond=None)[0]
+            return np.append(kept[np.abs(c) > 1e-6 * np.abs(c).max(initial=0.0)], r)
+        self._unlocked = dropped.copy()
+        return None
+
+    def record(self, t, y, observed=None):
+        """Store ``(t, p, v)`` with energy, ``‖g‖∞``, ``‖G v + g_t‖∞`` (``observed``
+        if the compiled stepper computed them) and, if asked for, the multipliers."""
+        ws, model = self.ws, self.model
+        p, v = y[:self.n].copy(), y[self.n:].copy()
+        lam = None
+        if self.multipliers:
+            with self.output():
+                _, lam = ws.accelerations(t, p, v, self.baumgarte)
+        if observed is None:
+            ws.constraints(t, p, v)
+            observed = (model.energy(p, v), np.abs(ws.g).max(initial=0),
+                        np.abs(ws.velocity_residual(v)).max(initial=0))
+        self.records.append((t, p, v, *(float(x) for x in observed), lam))
+
+    def stats(self):
+        """Counters: the integrator's work, the outputs' (projections of ``t_eval``
+        points, multipliers of the records) apart; ``wall_time`` from after the first
+        evaluation (Numba compilation or cache loading and the symbolic phase excluded)."""
+        st = self.stepper
+        output = self.output_work + getattr(st, "output_work", 0)
+        rhs, factorizations, projection_iterations = self.work() - output
+        active = self.evaluations.n_active_set_changes
+        if st is not None:
+            active += st.n_active_set_changes
+        return {"method": self.method, "solver": self.ws.solver_name, "steps": self.steps,
+                "rejected": self.rejected, "rhs": int(rhs),
+                "factorizations": int(factorizations),
+                "projection_iterations": int(projection_iterations),
+                "active_set_changes": active,
+                "output_rhs": int(output[0]), "output_factorizations": int(output[1]),
+                "output_projection_iterations": int(output[2]),
+                "compiled": st is not None and st.compiled,
+                "jacobians": getattr(st, "n_jacobians", 0),
+                "lu_decompositions": getattr(st, "n_lu", 0),
+                "newton_iterations": getattr(st, "n_newton_iterations", 0),
+                "wall_time": 0.0 if self.wall is None else time.perf_counter() - self.wall}
+
+    def continuous(self):
+        """The :class:`~natcoord.integrate.solution.ContinuousSolution` up to the last accepted
+        step, or None without ``dense_output``."""
+        if self.pieces is None:
+            return None
+        pieces = [piece for piece in self.pieces if piece.t_old < self.t]
+        ts = [piece.t_old for piece in pieces] + [self.t]
+        project = self.stepper.project if self.stepper else partial(self.evaluations.project,
+                                                                    fresh=True)
+        return ContinuousSolution(ts, pieces, self.y.copy(), project)
+
+    def solution(self):
+        return Solution(self.model, self.records, self.stats(), self.dropped_start,
+                        self.drift is None, self.drift or "ok", sol=self.continuous())
+
+    def partial(self, message, t_eval):
+        """The solution so far after a failure: every output reached and, when that
+        is not the last accepted state, the last accepted state as a final record."""
+        last_is_step = False
+        if self.t is not None and (not self.records or self.records[-1][0] < self.t):
+            try:
+                self.record(self.t, self.y)
+                last_is_step = t_eval is not None
+            except Exception as exc:          # noqa: BLE001 - the failure is reported
+                message += f"; the last accepted state (t = {self.t:g}) could not be " \
+                           f"recorded: {exc}"
+        if last_is_step:
+            message += (f"; the last record (t = {self.t:g}) is the last accepted step, "
+                        f"not a t_eval point")
+        return Solution(self.model, self.records, self.stats(), self.dropped_start, False,
+                        message, last_record_is_step=last_is_step, sol=self.continuous())
+
+
+def _joints(model, rows):
+    return ", ".join(sorted({repr(model.joints[model.row_owner[r]].name) for r in rows
+                             if model.row_kind[r] == JOINT})) or "none"
+
+
+def _initial_step(rhs, t, y, f0, rtol, atol, direction_end):
+    """Starting step (Hairer, Nørsett & Wanner I, II.4)."""
+    scale = atol + rtol * np.abs(y)
+    d0 = np.sqrt(np.mean((y / scale) ** 2))
+    d1 = np.sqrt(np.mean((f0 / scale) ** 2))
+    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+    h0 = min(h0, direction_end)
+    f1 = rhs(t + h0, y + h0 * f0)
+    d2 = np.sqrt(np.mean(((f1 - f0) / scale) ** 2)) / h0
+    h1 = max(1e-6, h0 * 1e-3) if max(d1, d2) <= 1e-15 else (0.01 / max(d1, d2)) ** 0.2
+    return min(100 * h0, h1, direction_end)
+
+
+def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, solver=None,
+             projection="position+velocity", initial_state=None, t0=None, first_step=None,
+             max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
+             max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6,
+             method="dopri5", dense_output=False, _sweep=None):
+    """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
+
+    ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
+    compiled where the model allows; or ``"radau"``, the implicit Radau IIA of
+    order 5 (:class:`natcoord.integrate.radau.Radau`, docs/method.md#110-stiff-mechanisms-radau-iia)
+    for stiff mechanisms (stiff springs, light bodies on stiff supports), with
+    the same projection, checks, outputs and :class:`Solution`; its
+    ``stats`` add ``jacobians``, ``lu_decompositions`` and ``newton_iterations``.
+
+    ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
+    ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:
+    tolerance of ``‖g‖∞`` and ``‖G v + g_t‖∞`` after projection, raised to the
+    round-off floor ``10 ε max(|G| |x|)`` where that is larger (fast bodies at a
+    tight ``proj_tol``, see :func:`~natcoord.dynamics.projection.threshold`); ``t_eval``:
+    output times (default: every step); ``projection``: one of ``PROJECTIONS``;
+    ``baumgarte=(α, β)``: stabilization ``γ − 2α ġ − β² g`` for
+    ``projection="baumgarte"``; ``drop_tol``/``hold_tol``: relative pivot
+    thresholds of constraint partitioning, ``0 < drop_tol ≤ hold_tol < 1``
+    (``hold_tol=0`` switches its hysteresis off, see
+    :class:`~natcoord.linalg.KKTSolver`).
+
+    ``initial_state``: a consistent :class:`State` (default
+    ``assemble(model, t=t0).state``); its residuals must be within ``proj_tol``,
+    otherwise ``ValueError`` (make one with :func:`~natcoord.assemble`).
+    ``t0`` defaults to ``initial_state.t`` (or 0) and must agree with it.
+
+    Checks: with ``projection="position+velocity"`` every projected state
+    (steps and outputs) must satisfy *all* rows, dropped ones included, within
+    the projection tolerance; otherwise :class:`IntegrationError` names the
+    rows. With the weaker stabilizations the run continues past
+    ``‖g‖∞`` or ``‖G v + g_t‖∞ > drift_tol`` but warns (``RuntimeWarning``) and
+    reports ``success=False`` with the time it happened. A drive row dropped as
+    redundant (the mechanism locks) is an :class:`IntegrationError`.
+
+    Returns a :class:`Solution`. Every failure, an exception raised by a force
+    or drive function included, raises :class:`IntegrationError` chained to its
+    cause, and Ctrl-C raises :class:`SimulationInterrupted` (a
+    ``KeyboardInterrupt``); both carry on ``.solution`` every output reached
+    and the last accepted state (``success=False``; with ``t_eval`` the last
+    accepted step is appended, ``solution.last_record_is_step``).
+    ``stats["wall_time"]`` excludes the first evaluation (compilation).
+
+    ``stats`` counts the integrator's work (as scipy's ``nfev``): ``steps``,
+    ``rejected``, ``rhs`` (evaluations of ``(v, a)``), ``factorizations`` (of the
+    KKT matrix), ``projection_iterations``, ``active_set_changes``; the work spent
+    on outputs (the projection of ``t_eval`` points, the multipliers of the
+    records) apart in ``output_rhs``, ``output_factorizations`` and
+    ``output_projection_iterations``.
+
+    ``dense_output=True``: ``Solution.sol`` is a callable ``sol(t)`` (as
+    ``solve_ivp``'s) giving ``y = (p, v)``, (2 N,) at a scalar ``t`` or (2 N, k) at
+    k times within the integrated interval (else ``ValueError``), from every
+    accepted step's own interpolant (DOPRI5's order-4 dense output, Radau's
+    collocation polynomial): the recorded state at the step times, *unprojected*
+    between them (off the constraints by the interpolation error);
+    ``sol(t, project=True)`` projects each value as ``t_eval`` outputs are. It
+    stores every step's interpolant data (DOPRI5: 10 × 2 N floats per step),
+    so it is off by default. A failed run's ``.solution.sol`` reaches its last
+    accepted step.
+    """
+    rtol, atol, proj_tol = validate.tolerances(rtol, rtol if atol is None else atol, proj_tol)
+    validate.choice("projection", projection, PROJECTIONS)
+    validate.choice("method", method, METHODS)
+    baumgarte = validate.baumgarte(baumgarte)
+    drift_tol = validate.positive("drift_tol", drift_tol, finite=False)
+    drop_tol, hold_tol = validate.partitioning(drop_tol, hold_tol)
+    first_step, max_step, max_steps = validate.steps(first_step, max_step, max_steps)
+    if initial_state is not None:
+        initial_state = validate.state(model, initial_state, "initial_state")
+        if t0 is not None and validate.finite("t0", t0) != initial_state.t:
+            raise ValueError(f"t0 ({t0!r}) differs from initial_state.t "
+                             f"({initial_state.t!r}); leave t0 out to start at the state's time")
+    t0 = initial_state.t if initial_state is not None else 0.0 if t0 is None else t0
+    t0, t_end = validate.interval(t0, t_end)
+    t_eval = validate.output_times(t_eval, t0, t_end)
+    ws = Workspace(model, solver, drop_tol, hold_tol)
+    if initial_state is None:
+        initial_state = assemble(model, t=t0).state
+    else:
+        _consistent(ws, initial_state, proj_tol)
+    run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method,
+               bool(dense_output))
+    # _sweep: natcoord.analysis.sensitivity's derivative sweep, which runs the compiled stepper's
+    # chunks itself to differentiate the steps as they are taken (not a user option)
+    run.sweep = _sweep
+    run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
+    compiled = COMPILED and ws.solver_name == "block" and _compilable(model)
+    if _sweep is not None and (method != "dopri5" or not compiled):
+        raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 stepper")
+    try:
+        if method == "radau" or compiled:
+            options = dict(state=initial_state, first_step=first_step, max_step=max_step,
+                           projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
+                           hold_tol=hold_tol)
+            if method == "radau":
+                from .radau import Radau
+                run.stepper = Radau(model, t_end, rtol, atol, proj_tol,
+                                    solver=ws.solver_name, **options)
+            else:
+                from .stepper import DOPRI5
+                run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, **options)
+                if _sweep is not None and not run.stepper.chunked:
+                    raise ValueError("the compiled sensitivity sweep needs compiled drives")
+            run.dropped_start = run.stepper.dropped.copy()
+            _check_step(run, run.t, run.y)
+            run.wall = time.perf_counter()
+            if _sweep is not None:
+                _sweep.start(run.t, run.y)
+            _drive(run, t_end, t_eval, max_steps, progress)
+        else:
+            f = run.rhs(run.t, run.y)
+            run.dropped_start = ws.dropped.copy()
+            run.check(run.t, initial_state.p, initial_state.v)
+            run.wall = time.perf_counter()
+            _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps,
+                       progress)
+    except KeyboardInterrupt as exc:
+        message = f"interrupted at t = {run.t:g}"
+        raise SimulationInterrupted(f"{message} (partial solution on .solution)",
+                                    run.partial(message, t_eval)) from exc
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, _Abort) else \
+            f"{type(exc).__name__} after t = {run.t:.6g}: {exc}"
+        sol = run.partial(message, t_eval)
+        raise IntegrationError(f"{message} (partial solution up to t = {run.t:g} kept on "
+                               f"the exception's .solution)", sol) from exc
+    return run.solution()
+
+
+def _consistent(ws, state, proj_tol):
+    """Raise ``ValueError`` unless ``state`` satisfies every constraint row within
+    ``proj_tol`` (or its round-off floor)."""
+    ws.constraints(state.t, state.p, state.v)
+    g, gv = np.abs(ws.g).max(initial=0.0), np.abs(ws.velocity_residual(state.v)).max(initial=0.0)
+    tol_p = threshold(ws, state.p, proj_tol)
+    tol_v = threshold(ws, state.v, proj_tol, ws.g_t)
+    if g > tol_p or gv > tol_v:
+        raise ValueError(f"initial_state violates the constraints: ‖g‖∞ = {g:.3e}, "
+                         f"‖G v + g_t‖∞ = {gv:.3e} (proj_tol = {proj_tol:.1e}); assemble "
+                         f"consistent values with nc.assemble(model, p=..., v=..., t=...)")
+
+
+def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps, progress):
+    """The driver: step from ``run.t`` to ``t_end``, record outputs, report progress.
+
+    Failures a smaller step may cure (a failed projection or linear solve, a
+    non-finite state) reject the step; the others propagate to ``simulate``.
+    """
+    t, y = run.t, run.y
+    next_out = 0
+    if t_eval is None or t_eval[0] == t:
+        run.record(t, y)
+        next_out = 1 if t_eval is not None else 0
+    h = first_step or _initial_step(run.rhs, t, y, f, rtol, atol, t_end - t)
+    h = min(h, max_step)
+    err_old, last_rejected = 1e-4, False
+    K = np.empty((7, y.size))
+    last_report = time.perf_counter()
+    while t < t_end:
+        if run.steps + run.rejected >= max_steps:
+            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
+        h = clip_step(h, t, t_end, EPS_FLOOR)
+        if h < EPS_FLOOR * max(abs(t), 1.0):
+            raise _Abort(f"step size underflow at t = {t:.6g} (h = {h:.3e})")
+        try:
+            K[0] = f
+            for s in range(1, 7):
+                K[s] = run.rhs(t + C[s] * h, y + h * (A[s] @ K[:s]))
+            y_new = y + h * (B @ K[:6])
+            scale = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
+            err = np.sqrt(np.mean((h * (E @ K) / scale) ** 2))
+            if not np.isfinite(err):
+                raise FloatingPointError("non-finite state")
+            y_proj = run.project(t + h, y_new) if err <= 1.0 else None
+        except (ProjectionError, FloatingPointError, np.linalg.LinAlgError) as exc:
+            if h < 1e-12 * max(abs(t_end), 1.0):
+                raise _Abort(f"evaluation failed at t = {t:.6g}: {exc}") from exc
+            h *= 0.25
+            run.rejected += 1
+            last_rejected = True
+            continue
+        if err > 1.0:
+            run.rejected += 1
+            h *= max(FAC_MIN, SAFETY * err ** -0.2)
+            last_rejected = True
+            continue
+        # accepted step
+        run.steps += 1
+        t_new = t_end if h == t_end - t else t + h
+        f = K[6].copy()
+        f[:run.n] = y_proj[run.n:]         # FSAL; ṗ = v exactly at the projected state
+        dense = DenseOutput(t, h, y, y_new, K.copy())
+        run.accept(dense)
+        run.t, run.y = t, y = t_new, y_proj
+        if t_eval is None:
+            run.record(t, y)
+        while t_eval is not None and next_out < t_eval.size and t_eval[next_out] <= t_new:
+            with run.output():
+                y_out = run.project(t_eval[next_out], dense(t_eval[next_out]), fresh=True)
+            run.record(t_eval[next_out], y_out)
+            next_out += 1
+        fac = err ** (0.2 - 0.75 * BETA) / err_old ** BETA
+        factor = min(FAC_MAX, max(FAC_MIN, SAFETY / max(fac, 1e-10)))
+        if last_rejected:
+            factor = min(factor, 1.0)
+        h = min(h * factor, max_step)
+        err_old, last_rejected = max(err, 1e-4), False
+        if progress and time.perf_counter() - last_report > 1.0:
+            last_report = time.perf_counter()
+            print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",
+                  file=sys.stderr, flush=True)
+
+
+def _compilable(model):
+    from .compiled import compilable
+    return compilable(model)
+
+
+def _check_step(run, t, y):
+    """:meth:`_Run.check` of a state a stepper object produced: the workspace
+    takes the stepper's dropped set (and, for the locking test, ``G`` at the state)."""
+    p, v = y[:run.n], y[run.n:]
+    run.ws.dropped = run.stepper.dropped
+    if run.drive_rows.size:
+        run.ws.constraints(t, p, v)
+    run.check(t, p, v)
+
+
+def _drive(run, t_end, t_eval, max_steps, progress):
+    """The driver of a stepper object ``run.stepper`` (the compiled
+    :class:`~natcoord.integrate.stepper.DOPRI5`, which takes the same steps as :func:`_integrate`,
+    or :class:`~natcoord.integrate.radau.Radau`): one ``step()`` per accepted step, then the
+    checks, records, outputs (``dense_output()`` projected by ``project``) and
+    progress of :func:`_integrate`. A stepper that runs many steps per call
+    (``chunked``) is driven by :func:`_integrate_chunked` instead."""
+    stepper = run.stepper
+    if getattr(stepper, "chunked", False):
+        return _integrate_chunked(run, t_end, t_eval, max_steps, progress)
+    t, y = run.t, run.y
+    next_out = 0
+    if t_eval is None or t_eval[0] == t:
+        run.record(t, y)
+        next_out = 1 if t_eval is not None else 0
+    last_report = time.perf_counter()
+    while t < t_end:
+        budget = max_steps - run.steps - run.rejected
+        if budget <= 0:
+            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
+        record = stepper.step(max_attempts=budget)
+        run.rejected += record.rejected
+        if record.status != "accepted":
+            if run.steps + run.rejected >= max_steps:
+                raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
+            raise _Abort(record.message)
+        y_new = stepper.y.copy()
+        _check_step(run, record.t, y_new)
+        run.steps += 1
+        run.t, run.y = t, y = record.t, y_new
+        dense = stepper.dense_output()
+        run.accept(dense)
+        if t_eval is None:
+            run.record(t, y)
+        else:
+            while next_out < t_eval.size and t_eval[next_out] <= t:
+                t_out = t_eval[next_out]
+                with run.output():
+                    y_out = stepper.project(t_out, dense(t_out))
+                _check_step(run, t_out, y_out)
+                run.record(t_out, y_out)
+                next_out += 1
+        if progress and time.perf_counter() - last_report > 1.0:
+            last_report = time.perf_counter()
+            print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",
+                  file=sys.stderr, flush=True)
+
+
+def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
+    """:func:`_drive` for a chunked stepper (DOPRI5 on a model without Python drive callables): steps, outputs and
+    their checks in compiled chunks (:meth:`~natcoord.integrate.stepper.DOPRI5.advance`);
+    Python only stores the records and handles what a chunk stopped for."""
+    from .compiled import OUTPUT_RECORD
+    stepper = run.stepper
+    next_out = 0
+    if t_eval is None or t_eval[0] == run.t:
+        run.record(run.t, run.y)
+        next_out = 1 if t_eval is not None else 0
+    last_report = time.perf_counter()
+    while stepper.status == "running":
+        budget = max_steps - run.steps - run.rejected
+        if budget <= 0:
+            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
+        drift_tol = np.inf if run.drift is not None else run.drift_tol
+        chunk = stepper.advance(t_eval, next_out, budget, drift_tol, dense=run.pieces is not None,
+                                sweep=run.sweep)
+        for piece in chunk.pieces:
+            run.accept(piece)
+        run.rejected += chunk.rejected
+        run.steps += chunk.steps
+        next_out = chunk.next_out
+        for t, y, obs in zip(chunk.t, chunk.y, chunk.obs):
+            run.record(float(t), y, obs)
+        if chunk.failed is not None and chunk.failed[2] != OUTPUT_RECORD:
+            run.t, run.y = stepper.t_old, stepper._S.yprev.copy()
+        else:
+            run.t, run.y = stepper.t, stepper.y.copy()
+        if chunk.error is not None:
+            raise chunk.error
+        if chunk.status == "failed":
+            if run.steps + run.rejected >= max_steps:
+                raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
+            raise _Abort(stepper.message)
+        if chunk.failed is not None:             # raises, or warns of the drift once
+            t, y, kind = chunk.failed
+            _check_step(run, t, y)
+            if kind == OUTPUT_RECORD:
+                next_out += 1
+            else:
+                run.steps += 1
+                run.t, run.y = t, y
+            if kind == OUTPUT_RECORD or t_eval is None:
+                run.record(t, y, stepper.observe(t, y))
+        if progress and time.perf_counter() - last_report > 1.0:
+            last_report = time.perf_counter()
+            print(f"  t = {run.t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} "
+                  f"rejected", file=sys.stderr, flush=True)

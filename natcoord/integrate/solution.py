@@ -1,0 +1,398 @@
+"""The result of a simulation: trajectory, residual and energy histories, statistics."""
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+
+import numpy as np
+
+
+class ContinuousSolution:
+    """``sol(t)``: the state ``y = (p, v)`` at any time of the integrated interval, like
+    ``scipy.integrate.solve_ivp(dense_output=True).sol``.
+
+    Built from the accepted steps' own continuous extensions (``pieces``, in
+    order, piece k callable on ``[ts[k], ts[k + 1]]``; ``y_end`` the state at
+    ``ts[-1]``): DOPRI5's order-4 dense output or Radau's collocation polynomial
+    (order 3). The value at a
+    step time is the step's recorded (projected) state; between steps it is the
+    interpolant, not projected: it satisfies the constraints only to the
+    interpolation error. ``sol(t, project=True)`` projects each value as the
+    ``t_eval`` outputs are (``project(t, y)``), at the cost of a projection per time.
+    """
+
+    def __init__(self, ts, pieces, y_end, project):
+        self.ts = np.asarray(ts, float)
+        self.pieces, self.y_end, self._project = pieces, y_end, project
+        self.t_min, self.t_max = self.ts[0], self.ts[-1]
+
+    def __call__(self, t, project=False):
+        """``y`` (2 N,) at a scalar ``t``, (2 N, k) at times ``t`` (k,)."""
+        times = np.asarray(t, float)
+        if times.ndim > 1:
+            raise ValueError(f"t must be a scalar or a 1-d array of times, got shape "
+                             f"{times.shape}")
+        flat = times.reshape(-1)
+        outside = (flat < self.t_min) | (flat > self.t_max) | np.isnan(flat)
+        if outside.any():
+            raise ValueError(f"t = {flat[outside][0]:.17g} is outside the integrated interval "
+                             f"[{self.t_min:.17g}, {self.t_max:.17g}]")
+        piece = np.searchsorted(self.ts, flat, side="right") - 1
+        ys = np.empty((flat.size, self.y_end.size))
+        for k in np.unique(piece):
+            at = piece == k
+            ys[at] = self.y_end if k == len(self.pieces) else self.pieces[k](flat[at])
+        if project:
+            ys = np.array([self._project(t, y) for t, y in zip(flat, ys)]).reshape(ys.shape)
+        return ys[0] if times.ndim == 0 else ys.T
+
+
+class Solution:
+    """Trajectory at output times, like ``scipy.integrate.solve_ivp``'s result.
+
+    ``t`` (k,), ``p`` and ``v`` (k, 12 n); ``energy`` (k,) mechanical energy
+    (kinetic + gravity + springs); ``constraint_residual`` ``‖g‖∞`` and
+    ``velocity_residual`` ``‖G v + g_t‖∞`` (k,); ``lam`` (k, m) multipliers
+    when requested; ``stats`` counters; ``dropped`` labels of the redundant
+    rows dropped at the first output; ``success`` and ``message``;
+    ``last_record_is_step``: the run failed and its last record is the last
+    accepted step, not a ``t_eval`` point (see ``simulate``); ``sol`` the
+    :class:`ContinuousSolution` of ``simulate(..., dense_output=True)``.
+    """
+
+    def __init__(self, model, records, stats, dropped_rows, success=True, message="ok",
+                 last_record_is_step=False, sol=None):
+        self.model = model
+        self._sol = sol
+        self.t = np.array([r[0] for r in records])
+        shape = (len(records), model.n_coords)
+        self.p = np.array([r[1] for r in records]).reshape(shape)
+        self.v = np.array([r[2] for r in records]).reshape(shape)
+        self.energy = np.array([r[3] for r in records])
+        self.constraint_residual = np.array([r[4] for r in records])
+        self.velocity_residual = np.array([r[5] for r in records])
+        lam = [r[6] for r in records]
+        self.lam = np.array(lam) if records and lam[0] is not None else None
+        self.stats = dict(stats)
+        self.dropped_rows = np.asarray(dropped_rows, np.int64)
+        self.dropped = [model.row_labels[r] for r in self.dropped_rows]
+        self.success = success
+        self.message = message
+        self.last_record_is_step = last_record_is_step
+
+    _sol = None
+
+    @property
+    def sol(self):
+        """The :class:`ContinuousSolution` ``sol(t)`` (``sol(t, project=True)`` projected).
+
+        Only with ``simulate(..., dense_output=True)``, which stores every
+        step's interpolant; :meth:`save` does not write it (the projection needs
+        the run's solver, and the per-step data are many times the records), so
+        a loaded solution has none.
+        """
+        if self._sol is None:
+            raise ValueError("no continuous solution: pass dense_output=True to simulate "
+                             "(a loaded Solution has none: save() does not store it)")
+        return self._sol
+
+    def __repr__(self):
+        return (f"<natcoord.Solution {self.model.name!r}: {self.t.size} outputs, "
+                f"t = {self.t[0] if self.t.size else 0:g}..{self.t[-1] if self.t.size else 0:g}, "
+                f"{self.stats.get('steps', 0)} steps, {self.message}>")
+
+    def point(self, body, point, local=False):
+        """World trajectory (k, 3) of a body point (reference-world unless ``local``)."""
+        expr = self.model.point_expression(body, point, local)
+        X = self.p.reshape(self.t.size, -1, 3)
+        return expr.const + sum(c * X[:, s] for s, c in expr.terms.items())
+
+    def point_velocity(self, body, point, local=False):
+        """World velocity (k, 3) of a body point."""
+        expr = self.model.point_expression(body, point, local)
+        V = self.v.reshape(self.t.size, -1, 3)
+        return sum(c * V[:, s] for s, c in expr.terms.items())
+
+    def joint_multipliers(self, joint):
+        """Multipliers (k, rows) of one joint's rows (needs ``multipliers=True``)."""
+        if self.lam is None:
+            raise ValueError("simulate(..., multipliers=True) to record multipliers")
+        j, _ = self.model.joint_named(joint)
+        start, stop = self.model.joint_rows[j]
+        return self.lam[:, start:stop]
+
+    def _drive(self, joint):
+        j, spec = self.model.joint_named(joint)
+        if spec.drive is None:
+            raise ValueError(f"joint {joint!r} has no drive; pass drive= to add_revolute or "
+                             f"add_prismatic")
+        row = self.model.joint_rows[j][0] + spec.drive_row
+        if row in self.dropped_rows:
+            raise ValueError(f"the drive row of joint {joint!r} was dropped as redundant: "
+                             f"the drive force is not determined by the constraints")
+        return spec, row
+
+    def drive_force(self, joint):
+        """Actuator force (N, prismatic) or torque (N·m, revolute) of a drive, (k,).
+
+        The drive row ``g_d`` has ``∂g_d/∂s = 1`` along the joint's relative
+        coordinate s (slide or angle of body b relative to body a), so the
+        constraint force ``−Gᵀλ`` acts along s as ``F = −λ_d``. Positive F pushes
+        (turns) body b along (about) +axis relative to body a; body a feels −F.
+        Needs ``simulate(..., multipliers=True)``.
+        """
+        spec, row = self._drive(joint)
+        if self.lam is None:
+            raise ValueError("simulate(..., multipliers=True) to record drive forces")
+        return -self.lam[:, row]
+
+    def drive_power(self, joint):
+        """Power ``P = F ṡ`` (W) the drive delivers, (k,).
+
+        Equals ``λᵀ g_t`` restricted to the drive row, the power of the
+        rheonomic constraint force, so ``∫ Σ P dt`` is the change of mechanical
+        energy when no other non-conservative force acts.
+        """
+        spec, _ = self._drive(joint)
+        rate = np.array([spec.drive(t)[1] for t in self.t])
+        return self.drive_force(joint) * rate
+
+    #: simulation settings (t_end, rtol, atol, proj_tol, solver, projection, ...) as
+    #: given to ``simulate``; empty when unknown. Saved and loaded with the results.
+    settings = MappingProxyType({})
+
+    def save(self, path):
+        """Write the results to an ``.npz`` file that :meth:`load` reads without pickle.
+
+        Arrays: ``t, p, v, energy, constraint_residual, velocity_residual``,
+        ``lam`` when recorded, ``dropped_rows`` and ``dropped`` (labels); the
+        JSON string ``metadata`` holds the format version, model name, body
+        names, coordinate layout, constraint row labels, ``stats``,
+        ``settings``, ``success`` and ``message``.
+        """
+        model = self.model
+        metadata = {
+            "format": FORMAT, "version": VERSION, "model": model.name,
+            "bodies": list(model.body_index),
+            "coordinates": COORDINATES, "row_labels": list(model.row_labels),
+            "stats": self.stats, "settings": dict(self.settings),
+            "success": bool(self.success), "message": str(self.message)}
+        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        if self.lam is not None:
+            arrays["lam"] = self.lam
+        np.savez_compressed(path, **arrays, dropped_rows=self.dropped_rows,
+                            dropped=np.array(self.dropped, dtype=str),
+                            metadata=np.array(json.dumps(metadata, default=_plain)))
+
+    @classmethod
+    def load(cls, path, model=None):
+        """A :class:`Solution` saved by :meth:`save` (read with ``allow_pickle=False``).
+
+        Pass the ``model`` the file was saved from (e.g. ``mech.build()``) to use
+        :meth:`point` and the other methods that need it; its body names and
+        constraint rows must match the file. Without it, ``sol.model`` only
+        knows the model's name, body names and row labels.
+        """
+        with np.load(path, allow_pickle=False) as data:
+            if "metadata" not in data.files:
+                raise ValueError(f"{path}: not a natcoord solution file (no metadata)")
+            metadata = json.loads(str(data["metadata"]))
+            if metadata.get("format") != FORMAT or metadata.get("version", 0) > VERSION:
+                raise ValueError(f"{path}: not a {FORMAT} file of version <= {VERSION} "
+                                 f"(format {metadata.get('format')!r}, version "
+                                 f"{metadata.get('version')!r})")
+            arrays = {name: data[name] for name in data.files}
+        sol = cls.__new__(cls)
+        sol.model = _saved_model(path, metadata, model)
+        for name in _ARRAYS:
+            setattr(sol, name, arrays[name])
+        sol.lam = arrays.get("lam")
+        sol.dropped_rows = arrays["dropped_rows"].astype(np.int64)
+        sol.dropped = [str(label) for label in arrays["dropped"]]
+        sol.stats = metadata["stats"]
+        sol.settings = metadata["settings"]
+        sol.success, sol.message = metadata["success"], metadata["message"]
+        return sol
+
+    # ------------------------------------------------------------------
+    # Derived outputs: orientation, angular velocity, accelerations, joint
+    # coordinates, figures and tables (natcoord.model.kinematics does the math).
+    def _slots(self):
+        k = self.t.size
+        return self.p.reshape(k, -1, 3), self.v.reshape(k, -1, 3)
+
+    def _body(self, body):
+        if body not in self.model.body_index:
+            raise KeyError(f"unknown body {body!r}; bodies: {list(self.model.body_index)}")
+        return self.model.body_index[body]
+
+    def rotation(self, body):
+        """Rotation matrices ``R = [e1 e2 e3]`` (k, 3, 3) of a body.
+
+        ``R`` maps body to world coordinates; in the reference configuration it
+        is the ``axes`` given to ``add_body``. Orthonormal to the projection
+        tolerance (the rigid-body constraints of §1.3).
+        """
+        from ..model.kinematics import rotation
+        return rotation(self._slots()[0], self._body(body)).copy()
+
+    def quaternion(self, body):
+        """Unit quaternions (k, 4), scalar first ``(w, x, y, z)``, sign-continuous.
+
+        The first has ``w ≥ 0``; each next one has the sign nearest its predecessor.
+        """
+        from scipy.spatial.transform import Rotation
+        q = Rotation.from_matrix(self.rotation(body)).as_quat()[:, [3, 0, 1, 2]]
+        if q.shape[0]:
+            signs = np.ones(q.shape[0])
+            signs[0] = -1.0 if q[0, 0] < 0 else 1.0
+            for i in range(1, q.shape[0]):
+                signs[i] = signs[i - 1] * (1.0 if q[i] @ q[i - 1] >= 0 else -1.0)
+            q *= signs[:, None]
+        return q
+
+    def angular_velocity(self, body, frame="world"):
+        """Angular velocity (k, 3): ``ω = ½ Σ_k e_k × ė_k`` (from ``ω× = Ṙ Rᵀ``).
+
+        ``frame="world"`` (default) or ``"body"`` (components ``Rᵀ ω`` along e1, e2, e3).
+        """
+        from ..model.kinematics import angular_velocity
+        X, V = self._slots()
+        omega = angular_velocity(X, V, self._body(body))
+        if frame == "world":
+            return omega
+        if frame == "body":
+            return np.einsum("kji,kj->ki", self.rotation(body), omega)
+        raise ValueError(f"frame must be 'world' or 'body', got {frame!r}")
+
+    def accelerations(self, solver=None):
+        """Accelerations ``a`` (k, 12 n) at every output, stored as ``self.a``.
+
+        Evaluated post hoc with :func:`natcoord.accelerations` (one KKT solve per
+        output) with the run's solver unless ``solver`` is given; the
+        multipliers of the same solves are stored as ``self.lam`` if the run did
+        not record them.
+        """
+        from ..dynamics.workspace import Workspace
+        ws = Workspace(self.model, solver or self.stats.get("solver"))
+        a = np.empty_like(self.v)
+        lam = np.empty((self.t.size, self.model.n_rows))
+        for i, t in enumerate(self.t):
+            a[i], lam[i] = ws.accelerations(float(t), np.ascontiguousarray(self.p[i]),
+                                            np.ascontiguousarray(self.v[i]))
+        self.a = a
+        if self.lam is None:
+            self.lam = lam
+        return a
+
+    def point_acceleration(self, body, point, local=False):
+        """World acceleration (k, 3) of a body point (computes ``accelerations()`` once)."""
+        if getattr(self, "a", None) is None:
+            self.accelerations()
+        expr = self.model.point_expression(body, point, local)
+        A = self.a.reshape(self.t.size, -1, 3)
+        return sum(c * A[:, s] for s, c in expr.terms.items())
+
+    def joint_coordinate(self, joint, coordinate=None):
+        """Joint coordinate (k,) of body b relative to body a.
+
+        Revolute: angle (rad), unwrapped, zero in the reference configuration,
+        right-handed about the axis (the revolute drive's θ). Prismatic,
+        point-on-line: slide (m) along the axis (the prismatic drive's s).
+        Cylindrical: ``coordinate="slide"`` (default) or ``"angle"``.
+        """
+        from ..model.kinematics import joint_coordinate
+        return joint_coordinate(self.model, joint, self._slots()[0], coordinate)
+
+    def joint_rate(self, joint, coordinate=None):
+        """Rate (k,) of :meth:`joint_coordinate` (rad/s or m/s), exact in ``v``."""
+        from ..model.kinematics import joint_rate
+        X, V = self._slots()
+        return joint_rate(self.model, joint, X, V, coordinate)
+
+    def plot(self, path=None, **kwargs):
+        """Overview figure: :func:`natcoord.viz.plotting.plot_solution` of this solution."""
+        from ..viz.plotting import plot_solution
+        return plot_solution(self, path, **kwargs)
+
+    def animate(self, **kwargs):
+        """``FuncAnimation`` of this solution: :func:`natcoord.viz.animate.animate`."""
+        from ..viz.animate import animate
+        return animate(self, **kwargs)
+
+    def to_dataframe(self):
+        """A ``pandas.DataFrame``: t, each body's origin x/y/z, energy, residuals."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Solution.to_dataframe needs pandas: pip install pandas "
+                              "(or use sol.t, sol.p, sol.energy, ... directly)") from None
+        X, _ = self._slots()
+        columns = {"t": self.t}
+        for b in self.model.bodies:
+            for k, c in enumerate("xyz"):
+                columns[f"{b.name}.{c}"] = X[:, 4 * b.index, k]
+        columns["energy"] = self.energy
+        columns["constraint_residual"] = self.constraint_residual
+        columns["velocity_residual"] = self.velocity_residual
+        return pd.DataFrame(columns)
+
+    def joint_reaction(self, joint, frame="world"):
+        """Force and torque (k, 3) ``joint`` exerts on its body b at each output.
+
+        Torque about the joint point (``.point``, (k, 3)); minimum-norm
+        multipliers on redundant loops. See :mod:`natcoord.dynamics.reactions`.
+        """
+        from ..dynamics.reactions import joint_reactions
+        return joint_reactions(self.model, self.t, self.p, self.v, joint, frame)
+
+
+FORMAT, VERSION = "natcoord-solution", 1
+COORDINATES = ("p and v (k, 12 n): 12 coordinates per body in body order, (o, e1, e2, e3): "
+               "frame origin (m) and the world images of the body axes (dimensionless); "
+               "v their time derivatives (m/s, 1/s); t in s, energy in J")
+_ARRAYS = ("t", "p", "v", "energy", "constraint_residual", "velocity_residual")
+
+
+def _plain(value):
+    """JSON for NumPy scalars and arrays in ``stats`` and ``settings``."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    raise TypeError(f"cannot save {value!r} ({type(value).__name__}) in a solution file")
+
+
+class DetachedModel:
+    """What a solution file knows of its model: name, bodies, constraint row labels.
+
+    Stands in for the model of a :class:`Solution` loaded without one; the
+    methods that need the model itself (``point``, ``joint_multipliers``, ...)
+    raise an error saying to pass ``model=``.
+    """
+
+    def __init__(self, path, name, body_names, row_labels):
+        self.path, self.name = path, name
+        self.body_index = {body: i for i, body in enumerate(body_names)}
+        self.row_labels = tuple(row_labels)
+        self.n_coords = 12 * len(self.body_index)
+        self.n_rows = len(self.row_labels)
+
+    def __getattr__(self, attribute):
+        raise AttributeError(f"this solution of {self.name!r} was loaded from {self.path} "
+                             f"without its model, which this needs (model.{attribute}): "
+                             f"load it with Solution.load(path, model=...), passing the "
+                             f"built model (e.g. mech.build())")
+
+
+def _saved_model(path, metadata, model):
+    """``model`` if it matches the file's bodies and rows, else a :class:`DetachedModel`."""
+    bodies, rows = metadata["bodies"], metadata["row_labels"]
+    if model is None:
+        return DetachedModel(path, metadata["model"], bodies, rows)
+    names = list(model.body_index)
+    if names != bodies or model.n_rows != len(rows):
+        raise ValueError(f"{path} was saved from model {metadata['model']!r} with bodies "
+                         f"{bodies} ({12 * len(bodies)} coordinates, {len(rows)} constraint "
+                         f"rows); model {model.name!r} has bodies {names} ({model.n_coords} "
+                         f"coordinates, {model.n_rows} rows): pass the model the file was "
+                         f"saved from")
+    return model

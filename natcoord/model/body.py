@@ -1,0 +1,157 @@
+"""Rigid bodies in natural coordinates: the constant mass matrix
+(docs/method.md#12-mass-matrix)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..util.checks import float_array, number
+
+_TOL = 1e-9
+#: largest condition number of ``J4/m`` accepted: solves with the body's mass
+#: block then keep at least 4 significant digits
+_COND_MAX = 1e12
+
+
+@dataclass(frozen=True)
+class Body:
+    """A moving body: reference placement and mass properties.
+
+    ``origin`` (3,) and ``axes`` (3×3, columns e1 e2 e3) place the body frame in
+    the reference configuration; ``com`` (3,) is the centre of mass in body
+    axes; ``inertia`` (3×3) the inertia tensor about the centre of mass in body
+    axes.
+    """
+
+    name: str
+    index: int
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+    origin: np.ndarray
+    axes: np.ndarray
+
+    @property
+    def J4(self) -> np.ndarray:
+        """4×4 ``J4 = [[m, m c̄ᵀ], [m c̄, J]]`` so that ``M_i = J4 ⊗ I3`` (§1.2).
+
+        ``J = ∫ r̄ r̄ᵀ dm = ½ tr(I_c) 1 − I_c + m c̄ c̄ᵀ`` about the frame origin.
+        """
+        return mass_block(self.mass, self.com, self.inertia)
+
+    def to_local_point(self, world_point) -> np.ndarray:
+        """Body coordinates ``r̄ = Aᵀ (x − o)`` of a reference-configuration point."""
+        return self.axes.T @ (np.asarray(world_point, float) - self.origin)
+
+    def to_local_direction(self, world_direction) -> np.ndarray:
+        return self.axes.T @ np.asarray(world_direction, float)
+
+    def to_world_point(self, local_point) -> np.ndarray:
+        return self.origin + self.axes @ np.asarray(local_point, float)
+
+    def to_world_direction(self, local_direction) -> np.ndarray:
+        return self.axes @ np.asarray(local_direction, float)
+
+    def coordinates(self, origin=None, axes=None) -> np.ndarray:
+        """12 natural coordinates ``(o, e1, e2, e3)`` as a 4×3 block."""
+        o = self.origin if origin is None else np.asarray(origin, float)
+        A = self.axes if axes is None else np.asarray(axes, float)
+        return np.vstack([o, A.T])
+
+
+def mass_block(mass, com, inertia) -> np.ndarray:
+    """``J4`` of §1.2 from mass, centre of mass and central inertia (body axes)."""
+    c = np.asarray(com, float)
+    I_c = np.asarray(inertia, float)
+    J = 0.5 * np.trace(I_c) * np.eye(3) - I_c + mass * np.outer(c, c)
+    J4 = np.empty((4, 4))
+    J4[0, 0] = mass
+    J4[0, 1:] = J4[1:, 0] = mass * c
+    J4[1:, 1:] = J
+    return J4
+
+
+def validate_mass_properties(name, mass, inertia):
+    """Physical mass and a volume distribution (``J4`` positive definite).
+
+    The central second moments ``J_c = ½ tr(I) 1 − I`` have eigenvalues
+    ``½(I_j + I_k − I_i)``: negative violates the triangle inequality of the
+    principal moments, zero is a line or plane mass distribution. Returns
+    ``(mass, inertia)`` as float and (3, 3) array.
+    """
+    mass = number(mass, "mass", f"body {name!r}", "positive")
+    I = float_array(inertia)
+    if I is None or I.shape != (3, 3) or not np.all(np.isfinite(I)):
+        raise ValueError(f"body {name!r}: inertia must be a finite 3×3 matrix, got {inertia!r}")
+    scale = max(np.abs(I).max(), np.finfo(float).tiny)
+    if np.abs(I - I.T).max() > _TOL * scale:
+        raise ValueError(f"body {name!r}: inertia tensor is not symmetric; pass (I + I.T)/2 "
+                         f"if the asymmetry is round-off")
+    principal = np.linalg.eigvalsh(I)
+    if principal.min() < -_TOL * scale:     # a zero moment is a line, reported below
+        raise ValueError(f"body {name!r}: principal moments of inertia must be positive, "
+                         f"got {principal}")
+    second_moments = 0.5 * principal.sum() - principal
+    if second_moments.min() < -_TOL * scale:
+        raise ValueError(f"body {name!r}: principal moments {principal} violate the triangle "
+                         f"inequality I1 + I2 >= I3; no mass distribution has this inertia")
+    if second_moments.min() <= _TOL * scale:
+        raise ValueError(f"body {name!r}: inertia {principal} describes a line or plane mass "
+                         f"distribution (singular J4); natcoord needs a volume: give the body "
+                         f"a small thickness")
+    return mass, I.copy()
+
+
+def validate_conditioning(body):
+    """``J4`` far from singular in floating point, whatever the unit of mass.
+
+    ``J4/m = [[1, c̄ᵀ], [c̄, J/m]]`` does not depend on the mass scale (a 1e-9 kg
+    body with proportionally small inertia is as good as a 1 kg one); its
+    entries are 1, m and m², so its condition number is large when the radii
+    of gyration are tiny compared with 1 m (a point mass) or with the distance
+    of the frame origin from the centre of mass. Every evaluation solves with
+    ``J4``: beyond ``_COND_MAX`` those solves lose more than 12 of 16 digits.
+    """
+    lam = np.linalg.eigvalsh(body.J4 / body.mass)
+    if lam[0] <= lam[-1] / _COND_MAX:
+        cond = lam[-1] / lam[0] if lam[0] > 0 else np.inf
+        radii = np.sqrt(np.maximum(np.linalg.eigvalsh(body.inertia) / body.mass, 0.0))
+        raise ValueError(
+            f"body {body.name!r}: J4 is numerically singular (condition number of J4/m "
+            f"{cond:.1e} > {_COND_MAX:.0e}): radii of "
+            f"gyration {radii} m for a frame origin {np.linalg.norm(body.com):.3g} m from the "
+            f"centre of mass; give the inertia of the body's real size (about m·size²), or "
+            f"put the frame origin closer to the centre of mass")
+
+
+def validate_axes(name, axes) -> np.ndarray:
+    A = float_array(axes)
+    if A is None or A.shape != (3, 3) or not np.all(np.isfinite(A)):
+        raise ValueError(f"body {name!r}: axes must be a finite 3×3 matrix (columns e1, e2, e3), "
+                         f"got {axes!r}")
+    if np.abs(A.T @ A - np.eye(3)).max() > 1e-9 or np.linalg.det(A) < 0:
+        raise ValueError(f"body {name!r}: axes must be orthonormal and right-handed "
+                         f"(columns e1, e2, e3 of a rotation matrix)")
+    return A
+
+
+def box_inertia(mass, size) -> np.ndarray:
+    """Central inertia of a uniform box with edge lengths ``size`` (body axes)."""
+    a, b, c = np.asarray(size, float) ** 2
+    return mass / 12.0 * np.diag([b + c, a + c, a + b])
+
+
+def rod_inertia(mass, length, section, axis=0) -> np.ndarray:
+    """Uniform square-section rod along body axis ``axis`` (0, 1 or 2)."""
+    size = np.full(3, float(section))
+    size[axis] = length
+    return box_inertia(mass, size)
+
+
+def cylinder_inertia(mass, radius, length, axis=2) -> np.ndarray:
+    """Solid cylinder along body axis ``axis``."""
+    lateral = mass * (3 * radius**2 + length**2) / 12.0
+    I = np.full(3, lateral)
+    I[axis] = 0.5 * mass * radius**2
+    return np.diag(I)

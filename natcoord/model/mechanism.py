@@ -1,0 +1,474 @@
+"""The mutable builder: bodies, joints and forces, validated as they are added."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import joints as J
+from .body import Body, validate_axes, validate_conditioning, validate_mass_properties
+from ..util.checks import float_array, number
+from .expressions import Affine, dot
+from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
+
+
+class _Ground:
+    """The fixed frame. It is not a body: its coordinates are constants."""
+
+    def __repr__(self):
+        return "GROUND"
+
+
+GROUND = _Ground()
+
+
+def _vector(value, what, where, unit=False):
+    """3 finite numbers (a unit vector if ``unit``), or an error naming ``where`` and ``what``."""
+    v = float_array(value)
+    if v is None or v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{where}: {what} must be 3 finite numbers, got {value!r}")
+    if unit:
+        n = np.linalg.norm(v)
+        if n < 1e-12:
+            raise ValueError(f"{where}: {what} has zero length; give a direction")
+        v = v / n
+    return v
+
+
+#: joint coordinates of the axial joints (the first is the default)
+_AXIAL_COORDINATES = {"revolute": ("angle",), "prismatic": ("slide",),
+                      "cylindrical": ("slide", "angle")}
+
+
+class Mechanism:
+    """Builder of a multibody model in natural coordinates.
+
+    Points and axes are world coordinates of the reference configuration
+    unless ``local=True``, in which case they are in the frame of the first
+    body argument that is not ground. ``build()`` returns an immutable
+    :class:`~natcoord.model.frozen.Model`.
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, 0.0), name="mechanism"):
+        self.name = name
+        #: the benchmark scenario: ``t_end`` (s) and an ``output_point``
+        #: ``(body, world point)`` that plots and error measures follow.
+        self.scenario = {"t_end": 10.0}
+        self.gravity = _vector(gravity, "gravity", f"mechanism {name!r}")
+        self.bodies: list[Body] = []
+        self.joints: list[J.Joint] = []
+        self.forces: list = []
+        self._initial: dict[int, dict] = {}
+        #: prescribed initial joint rates ``{(joint, coordinate): rate}``
+        self.joint_rates: dict[str, tuple] = {}
+        self._names: set[str] = set()
+        self._by_name: dict[str, Body] = {}
+
+    # ------------------------------------------------------------- bodies
+    def add_body(self, name, mass, com, inertia, origin=(0.0, 0.0, 0.0), axes=None,
+                 local=False):
+        """Add a rigid body; returns its name.
+
+        ``com``: centre of mass (world point unless ``local``); ``inertia``:
+        3×3 tensor about the centre of mass in body axes; ``origin``/``axes``:
+        reference placement of the body frame (axes as columns).
+        """
+        if not isinstance(name, str) or not name or name.lower() == "ground":
+            raise ValueError(f"body name must be a non-empty string other than 'ground', "
+                             f"got {name!r}")
+        if name in self._names:
+            raise ValueError(f"body {name!r}: the name is already used; names must be unique")
+        where = f"body {name!r}"
+        origin = _vector(origin, "origin", where)
+        A = validate_axes(name, np.eye(3) if axes is None else axes)
+        com = _vector(com, "com", where)
+        mass, inertia = validate_mass_properties(name, mass, inertia)
+        local_com = com if local else A.T @ (com - origin)
+        body = Body(name, len(self.bodies), mass, local_com, inertia, origin, A)
+        validate_conditioning(body)
+        self.bodies.append(body)
+        self._names.add(name)
+        self._by_name[name] = body
+        return name
+
+    def body(self, ref) -> Body | None:
+        """The :class:`Body` named ``ref`` (None for ground)."""
+        if ref is GROUND or (isinstance(ref, str) and ref.lower() == "ground"):
+            return None
+        if isinstance(ref, str) and ref in self._by_name:
+            return self._by_name[ref]
+        raise ValueError(f"unknown body {ref!r}; known bodies: "
+                         f"{[b.name for b in self.bodies] or 'none yet'} (or nc.GROUND)")
+
+    def set_initial(self, body, origin=None, axes=None, velocity=None,
+                    angular_velocity=None):
+        """Approximate initial placement and velocity of a body (world frame).
+
+        ``velocity`` is that of the frame origin, ``angular_velocity`` ω gives
+        ``ė_k = ω × e_k``. ``natcoord.assemble(model)`` makes them consistent.
+        """
+        b = self.body(body)
+        if b is None:
+            raise ValueError("set_initial: ground does not move")
+        where = f"initial state of body {b.name!r}"
+        entry = self._initial.setdefault(b.index, {})
+        if origin is not None:
+            entry["origin"] = _vector(origin, "origin", where)
+        if axes is not None:
+            entry["axes"] = validate_axes(b.name, axes)
+        if velocity is not None:
+            entry["velocity"] = _vector(velocity, "velocity", where)
+        if angular_velocity is not None:
+            entry["angular_velocity"] = _vector(angular_velocity, "angular_velocity", where)
+
+    # ------------------------------------------------------------- joints
+    def _joint_frames(self, kind, a, b, name):
+        label = name or f"{kind}{len(self.joints) + 1}"
+        if not isinstance(label, str) or not label:
+            raise ValueError(f"{kind} joint name must be a non-empty string, got {name!r}")
+        where = f"{kind} joint {label!r}"
+        if label in self._names:
+            raise ValueError(f"{where}: the name is already used; names must be unique")
+        try:
+            ba, bb = self.body(a), self.body(b)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if ba is None and bb is None:
+            raise ValueError(f"{where}: both sides are ground; a joint needs a moving body")
+        if ba is bb:
+            raise ValueError(f"{where}: connects body {ba.name!r} to itself")
+        return label, where, J.Frame(ba), J.Frame(bb)
+
+    def _world(self, fi, fj, value, what, where, local, direction=False):
+        v = _vector(value, what, where, unit=direction)
+        if not local:
+            return v
+        body = fi.body or fj.body
+        return body.to_world_direction(v) if direction else body.to_world_point(v)
+
+    def _add(self, kind, label, fi, fj, rows, drive=None, coordinates=()):
+        bodies = tuple(-1 if f.body is None else f.body.index for f in (fi, fj))
+        self.joints.append(J.Joint(label, kind, bodies, tuple(rows), drive, coordinates))
+        self._names.add(label)
+        return label
+
+    def _add_axial(self, kind, rows, a, b, point, axis, name, local, drive=None):
+        """Joints given by a point and an axis (revolute, cylindrical, prismatic)."""
+        label, where, fi, fj = self._joint_frames(kind, a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
+        drive = J.Drive.coerce(drive, where)
+        driven = () if drive is None else (drive,)
+        coordinates = J.axial_coordinates(fi, fj, x, u, _AXIAL_COORDINATES[kind])
+        return self._add(kind, label, fi, fj, rows(label, fi, fj, x, u, *driven), drive,
+                         coordinates)
+
+    def add_revolute(self, a, b, point, axis, name=None, local=False, drive=None):
+        """Revolute joint (5 rows); ``drive`` prescribes the angle θ(t) of b relative to a."""
+        return self._add_axial("revolute", J.revolute_rows, a, b, point, axis, name, local,
+                               drive)
+
+    def add_spherical(self, a, b, point, name=None, local=False):
+        """Spherical joint (3 rows)."""
+        label, where, fi, fj = self._joint_frames("spherical", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        return self._add("spherical", label, fi, fj, J.spherical_rows(label, fi, fj, x))
+
+    def add_universal(self, a, b, point, axis_a, axis_b, name=None, local=False):
+        """Universal joint (4 rows): cross axes ``axis_a`` fixed in a, ``axis_b`` in b.
+
+        The angle α₀ between the cross axes in the reference configuration is
+        kept: ``u_a · u_b = cos α₀`` (90° for the standard Cardan joint; other
+        angles model a non-perpendicular cross). Parallel axes are rejected:
+        the angle constraint is then stationary (rank-deficient).
+        """
+        label, where, fi, fj = self._joint_frames("universal", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        ua = self._world(fi, fj, axis_a, "axis_a", where, local, direction=True)
+        ub = self._world(fi, fj, axis_b, "axis_b", where, local, direction=True)
+        cos_angle = float(ua @ ub)
+        if abs(cos_angle) <= 1e-9:
+            cos_angle = 0.0
+        elif abs(cos_angle) > np.cos(np.radians(1.0)):
+            raise ValueError(f"{where}: axis_a and axis_b are (nearly) parallel "
+                             f"(angle {np.degrees(np.arccos(min(abs(cos_angle), 1.0))):.3g}°); "
+                             f"cross axes need an angle of at least 1°, usually 90°")
+        return self._add("universal", label, fi, fj,
+                         J.universal_rows(label, fi, fj, x, ua, ub, cos_angle))
+
+    def add_point_on_line(self, a, b, point, axis, name=None, local=False):
+        """Point-on-line joint (2 rows): ``point`` of b stays on the line (point, axis) of a.
+
+        Body b may rotate freely about the point and slide along the line;
+        ``Solution.joint_coordinate`` reports the slide along ``axis``.
+        """
+        label, where, fi, fj = self._joint_frames("point_on_line", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        u = self._world(fi, fj, axis, "axis", where, local, direction=True)
+        return self._add("point_on_line", label, fi, fj,
+                         J.point_on_line_rows(label, fi, fj, x, u),
+                         coordinates=J.axial_coordinates(fi, fj, x, u, ("slide",)))
+
+    def add_point_on_plane(self, a, b, point, normal, name=None, local=False):
+        """Point-on-plane joint (1 row): ``point`` of b stays on the plane (point, normal) of a."""
+        label, where, fi, fj = self._joint_frames("point_on_plane", a, b, name)
+        x = self._world(fi, fj, point, "point", where, local)
+        n = self._world(fi, fj, normal, "normal", where, local, direction=True)
+        return self._add("point_on_plane", label, fi, fj,
+                         J.point_on_plane_rows(label, fi, fj, x, n))
+
+    def add_cylindrical(self, a, b, point, axis, name=None, local=False):
+        """Cylindrical joint (4 rows): rotation about and sliding along ``axis``."""
+        return self._add_axial("cylindrical", J.cylindrical_rows, a, b, point, axis, name,
+                               local)
+
+    def add_prismatic(self, a, b, point, axis, name=None, local=False, drive=None):
+        """Prismatic joint (5 rows); ``drive`` prescribes the slide s(t) of b along axis."""
+        return self._add_axial("prismatic", J.prismatic_rows, a, b, point, axis, name, local,
+                               drive)
+
+    def add_fixed(self, a, b, point=None, name=None, local=False):
+        """Fixed joint (6 rows)."""
+        label, where, fi, fj = self._joint_frames("fixed", a, b, name)
+        body = fi.body or fj.body
+        x = body.origin if point is None else self._world(fi, fj, point, "point", where, local)
+        return self._add("fixed", label, fi, fj, J.fixed_rows(label, fi, fj, x))
+
+    def add_distance(self, a, b, point_a, point_b, length=None, name=None):
+        """Distance rod ``|r_b − r_a| = L`` (1 row); L defaults to the reference distance."""
+        label, where, fi, fj = self._joint_frames("distance", a, b, name)
+        xa = _vector(point_a, "point_a", where)
+        xb = _vector(point_b, "point_b", where)
+        length = np.linalg.norm(xb - xa) if length is None else number(length, "length", where)
+        if length <= 0.0:
+            raise ValueError(f"{where}: length must be positive, got {length!r}")
+        return self._add("distance", label, fi, fj,
+                         J.distance_rows(label, fi, fj, xa, xb, length))
+
+    # ------------------------------------------------------------- forces
+    def _point_expr(self, ref, point, where, local=False, what="point"):
+        """Affine expression of ``point`` on body ``ref`` (a constant on ground)."""
+        x = _vector(point, what, where)
+        try:
+            body = self.body(ref)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if body is None:
+            return Affine.constant(x)
+        return Affine.body_point(body.index, x if local else body.to_local_point(x))
+
+    def _force_label(self, what, name, on=""):
+        """How errors name a force: ``"force 'push' on 'rod'"``, or unnamed
+        ``"force on 'rod' (#3)"``, the third force, torque or spring added."""
+        if name is None:
+            return f"{what}{on} (#{len(self.forces) + 1})"
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what}{on}: name must be a non-empty string, got {name!r}")
+        return f"{what} {name!r}{on}"
+
+    def add_spring(self, a, b, point_a, point_b, stiffness, rest_length=None, damping=0.0,
+                   name=None):
+        """Linear spring–damper between ``point_a`` (on a) and ``point_b`` (on b).
+
+        The spring must have a length in the reference configuration: the
+        direction of its force is undefined where its end points coincide.
+        """
+        where = self._force_label("spring", name)
+        pa = self._point_expr(a, point_a, where, what="point_a")
+        pb = self._point_expr(b, point_b, where, what="point_b")
+        xa, xb = _vector(point_a, "point_a", where), _vector(point_b, "point_b", where)
+        length = np.linalg.norm(xb - xa)
+        if length <= 1e-12 * max(np.linalg.norm(xa), np.linalg.norm(xb), 1.0):
+            raise ValueError(
+                f"{where}: point_a and point_b coincide in the reference configuration, where "
+                f"the direction of the spring force is undefined; attach the spring at points "
+                f"apart, or model a zero-length spring with add_cartesian_spring")
+        rest = length if rest_length is None else number(rest_length, "rest_length", where,
+                                                         "non-negative")
+        k = number(stiffness, "stiffness", where, "non-negative")
+        c = number(damping, "damping", where, "non-negative")
+        self.forces.append(SpringDamper(pa, pb, k, rest, c, where))
+
+    def add_cartesian_spring(self, a, b, point_a, point_b, stiffness, damping=(0.0, 0.0, 0.0),
+                             rest=(0.0, 0.0, 0.0), frame=GROUND, name=None):
+        """Per-axis spring–damper between ``point_a`` (on a) and ``point_b`` (on b).
+
+        Components ``d_k = (r_b − r_a) · h_k`` along the world axes x, y, z
+        (``frame=GROUND``) or along directions fixed in body ``frame`` that are
+        the world axes in the reference configuration. Force components
+        ``−k_k (d_k − rest_k) − c_k ḋ_k`` on b (and the opposite on a); energy
+        ``½ Σ k_k (d_k − rest_k)²``. ``stiffness``, ``damping``, ``rest``: 3 numbers
+        each (or one number for all axes); zero rest length is fine.
+        """
+        where = self._force_label("cartesian spring", name)
+        pa = self._point_expr(a, point_a, where, what="point_a")
+        pb = self._point_expr(b, point_b, where, what="point_b")
+        try:
+            frame_body = self.body(frame)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if not pa.terms and not pb.terms:
+            raise ValueError(f"{where}: both ends are on ground; a spring needs a moving body")
+        values = {}
+        for what, value, sign in (("stiffness", stiffness, True), ("damping", damping, True),
+                                  ("rest", rest, False)):
+            v = np.broadcast_to(np.asarray(value, float), (3,)) if np.ndim(value) == 0 \
+                else np.asarray(value, float)
+            if v.shape != (3,) or not np.all(np.isfinite(v)) or (sign and np.any(v < 0)):
+                raise ValueError(f"{where}: {what} must be one or three finite"
+                                 f"{' non-negative' if sign else ''} numbers, got {value!r}")
+            values[what] = v.copy()
+        E = np.eye(3)
+        h = [Affine.constant(E[k]) if frame_body is None else
+             Affine.body_direction(frame_body.index, frame_body.to_local_direction(E[k]))
+             for k in range(3)]
+        components = [dot(pb - pa, hk) for hk in h]
+        self.forces.append(CartesianSpringDamper(components, values["stiffness"],
+                                                 values["damping"], values["rest"]))
+
+    def set_joint_rate(self, joint, rate):
+        """Prescribe the initial rate of a joint coordinate exactly.
+
+        Revolute: angle rate θ̇ (rad/s, right-handed about the axis, body b
+        relative to body a); prismatic, cylindrical, point-on-line: slide rate
+        ṡ (m/s). For a cylindrical joint pass ``rate={"slide": ṡ, "angle": θ̇}``
+        to set either or both. Assembly adds ``θ̇(p, v) = rate`` to the velocity
+        constraints of the M-orthogonal velocity projection (the consistent
+        velocity nearest to the ``set_initial`` guess with that joint rate).
+        """
+        spec = next((j for j in self.joints if j.name == joint), None)
+        if spec is None:
+            raise ValueError(f"set_joint_rate: unknown joint {joint!r}; joints: "
+                             f"{[j.name for j in self.joints]}")
+        where = f"set_joint_rate of {spec.kind} joint {joint!r}"
+        available = [c for c, _ in spec.coordinates]
+        if not available:
+            raise ValueError(f"{where}: the joint has no joint coordinate; rates can be "
+                             f"set for revolute, prismatic, cylindrical and point-on-line "
+                             f"joints")
+        if spec.drive is not None:
+            raise ValueError(f"{where}: the joint is driven; its rate is the drive's s'(t)")
+        rates = dict(rate) if isinstance(rate, dict) else {available[0]: rate}
+        for coordinate, value in rates.items():
+            if coordinate not in available:
+                raise ValueError(f"{where}: coordinate {coordinate!r} not in {available}")
+            value = float(value)
+            if not np.isfinite(value):
+                raise ValueError(f"{where}: rate must be finite, got {value!r}")
+            self.joint_rates[(joint, coordinate)] = value
+
+    def _load(self, body, what, value, name):
+        """The moving body a force or torque acts on, its label and the value."""
+        where = self._force_label(what, name, f" on {body!r}")
+        try:
+            b = self.body(body)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if b is None:
+            raise ValueError(f"{where}: a {what} on ground does nothing; pick a moving body")
+        return b, where, value if callable(value) else _vector(value, what, where)
+
+    def add_force(self, body, point, force, local=False, name=None):
+        """Force (N) at a body point: constant (3,) or callable ``f(t, state) -> (3,)``.
+
+        A callable is checked at every call: a result that is not 3 finite
+        numbers raises an error naming the force (``name`` or its number).
+        """
+        _, where, force = self._load(body, "force", force, name)
+        self.forces.append(PointForce(self._point_expr(body, point, where, local), force, where))
+
+    def add_torque(self, body, torque, name=None):
+        """Torque (N·m) on a body: constant (3,) or callable ``f(t, state) -> (3,)``."""
+        b, where, torque = self._load(body, "torque", torque, name)
+        self.forces.append(Torque(b.index, torque, where))
+
+    # ------------------------------------------------------------- build
+    def initial_guess(self):
+        """Approximate initial ``(p, v)`` from reference and ``set_initial`` data."""
+        p = np.zeros((4 * len(self.bodies), 3))
+        v = np.zeros_like(p)
+        for b in self.bodies:
+            entry = self._initial.get(b.index, {})
+            block = b.coordinates(entry.get("origin"), entry.get("axes"))
+            p[4 * b.index:4 * b.index + 4] = block
+            v[4 * b.index] = entry.get("velocity", np.zeros(3))
+            omega = entry.get("angular_velocity", np.zeros(3))
+            v[4 * b.index + 1:4 * b.index + 4] = np.cross(omega, block[1:])
+        return p.ravel(), v.ravel()
+
+    def build(self):
+        """Validate and return the immutable :class:`~natcoord.model.frozen.Model`."""
+        from .frozen import Model
+        if not self.bodies:
+            raise ValueError(f"mechanism {self.name!r} has no bodies; add_body() first")
+        return Model(self)
+
+
+# ---------------------------------------------------------------- model files
+# Every public ``add_*`` method and ``set_initial``/``set_joint_rate`` is wrapped
+# once, here: a call that passed validation is recorded as (method name, its
+# arguments as given, arrays as lists, ground as "ground", the resulting name)
+# in ``Mechanism.calls``. ``natcoord.io.modelfile`` writes these calls
+# (``to_dict``/``to_file``) and replays them through the same methods
+# (``from_dict``/``load_mechanism``), so a loaded model passes every check.
+def _snapshot(value):
+    if value is GROUND:
+        return "ground"
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_snapshot(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value
+
+
+def _recorded(method):
+    import functools
+    import inspect
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        depth = self.__dict__.get("_call_depth", 0)
+        self._call_depth = depth + 1
+        try:
+            result = method(self, *args, **kwargs)
+        finally:
+            self._call_depth = depth
+        if depth == 0:        # record outermost calls only
+            arguments = signature.bind(self, *args, **kwargs).arguments
+            arguments = {k: _snapshot(v) for k, v in arguments.items() if k != "self"}
+            if isinstance(result, str) and "name" in signature.parameters:
+                arguments["name"] = result
+            self.__dict__.setdefault("calls", []).append((method.__name__, arguments))
+        return result
+
+    return wrapper
+
+
+for _method in [m for m in vars(Mechanism)
+                if m.startswith("add_") or m in ("set_initial", "set_joint_rate")]:
+    setattr(Mechanism, _method, _recorded(vars(Mechanism)[_method]))
+
+
+def _to_dict(self, sample_drives=None):
+    """The mechanism as a model-file dictionary (docs/model-format.md)."""
+    from ..io.modelfile import to_dict
+    return to_dict(self, sample_drives=sample_drives)
+
+
+def _to_file(self, path, sample_drives=None):
+    """Write the mechanism to a JSON (or, with PyYAML, .yaml) model file."""
+    from ..io.modelfile import save_mechanism
+    save_mechanism(self, path, sample_drives=sample_drives)
+
+
+def _from_dict(cls, data):
+    """Rebuild a mechanism from a model-file dictionary."""
+    from ..io.modelfile import from_dict
+    return from_dict(data)
+
+
+Mechanism.to_dict, Mechanism.to_file = _to_dict, _to_file
+Mechanism.from_dict = classmethod(_from_dict)
