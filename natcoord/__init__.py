@@ -13,7 +13,7 @@ from .linalg import available_solvers, default_solver
 from .io.importers import load_mjcf, load_urdf
 from .model.mechanism import GROUND, Mechanism
 from .model.frozen import Model, State
-from .io.modelfile import load_mechanism
+from .io.modelfile import load_mechanism, save_mechanism
 from .dynamics.projection import ProjectionError
 from .integrate.solution import Solution
 from .viz.plotting import plot_solution as plot
@@ -28,7 +28,7 @@ __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Dr
            "default_solver", "models", "sweep", "box_inertia", "rod_inertia",
            "cylinder_inertia", "plot", "animate"]
 # model files (docs/model-format.md)
-__all__ += ["load_mechanism", "load_urdf", "load_mjcf"]
+__all__ += ["load_mechanism", "save_mechanism", "load_urdf", "load_mjcf"]
 
 from .dynamics.linearization import Linearization, linearize  # noqa: E402
 from .dynamics.reactions import Reaction, joint_reaction  # noqa: E402

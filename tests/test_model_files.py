@@ -41,7 +41,7 @@ def test_round_trip(name, scenario, tmp_path):
     (bitwise), and writing the read model gives the same file."""
     mech = _build(name, scenario)
     path = tmp_path / "model.json"
-    mech.to_file(path)
+    nc.save_mechanism(mech, path)
     loaded = nc.load_mechanism(path)
     A, B = mech.build(), loaded.build()
     assert A.name == B.name and A.scenario == B.scenario
@@ -81,7 +81,7 @@ def test_sampled_drives_trajectory(tmp_path):
     crank tip must agree to well within 1e-9 m over 2 s."""
     mech = driven_crank()
     path = tmp_path / "crank.json"
-    mech.to_file(path, sample_drives=1e-3)
+    nc.save_mechanism(mech, path, sample_drives=1e-3)
     assert json.loads(path.read_text())["joints"][0]["drive"]["type"] == "spline"
     t = np.linspace(0.0, 2.0, 41)
     kw = dict(rtol=1e-8, proj_tol=1e-10, t_eval=t)
@@ -106,7 +106,7 @@ def test_declarative_drives_and_yaml(tmp_path):
     mech.add_torque("b0", (0, 0, 1.0))
     mech.add_force("b1", point=(1, 1, 0), force=(0, 1.0, 0))
     mech.set_initial("b2", angular_velocity=(0, 0, 0.1))
-    data = json.loads(json.dumps(mech.to_dict()))
+    data = json.loads(json.dumps(to_dict(mech)))
     loaded = from_dict(data)
     for joint in loaded.joints:
         for t in (0.0, 0.37, 1.9):
@@ -119,7 +119,7 @@ def test_declarative_drives_and_yaml(tmp_path):
                                                      0.1 - 0.4 * 2 + 0.09 * 4, -0.4 + 0.18 * 2))
     yaml = pytest.importorskip("yaml")
     path = tmp_path / "drives.yaml"
-    mech.to_file(path)
+    nc.save_mechanism(mech, path)
     assert yaml.safe_load(path.read_text()) == data
     assert to_dict(nc.load_mechanism(path)) == data
 
@@ -133,7 +133,7 @@ def test_schema_accepts_every_benchmark():
 
 
 def _four_bar_dict():
-    return json.loads(json.dumps(nc.models.four_bar().to_dict()))
+    return json.loads(json.dumps(to_dict(nc.models.four_bar())))
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -181,11 +181,11 @@ def test_bad_drive_specs_name_the_key(drive, message):
 def test_unserializable_mechanisms():
     """Callables have no text form: the error names the joint or force."""
     with pytest.raises(ValueError, match=r"revolute joint 'R'.*Python callable"):
-        driven_crank().to_dict()
+        to_dict(driven_crank())
     mech = nc.models.four_bar()
     mech.add_force("crank0", point=(0, 1, 0), force=lambda t, s: (0, 0, t))
     with pytest.raises(ValueError, match=r"force on 'crank0'.*callable"):
-        mech.to_dict()
+        to_dict(mech)
 
 
 def test_bad_files_on_disk(tmp_path):
@@ -465,7 +465,7 @@ def test_bad_robot_files(fmt, text, message, tmp_path):
 def test_cli_model_file(tmp_path):
     """``natcoord info|simulate FILE`` accept model files like benchmark names."""
     path = tmp_path / "four.json"
-    nc.models.four_bar().to_file(path)
+    nc.save_mechanism(nc.models.four_bar(), path)
     urdf = _write(tmp_path, "four.urdf", four_bar_urdf())
     from natcoord.cli import main
     assert main(["info", str(path)]) == 0

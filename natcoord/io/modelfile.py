@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.drives import Drive
-from ..model.mechanism import Mechanism, _snapshot
+from ..model.mechanism import Mechanism, snapshot
 
 FORMAT = "natcoord-mechanism"
 FORMAT_VERSION = 1
@@ -69,7 +69,7 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
     a drive without a declarative form (unless ``sample_drives`` is given),
     a force or torque given as a callable.
     """
-    scenario = _snapshot(dict(mech.scenario))
+    scenario = snapshot(dict(mech.scenario))
     t_end = float(scenario.get("t_end", 10.0))
     if "output_point" in scenario:
         body, point = scenario["output_point"]

@@ -407,9 +407,9 @@ class Mechanism:
 # once, here: a call that passed validation is recorded as (method name, its
 # arguments as given, arrays as lists, ground as "ground", the resulting name)
 # in ``Mechanism.calls``. ``natcoord.io.modelfile`` writes these calls
-# (``to_dict``/``to_file``) and replays them through the same methods
+# (``to_dict``/``save_mechanism``) and replays them through the same methods
 # (``from_dict``/``load_mechanism``), so a loaded model passes every check.
-def _snapshot(value):
+def snapshot(value):
     if value is GROUND:
         return "ground"
     if isinstance(value, np.ndarray):
@@ -417,9 +417,9 @@ def _snapshot(value):
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (list, tuple)):
-        return [_snapshot(v) for v in value]
+        return [snapshot(v) for v in value]
     if isinstance(value, dict):
-        return {k: _snapshot(v) for k, v in value.items()}
+        return {k: snapshot(v) for k, v in value.items()}
     return value
 
 
@@ -438,7 +438,7 @@ def _recorded(method):
             self._call_depth = depth
         if depth == 0:        # record outermost calls only
             arguments = signature.bind(self, *args, **kwargs).arguments
-            arguments = {k: _snapshot(v) for k, v in arguments.items() if k != "self"}
+            arguments = {k: snapshot(v) for k, v in arguments.items() if k != "self"}
             if isinstance(result, str) and "name" in signature.parameters:
                 arguments["name"] = result
             self.__dict__.setdefault("calls", []).append((method.__name__, arguments))
@@ -451,24 +451,3 @@ for _method in [m for m in vars(Mechanism)
                 if m.startswith("add_") or m in ("set_initial", "set_joint_rate")]:
     setattr(Mechanism, _method, _recorded(vars(Mechanism)[_method]))
 
-
-def _to_dict(self, sample_drives=None):
-    """The mechanism as a model-file dictionary (docs/model-format.md)."""
-    from ..io.modelfile import to_dict
-    return to_dict(self, sample_drives=sample_drives)
-
-
-def _to_file(self, path, sample_drives=None):
-    """Write the mechanism to a JSON (or, with PyYAML, .yaml) model file."""
-    from ..io.modelfile import save_mechanism
-    save_mechanism(self, path, sample_drives=sample_drives)
-
-
-def _from_dict(cls, data):
-    """Rebuild a mechanism from a model-file dictionary."""
-    from ..io.modelfile import from_dict
-    return from_dict(data)
-
-
-Mechanism.to_dict, Mechanism.to_file = _to_dict, _to_file
-Mechanism.from_dict = classmethod(_from_dict)
