@@ -12,8 +12,8 @@ import sys
 import numpy as np
 
 from natcoord import models
-from natcoord.integrate.simulate.simulate import simulate
-from natcoord.study.sweep.records import write_csv
+from natcoord.integrate.simulate import simulate
+from natcoord.study.records import write_csv
 
 COLUMNS = ("n", "t_end", "rtol", "solver", "wall_median_s", "wall_min_s", "steps", "rejected",
            "rhs", "factorizations", "worst_joint_error_m")

@@ -24,13 +24,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from natcoord.integrate.simulate import compiled as cc
-from natcoord.integrate.simulate import simulate as integrate
-from natcoord.integrate.simulate.simulate import simulate
+from natcoord.integrate import compiled as cc
+from natcoord.integrate import simulate as integrate
+from natcoord.integrate.simulate import simulate
 from natcoord.util.jit import njit
 from natcoord.models import chain, hexapod, six_bar
-from natcoord.integrate.simulate.stepper import DOPRI5
-from natcoord.study.sweep.records import write_csv
+from natcoord.integrate.stepper import DOPRI5
+from natcoord.study.records import write_csv
 
 COLUMNS = ("measure", "model", "outputs", "driver", "value", "unit", "ratio", "steps", "rhs")
 

@@ -46,15 +46,15 @@ import time
 import numpy as np
 
 from natcoord import models
-from natcoord.model.frozen.body import rod_inertia
-from natcoord.dynamics.workspace.workspace import accelerations
-from natcoord.integrate.simulate.simulate import simulate
-from natcoord.model.frozen.frozen import State
-from natcoord.models.families import _AXES, ANGLE, LENGTH, MASS, SECTION, _rotation
+from natcoord.model.body import rod_inertia
+from natcoord.dynamics.workspace import accelerations
+from natcoord.integrate.simulate import simulate
+from natcoord.model.frozen import State
+from natcoord.models.families import JOINT_AXES, ANGLE, LENGTH, MASS, SECTION, rotation
 from natcoord.models.six_bar import P3, RODS, rod_frame
 from . import scaling
 from .chain_simulation import joint_points
-from natcoord.study.sweep.records import Progress, write_csv
+from natcoord.study.records import Progress, write_csv
 from .tolerance import Reference, measure
 
 COLUMNS = ("experiment", "tool", "method", "n", "knob", "knob_value", "t_end", "repeat",
@@ -100,7 +100,7 @@ def _timed_median(function, repeat, sample_seconds=0.02):
 def chain_state(n, q, qd):
     """natcoord ``(p, v)`` of chain(n) at joint angles ``q`` and rates ``qd`` (n,).
 
-    Joint k turns rod k about ``_AXES[k % 2]`` of rod k−1's frame (ground's for
+    Joint k turns rod k about ``JOINT_AXES[k % 2]`` of rod k−1's frame (ground's for
     k = 0); q = 0.1 is the reference configuration. Returns also the world
     joint axes ``(n, 3)`` and angular velocities ``(n, 3)``.
     """
@@ -108,8 +108,8 @@ def chain_state(n, q, qd):
     axes, omegas = np.zeros((n, 3)), np.zeros((n, 3))
     R, top, omega, top_velocity = np.eye(3), np.zeros(3), np.zeros(3), np.zeros(3)
     for k in range(n):
-        axis = R @ _AXES[k % 2]
-        R = R @ _rotation(_AXES[k % 2], q[k])
+        axis = R @ JOINT_AXES[k % 2]
+        R = R @ rotation(JOINT_AXES[k % 2], q[k])
         omega = omega + axis * qd[k]
         p[k, 0], p[k, 1:] = top, R.T
         v[k, 0], v[k, 1:] = top_velocity, np.cross(omega, R.T)
@@ -163,7 +163,7 @@ def chain_mjcf(n, timestep=0.002):
     for k in range(n - 1, -1, -1):
         pos = np.zeros(3) if k == 0 else np.array([0.0, 0.0, -LENGTH])
         body = (f'<body name="rod{k + 1}" pos="{_f(pos)}"><joint name="joint{k + 1}" '
-                f'type="hinge" axis="{_f(_AXES[k % 2])}"/><inertial pos="0 0 {-0.5 * LENGTH!r}" '
+                f'type="hinge" axis="{_f(JOINT_AXES[k % 2])}"/><inertial pos="0 0 {-0.5 * LENGTH!r}" '
                 f'mass="{MASS!r}" diaginertia="{_f(inertia)}"/>{body}</body>')
     return (f'<mujoco model="chain({n})"><option timestep="{timestep!r}" integrator="RK4" '
             f'gravity="0 0 {-GRAVITY!r}"><flag contact="disable"/></option>'
@@ -190,7 +190,7 @@ def mujoco_chain(mujoco, n, timestep=0.002, spec=None):
                                  mass=MASS, ipos=[0.0, 0.0, -0.5 * LENGTH],
                                  inertia=list(inertia), explicitinertial=True)
         parent.add_joint(name=f"joint{k + 1}", type=mujoco.mjtJoint.mjJNT_HINGE,
-                         axis=list(_AXES[k % 2]))
+                         axis=list(JOINT_AXES[k % 2]))
     return s.compile()
 
 
@@ -223,7 +223,7 @@ def chain_cross_check(n, peers, seed=0):
 def compiled_rhs(model):
     """One evaluation of ``(v, a)`` by the compiled stepper's kernel (what ``simulate``
     evaluates per stage), from Python, at the state of :func:`scaling.measure`."""
-    from natcoord.integrate.simulate.stepper import DOPRI5
+    from natcoord.integrate.stepper import DOPRI5
     stepper = DOPRI5(model, t_bound=1.0)
     v = 0.1 * np.random.default_rng(0).standard_normal(model.n_coords)
     y = np.concatenate([model.p_reference, v])
@@ -675,7 +675,7 @@ def plot_peers(csv_path, png_path):
 
     import matplotlib.pyplot as plt
 
-    from natcoord.study.sweep.records import read_csv
+    from natcoord.study.records import read_csv
     rows = read_csv(csv_path)
     tools = list(dict.fromkeys(r["tool"] for r in rows))
     colours = dict(zip(tools, plt.rcParams["axes.prop_cycle"].by_key()["color"]))

@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from natcoord import models
-from natcoord.dynamics.workspace.workspace import Workspace, accelerations
+from natcoord.dynamics.workspace import Workspace, accelerations
 from natcoord.linalg import available_solvers
 from natcoord.linalg.blockldl import block_plan
 from natcoord.linalg.symbolic import structure
-from natcoord.model.frozen.frozen import State
-from natcoord.study.sweep.records import cpu_name
+from natcoord.model.frozen import State
+from natcoord.study.records import cpu_name
 
 FAMILIES = ("chain", "tree", "loops")
 LOOPS = 4

@@ -16,10 +16,10 @@ import statistics
 import time
 
 from natcoord.analysis import sensitivity
-from natcoord.integrate.simulate.simulate import simulate
+from natcoord.integrate.simulate import simulate
 from natcoord.models import hexapod, six_bar
 from natcoord.analysis.sensitivity import sensitivities
-from natcoord.study.sweep.records import write_csv
+from natcoord.study.records import write_csv
 
 CASES = {
     "hexapod-sprung": (lambda: hexapod(leg_springs=(2000.0, 10.0)).build(), 1.0,

@@ -34,11 +34,11 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from natcoord.integrate.simulate.simulate import simulate
+from natcoord.integrate.simulate import simulate
 from natcoord.models import hexapod, spring_pendulum
 from natcoord.models.spring_pendulum import polar_equations, polar_initial, polar_to_position
-from natcoord.integrate.simulate.radau import Radau
-from natcoord.study.sweep.records import Progress, text_table, write_csv
+from natcoord.integrate.radau import Radau
+from natcoord.study.records import Progress, text_table, write_csv
 
 COLUMNS = ("problem", "tool", "method", "coordinates", "rtol", "t_end", "repeat", "success",
            "wall_time_median", "wall_time_min", "steps", "rejected", "rhs", "jacobians",

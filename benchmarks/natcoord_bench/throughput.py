@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from natcoord.study.sweep import sweep as study
-from natcoord.study.sweep.records import Progress, text_table, write_csv
+from natcoord.study import sweep as study
+from natcoord.study.records import Progress, text_table, write_csv
 
 COLUMNS = ("mode", "workers", "batch", "runs", "wall_s", "runs_per_s", "speedup", "efficiency",
            "overhead_per_run_ms", "cluster_start_s", "identical")

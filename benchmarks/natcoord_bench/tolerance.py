@@ -3,7 +3,7 @@
 ``natcoord bench tolerance MODEL`` simulates MODEL on the grid of integration
 tolerances ``--rtol`` × projection tolerances ``--proj-tol`` (× ``--solver`` ×
 ``--projection`` × ``--method``, DOPRI5 or Radau IIA) and writes one CSV row per grid point (``COLUMNS``). The
-grid runs on Dask (:func:`natcoord.study.sweep.sweep`; ``--scheduler ADDR`` or a
+grid runs on Dask (:func:`natcoord.study.sweep`; ``--scheduler ADDR`` or a
 LocalCluster of ``--workers`` single-threaded processes, default one per
 core): each grid point is one task whose ``--repeat`` runs are timed one
 after the other on one worker, after an untimed warm-up run on that worker;
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from natcoord.study.sweep import sweep as study
-from natcoord.integrate.simulate.simulate import METHODS, PROJECTIONS, IntegrationError, simulate
+from natcoord.study import sweep as study
+from natcoord.integrate.simulate import METHODS, PROJECTIONS, IntegrationError, simulate
 from natcoord.linalg import available_solvers, default_solver
 from natcoord.linalg.base import HOLD_TOL
-from natcoord.study.sweep.records import write_csv
+from natcoord.study.records import write_csv
 
 #: CSV columns, in order (units: seconds, metres, joules).
 COLUMNS = ("model", "method", "solver", "projection", "rtol", "proj_tol", "hold_tol", "t_end", "repeat",
@@ -123,7 +123,7 @@ def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=Tru
     × ``rtols``.
 
     Projections that do not use ``proj_tol`` run once per ``rtol``. The grid
-    runs on Dask through :func:`natcoord.study.sweep.sweep` (``client``: a Client,
+    runs on Dask through :func:`natcoord.study.sweep` (``client``: a Client,
     a scheduler address, or None for a LocalCluster of ``workers`` processes):
     one task per grid point, the ``repeat`` timed runs of a point one after
     the other on one single-threaded worker, after an untimed warm-up run per
@@ -148,7 +148,7 @@ def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=Tru
 
 
 def grid_row(model, r):
-    """A row of ``COLUMNS`` from a row of :func:`natcoord.study.sweep.sweep`."""
+    """A row of ``COLUMNS`` from a row of :func:`natcoord.study.sweep`."""
     nan, ok = float("nan"), bool(r["success"])
     row = dict(model=model.name, method=r["method"], solver=r["solver"],
                projection=r["projection"], rtol=r["rtol"],

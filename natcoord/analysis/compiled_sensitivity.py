@@ -34,9 +34,10 @@ from collections import namedtuple
 import numpy as np
 
 from ..integrate import compiled as cc
-from ..integrate.compiled import (A_DENSE, C_DENSE, _affine, _constraints, factor, interpolate, rhs,
+from ..integrate.compiled import (A_DENSE, C_DENSE, affine_point, evaluate_constraints, factor, interpolate, rhs,
                        solve, stage_work, torque_forces, weights_at)
-from ..dynamics.linearization import loads, parameter_direction
+from ..dynamics.linearization import parameter_direction
+from ..model.parameters import loads
 from ..model.forces import Torque
 from ..util.jit import njit
 from ..model.kernels import jacobian_times
@@ -238,13 +239,13 @@ def _spring_frame(T, i, X, V, tmp):
     """Spring ``i``: ``n = d / l`` into ``tmp[0]``, ``ḋ`` into ``tmp[1]`` (``d = r_b − r_a``);
     returns ``l``. Scratch ``tmp[2:4]``."""
     ea, eb = T.sp_a[i], T.sp_b[i]
-    _affine(T, ea, X, tmp[2])
-    _affine(T, eb, X, tmp[3])
+    affine_point(T, ea, X, tmp[2])
+    affine_point(T, eb, X, tmp[3])
     for j in range(3):
         tmp[0, j] = (T.aff_const[eb, j] + tmp[3, j]) - (T.aff_const[ea, j] + tmp[2, j])
     length = np.sqrt(tmp[0, 0] ** 2 + tmp[0, 1] ** 2 + tmp[0, 2] ** 2)
-    _affine(T, ea, V, tmp[2])
-    _affine(T, eb, V, tmp[3])
+    affine_point(T, ea, V, tmp[2])
+    affine_point(T, eb, V, tmp[3])
     for j in range(3):
         tmp[0, j] /= length
         tmp[1, j] = tmp[3, j] - tmp[2, j]
@@ -271,11 +272,11 @@ def spring_derivative(T, i, X, V, dX, dV, F, tmp):
     """
     length = _spring_frame(T, i, X, V, tmp)
     n, rate, dd, drate, f = tmp[0], tmp[1], tmp[4], tmp[5], tmp[6]
-    _affine(T, T.sp_b[i], dX, dd)
-    _affine(T, T.sp_a[i], dX, tmp[2])
+    affine_point(T, T.sp_b[i], dX, dd)
+    affine_point(T, T.sp_a[i], dX, tmp[2])
     dd -= tmp[2]
-    _affine(T, T.sp_b[i], dV, drate)
-    _affine(T, T.sp_a[i], dV, tmp[2])
+    affine_point(T, T.sp_b[i], dV, drate)
+    affine_point(T, T.sp_a[i], dV, tmp[2])
     drate -= tmp[2]
     k, c = T.sp_k[i], T.sp_c[i]
     tension = k * (length - T.sp_l0[i]) + c * (n[0] * rate[0] + n[1] * rate[1] + n[2] * rate[2])
@@ -401,7 +402,7 @@ def projected(T, S, P, Wk, B, t, y, dy, out):
     weights_at(T, t, B.W)
     n = y.size // 2
     X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
-    _constraints(T, S, X, V, B.W)
+    evaluate_constraints(T, S, X, V, B.W)
     status = factor(T, S, P, Wk)
     if status != 0:
         return status

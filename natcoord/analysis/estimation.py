@@ -62,12 +62,13 @@ from scipy.optimize import least_squares
 from ..model import validate
 from ..dynamics.assembly import AssemblyError, assemble
 from ..util.checks import float_array, integer, number
-from ..dynamics.linearization import linearization_point, parameter_value
+from ..dynamics.linearization import linearization_point
+from ..model.parameters import parameter_value
 from ..dynamics.workspace import Workspace
 from ..model.expressions import stacked
 from ..integrate.simulate import IntegrationError, simulate
 from ..model.frozen import State
-from .sensitivity import INITIAL, _tangent_basis, sensitivities
+from .sensitivity import INITIAL, tangent_basis, sensitivities
 
 #: multiple shooting: stop once a full step has scaled norm ‖(Δθ / |θ0|, ξ)‖ below this
 XTOL = 1e-8
@@ -521,7 +522,7 @@ class _Shooting:
         Directions the points do not determine (singular values below
         ``NODE_RCOND``) keep the simulated state."""
         def tangent_step(node, residual):
-            Z = _tangent_basis(ws, linearization_point(model, node, workspace=ws).G)
+            Z = tangent_basis(ws, linearization_point(model, node, workspace=ws).G)
             return Z @ np.linalg.lstsq(w[:, None] * (self.C @ Z), w * residual,
                                        rcond=NODE_RCOND)[0]
 

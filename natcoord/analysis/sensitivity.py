@@ -40,9 +40,12 @@ import scipy.linalg
 
 from . import compiled_sensitivity
 from ..integrate import simulate as integrate
-from ..dynamics.linearization import linearization_point, parameter_value
+from ..dynamics.linearization import linearization_point
+from ..model.parameters import parameter_value
 from ..dynamics.workspace import Workspace
-from ..integrate.simulate import A, B, C, IntegrationError, SimulationInterrupted, dense_output, simulate
+from ..integrate.base import IntegrationError, SimulationInterrupted
+from ..integrate.dormand_prince import A, B, C, dense_output
+from ..integrate.simulate import simulate
 from ..linalg.base import DROP_TOL, HOLD_TOL
 
 #: directions of the initial state (columns: a basis of the tangent space)
@@ -235,7 +238,7 @@ def _initial_directions(ws, t, y, params):
     # only initial-state and drive columns start off zero: the rest need no solve here
     moved = any(name in INITIAL or name.startswith("drive:") for name in params)
     at = linearization_point(model, (t, y[:n], y[n:]), workspace=ws) if moved else None
-    Z = _tangent_basis(ws, at.G) if set(params) & set(INITIAL) else None
+    Z = tangent_basis(ws, at.G) if set(params) & set(INITIAL) else None
     columns, dy, thetas, basis = [], [], [], {}
     zero = np.zeros(n)
     for name in params:
@@ -254,7 +257,7 @@ def _initial_directions(ws, t, y, params):
     return tuple(columns), np.array(dy).reshape(len(columns), 2 * n), thetas, basis
 
 
-def _tangent_basis(ws, G):
+def tangent_basis(ws, G):
     """M-orthonormal basis ``Z`` (N, d) of ``ker G`` (kept rows): ``Z = Z₀ L⁻ᵀ`` with
     ``Z₀`` orthonormal (SVD) and ``L Lᵀ = Z₀ᵀ M Z₀``."""
     model = ws.model

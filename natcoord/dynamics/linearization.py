@@ -28,20 +28,20 @@ the constraint manifold).
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..model import validate
-from ..util.checks import number
 from ..model.derived import derived
 from ..model.drives import parameter_weights
 from .workspace import Workspace
 from ..model.expressions import stacked
-from ..model.forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
+from ..model.forces import CartesianSpringDamper, SpringDamper
 from ..model.kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from ..model.frozen import State
+from ..model.parameters import (PARAMETER_NAMES, driven_joint, named_body, named_load,
+                                named_spring, parameter_value, springs)
 
 #: relative step of the central differences of non-spring applied forces.
 FORCE_STEP = 1e-5
@@ -330,16 +330,6 @@ def _distribute_pair(spring, force, F):
 
 
 # ------------------------------------------------------------- parameters
-def springs(model):
-    """The model's spring–dampers in the order they were added."""
-    return [f for f in model.forces if isinstance(f, SpringDamper)]
-
-
-def loads(model):
-    """The model's point forces and torques in the order they were added."""
-    return [f for f in model.forces if isinstance(f, (PointForce, Torque))]
-
-
 def parameter_direction(model, name, at):
     """``dM`` and ``df`` of one named parameter at the base point ``at``.
 
@@ -362,11 +352,11 @@ def parameter_direction(model, name, at):
     """
     kind, _, key = name.partition(":")
     if kind == "drive":
-        drive, parameter = _driven(model, name, key)[1].drive, key.rpartition(":")[2]
+        drive, parameter = driven_joint(model, name, key)[1].drive, key.rpartition(":")[2]
         return {"dW": parameter_weights(model.tables.weights, drive, parameter, at.t)}
     df = np.zeros((4 * model.n_bodies, 3))
     if kind in ("mass", "inertia"):
-        body = _body(model, name, key)
+        body = named_body(model, name, key)
         c = np.concatenate([[1.0], body.com])
         if kind == "inertia":
             dJ4 = np.zeros((4, 4))
@@ -381,7 +371,7 @@ def parameter_direction(model, name, at):
             df[4 * body.index:4 * body.index + 4] = body.mass * np.outer(c, e)
         return {"df": df}
     if kind in ("stiffness", "damping", "rest_length"):
-        spring = _spring(model, name, key)
+        spring = named_spring(model, name, key)
         d = spring.b.evaluate(at.X) - spring.a.evaluate(at.X)
         length = np.linalg.norm(d)
         n = d / length
@@ -391,106 +381,7 @@ def parameter_direction(model, name, at):
         _distribute_pair(spring, dtension * n, df)
         return {"df": df}
     if kind == "load":
-        load = _load(model, name, key)
+        load = named_load(model, name, key)
         load.apply(at.t, State(at.t, at.X.ravel(), at.V.ravel()), at.X, at.V, df)
         return {"df": df}
     raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
-
-
-def parameter_value(model, name):
-    """The current value of a named parameter (``inertia:<body>`` and ``load:<k>``
-    are scales: 1)."""
-    if not isinstance(name, str):
-        raise TypeError(f"a parameter name is a string ({PARAMETER_NAMES}), got {name!r}")
-    kind, _, key = name.partition(":")
-    if kind == "load":
-        _load(model, name, key)
-        return 1.0
-    if kind == "drive":
-        return _driven(model, name, key)[1].drive.parameter(key.rpartition(":")[2])
-    if kind in ("mass", "inertia"):
-        body = _body(model, name, key)
-        return body.mass if kind == "mass" else 1.0
-    if kind == "gravity" and key in ("x", "y", "z"):
-        return float(model.gravity["xyz".index(key)])
-    if kind in SPRING_ATTRIBUTES:
-        return getattr(_spring(model, name, key), SPRING_ATTRIBUTES[kind])
-    raise KeyError(f"unknown parameter {name!r}: use {PARAMETER_NAMES}")
-
-
-#: the forms of parameter names
-PARAMETER_NAMES = ("mass:<body>, inertia:<body>, gravity:x|y|z, stiffness:<k>, damping:<k>, "
-                   "rest_length:<k>, load:<k> or drive:<joint>:<parameter>")
-#: spring parameter -> SpringDamper attribute
-SPRING_ATTRIBUTES = {"stiffness": "k", "damping": "c", "rest_length": "l0"}
-
-
-def set_parameter(model, name, value):
-    """Set a parameter on the mutable lists ``bodies``, ``forces``, ``joints``, the
-    array ``gravity`` and the ``tables`` of a model copy being made by
-    :meth:`Model.with_parameters`."""
-    kind, _, key = name.partition(":")
-    if kind == "drive":
-        j, joint = _driven(model, name, key)
-        drive = joint.drive.with_parameter(key.rpartition(":")[2], number(value, "value", name))
-        model.joints[j] = joint.with_drive(drive)
-        model.tables = model.tables.with_drive(joint.drive, drive)
-        return
-    if kind == "inertia":
-        raise ValueError(f"parameter {name!r} is a scale of the central inertia at 1; "
-                         f"to set it, build the model with the inertia wanted")
-    if kind == "mass":
-        body = _body(model, name, key)
-        model.bodies[body.index] = replace(body, mass=number(value, "mass", name, "positive"))
-    elif kind == "gravity":
-        model.gravity["xyz".index(key)] = number(value, "value", name)
-    elif kind == "load":
-        load = _load(model, name, key)
-        attribute = "force" if isinstance(load, PointForce) else "torque"
-        if callable(getattr(load, attribute)):
-            raise ValueError(f"parameter {name!r}: the load is a function of (t, state); "
-                             f"scale it inside that function instead")
-        new = copy.copy(load)
-        setattr(new, attribute, number(value, "scale", name) * np.asarray(getattr(load, attribute), float))
-        model.forces[next(i for i, f in enumerate(model.forces) if f is load)] = new
-    else:
-        spring = _spring(model, name, key)
-        new = copy.copy(spring)
-        setattr(new, SPRING_ATTRIBUTES[kind], number(value, kind, name, "non-negative"))
-        model.forces[next(i for i, f in enumerate(model.forces) if f is spring)] = new
-
-
-def _load(model, name, key):
-    return _numbered(loads(model), name, key, "point forces and torques are numbered {} in "
-                                              "the order they were added")
-
-
-def _driven(model, name, key):
-    """``(index, joint)`` of the driven joint of a ``drive:<joint>:<parameter>`` name."""
-    joint_name, _, parameter = key.rpartition(":")
-    driven = {j.name: i for i, j in enumerate(model.joints) if j.drive is not None}
-    if joint_name not in driven or not parameter:
-        undriven = any(j.name == joint_name for j in model.joints) and parameter
-        raise KeyError(f"parameter {name!r}: " + (f"joint {joint_name!r} has no drive; "
-                       if undriven else "") + f"use drive:<joint>:<parameter> with a driven "
-                       f"joint of {list(driven)}")
-    return driven[joint_name], model.joints[driven[joint_name]]
-
-
-def _body(model, name, key):
-    if key not in model.body_index:
-        raise KeyError(f"parameter {name!r}: unknown body {key!r}; bodies: "
-                       f"{list(model.body_index)}")
-    return model.bodies[model.body_index[key]]
-
-
-def _spring(model, name, key):
-    return _numbered(springs(model), name, key, "springs are numbered {} in the order of "
-                                                "add_spring")
-
-
-def _numbered(items, name, key, numbering):
-    """``items[int(key)]``, or ``KeyError`` saying ``numbering`` (with ``0..n−1`` for ``{}``)."""
-    if not key.isdigit() or int(key) >= len(items):
-        raise KeyError(f"parameter {name!r}: " + numbering.format(f"0..{len(items) - 1}"))
-    return items[int(key)]

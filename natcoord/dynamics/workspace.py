@@ -30,6 +30,7 @@ class Workspace:
         self.G = np.zeros((nnz, 3))
         self.f = np.zeros((4 * model.n_bodies, 3))
         self.W = np.zeros((model.n_weights, 3))
+        self.W_time = None          # the time W was last evaluated at
         self.solver = make_solver(model, solver, drop_tol, hold_tol)
         self.n_rhs = 0
         self.n_factorizations = 0
@@ -37,7 +38,12 @@ class Workspace:
     def constraints(self, t, p, v):
         """Evaluate ``g, g_t, γ, G`` at ``(t, p, v)`` (eq. 8–10)."""
         tables = self.model.tables
-        tables.weight_table(t, self.W)
+        # A run evaluates the weights several times at one t (an output's
+        # projection, its check and its record), and drive functions in Python
+        # cost far more than the kernels they feed: evaluate once per t.
+        if t != self.W_time:
+            tables.weight_table(t, self.W)
+            self.W_time = t
         constraint_kernel(p.reshape(-1, 3), v.reshape(-1, 3), self.W, *tables.kernel_args(),
                           self.g, self.g_t, self.gamma, self.G)
 

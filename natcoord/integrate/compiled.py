@@ -27,7 +27,8 @@ import numpy as np
 from ..model.forces import PointForce, SpringDamper, Torque
 from ..model.derived import derived
 from ..model.drives import NO_LAWS, fill_weights
-from .simulate import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY, clip_step
+from .base import clip_step
+from .dormand_prince import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY
 from ..model.kernels import constraint_kernel, jacobian_times
 from ..util.jit import njit
 from ..linalg.blockldl import WorkBuffers, factor_kernel, solve_kernel
@@ -207,7 +208,7 @@ def store_bytes(Wk, n_rows):
 
 # ------------------------------------------------------------------ forces
 @njit(cache=True)
-def _affine(T, e, X, out):
+def affine_point(T, e, X, out):
     """``out = Σ c_s X[s]`` (the rate part of Affine ``e``)."""
     out[0] = out[1] = out[2] = 0.0
     for k in range(T.aff_ptr[e], T.aff_ptr[e + 1]):
@@ -255,10 +256,10 @@ def generalized_forces(T, X, V, F, tmp):
             torque_forces(T.tq_vec[i], 4 * T.tq_body[i], X, F)
         else:                                            # spring–damper
             ea, eb = T.sp_a[i], T.sp_b[i]
-            _affine(T, ea, X, ra)
-            _affine(T, eb, X, rb)
-            _affine(T, ea, V, va)
-            _affine(T, eb, V, vb)
+            affine_point(T, ea, X, ra)
+            affine_point(T, eb, X, rb)
+            affine_point(T, ea, V, va)
+            affine_point(T, eb, V, vb)
             for j in range(3):
                 d[j] = (T.aff_const[eb, j] + rb[j]) - (T.aff_const[ea, j] + ra[j])
             length = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
@@ -286,8 +287,8 @@ def energy(T, X, V, tmp):
             pot -= T.gravity_force[s, j] * X[s, j]
     ra, rb = tmp[0], tmp[1]
     for i in range(T.sp_a.size):
-        _affine(T, T.sp_a[i], X, ra)
-        _affine(T, T.sp_b[i], X, rb)
+        affine_point(T, T.sp_a[i], X, ra)
+        affine_point(T, T.sp_b[i], X, rb)
         d2 = 0.0
         for j in range(3):
             dj = (T.aff_const[T.sp_b[i], j] + rb[j]) - (T.aff_const[T.sp_a[i], j] + ra[j])
@@ -298,7 +299,7 @@ def energy(T, X, V, tmp):
 
 # ------------------------------------------------------------ linear algebra
 @njit(cache=True)
-def _constraints(T, S, X, V, W):
+def evaluate_constraints(T, S, X, V, W):
     constraint_kernel(X, V, W, T.quad_row, T.quad_a, T.quad_b, T.quad_c, T.quad_w, T.quad_ga,
                       T.quad_gb, T.lin_row, T.lin_a, T.lin_d, T.lin_w, T.lin_g, T.const_row,
                       T.const_c, T.const_w, S.g, S.g_t, S.gamma, S.G)
@@ -372,7 +373,7 @@ def rhs(T, S, P, Wk, y, W, mode, out):
     """
     n = y.size // 2
     X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
-    _constraints(T, S, X, V, W)
+    evaluate_constraints(T, S, X, V, W)
     generalized_forces(T, X, V, S.F, S.tmp)
     if mode == 3:
         _velocity_residual(T, S, V)
@@ -453,7 +454,7 @@ def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter, fresh):
             _velocity_residual(T, S, x.reshape(-1, 3))
             r = S.Gv
         else:
-            _constraints(T, S, x.reshape(-1, 3), other.reshape(-1, 3), W)
+            evaluate_constraints(T, S, x.reshape(-1, 3), other.reshape(-1, 3), W)
             r = S.g
         size = _kept_max(S, r)
         target = MARGIN * _threshold(T, S, x, velocity, tol)
@@ -489,7 +490,7 @@ def project(T, S, P, Wk, y, W, mode, tol, fresh):
         fresh = fresh and k == 0
     if mode == 0 or mode == 1:
         if mode == 1:
-            _constraints(T, S, p.reshape(-1, 3), v.reshape(-1, 3), W)
+            evaluate_constraints(T, S, p.reshape(-1, 3), v.reshape(-1, 3), W)
         status, k = _newton(T, S, P, Wk, v, p, W, True, tol, 8, fresh)
         if status != 0:
             return VELOCITY_PROJECTION if status < 0 else status + 1
@@ -502,7 +503,7 @@ def evaluate(T, S, y, W):
     """``S.g, S.g_t, S.gamma, S.G`` and ``S.Gv = G v + g_t`` at ``y = (p, v)``."""
     n = y.size // 2
     V = y[n:].reshape(-1, 3)
-    _constraints(T, S, y[:n].reshape(-1, 3), V, W)
+    evaluate_constraints(T, S, y[:n].reshape(-1, 3), V, W)
     _velocity_residual(T, S, V)
 
 

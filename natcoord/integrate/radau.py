@@ -50,10 +50,9 @@ from scipy.linalg import lu_factor, lu_solve
 from ..dynamics.assembly import assemble
 from ..dynamics.linearization import linearize
 from ..dynamics.workspace import Workspace
-from .simulate import EPS_FLOOR, PROJECTIONS, Evaluations, _initial_step, clip_step
+from .base import EPS_FLOOR, PROJECTIONS, Evaluations, StepRecord, clip_step, initial_step
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..dynamics.projection import ProjectionError
-from .stepper import StepRecord
 
 # ------------------------------------------------------------ coefficients (IV.5, Table 5.6)
 S6 = np.sqrt(6.0)
@@ -147,7 +146,7 @@ class Radau:
         self.status, self.message = "running", ""
         self._t, self._y = t0, np.concatenate([state.p, state.v])
         self._f = self.rhs(t0, self._y)
-        h = first_step or _initial_step(self.rhs, t0, self._y, self._f, rtol, self.atol,
+        h = first_step or initial_step(self.rhs, t0, self._y, self._f, rtol, self.atol,
                                         t_bound - t0)
         self._h = min(h, max_step)
         self._J = self._lu = self._dense = None

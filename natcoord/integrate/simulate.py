@@ -18,32 +18,17 @@ import numpy as np
 from ..model import validate
 from ..dynamics.assembly import assemble
 from ..dynamics.workspace import Workspace
-from ..util.jit import njit
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..model.frozen import JOINT
-from ..dynamics.projection import ProjectionError, describe_rows, project_state, threshold
+from ..dynamics.projection import ProjectionError, describe_rows, threshold
+from .base import (EPS_FLOOR, METHODS, PROJECTIONS, Evaluations, IntegrationError,
+                   SimulationInterrupted, clip_step, initial_step)
+from .dormand_prince import A, B, BETA, C, E, FAC_MAX, FAC_MIN, SAFETY, DenseOutput
+from .radau import Radau
 from .solution import ContinuousSolution, Solution
+from .stepper import DOPRI5
+from .compiled import OUTPUT_RECORD, compilable
 
-C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
-A = [np.array([]),
-     np.array([1 / 5]),
-     np.array([3 / 40, 9 / 40]),
-     np.array([44 / 45, -56 / 15, 32 / 9]),
-     np.array([19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729]),
-     np.array([9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]),
-     np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])]
-B = A[6]                                   # 5th order weights (FSAL: stage 7 = f(y1))
-E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
-D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799,
-              -10690763975 / 1880347072, 701980252875 / 199316789632,
-              -1453857185 / 822651844, 69997945 / 29380423])
-PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
-#: integration methods of :func:`simulate`: DOPRI5 (explicit) and Radau IIA (implicit,
-#: :mod:`natcoord.integrate.radau`)
-METHODS = ("dopri5", "radau")
-SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
-#: smallest step relative to max(|t|, 1): below it the step size has underflowed
-EPS_FLOOR = 10 * np.finfo(float).eps
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
 LOCKED = 1e-3
@@ -52,92 +37,8 @@ LOCKED = 1e-3
 COMPILED = True
 
 
-@njit(cache=True)
-def clip_step(h, t, t_bound, eps_floor):
-    """The step from ``t`` toward ``t_bound``: ``h``, or the whole remainder when ``h``
-    would leave a sliver below the step-size floor ``eps_floor · max(|t_bound|, 1)``
-    (a floating-point remainder that no later step could cover)."""
-    remaining = t_bound - t
-    if h > remaining - eps_floor * max(abs(t_bound), 1.0):
-        return remaining
-    return h
-
-
-class IntegrationError(RuntimeError):
-    """The integration failed; ``.solution`` holds everything integrated so far
-    (``success=False``, the reason in ``.message``)."""
-
-    def __init__(self, message, solution):
-        super().__init__(message)
-        self.solution = solution
-
-
-class SimulationInterrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`simulate`: still a ``KeyboardInterrupt`` (a script
-    stops as it would), carrying everything integrated so far on ``.solution``."""
-
-    def __init__(self, message, solution):
-        super().__init__(message)
-        self.solution = solution
-
-
 class _Abort(Exception):
     """A failure that a smaller step cannot cure; ends the run."""
-
-
-def dense_output(y0, y1, K, h, theta):
-    """Continuous extension of DOPRI5 at ``t0 + θ h`` (order 4)."""
-    dy = y1 - y0
-    r3 = h * K[0] - dy
-    r4 = dy - h * K[6] - r3
-    r5 = h * (D @ K)
-    return y0 + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
-
-
-class DenseOutput:
-    """The order-4 continuous extension of one DOPRI5 step (:func:`dense_output`)."""
-
-    def __init__(self, t_old, h, y_old, y_new, K):
-        self.t_old, self.t, self.h = t_old, t_old + h, h
-        self.y_old, self.y_new, self.K = y_old, y_new, K
-
-    def __call__(self, t):
-        """``y`` (2 N,) at time ``t`` in ``[t_old, t]``, (k, 2 N) at times (k,) (unprojected)."""
-        theta = (np.asarray(t, float) - self.t_old) / self.h
-        y = dense_output(self.y_old, self.y_new, self.K, self.h, np.reshape(theta, (-1, 1)))
-        return y.reshape(theta.shape + (-1,))
-
-
-class Evaluations:
-    """``F = (v, a)`` and the projection of docs/method.md#17-integration, evaluated on a
-    :class:`~natcoord.dynamics.workspace.Workspace` and counted as an integrator counts them:
-    the Python DOPRI5 path and :class:`~natcoord.integrate.radau.Radau` share them."""
-
-    def __init__(self, ws, projection, proj_tol, baumgarte):
-        self.ws, self.n = ws, ws.model.n_coords
-        self.projection, self.proj_tol = projection, proj_tol
-        self.baumgarte = baumgarte if projection == "baumgarte" else None
-        self.n_rhs = self.n_projection_iterations = self.n_active_set_changes = 0
-        self._dropped = None
-
-    def rhs(self, t, y):
-        """``(v, a)`` at ``(t, y)`` (a new array); a change of the dropped rows is counted."""
-        p, v = y[:self.n], y[self.n:]
-        a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
-        self.n_rhs += 1
-        dropped = self.ws.dropped
-        if self._dropped is not None and not np.array_equal(dropped, self._dropped):
-            self.n_active_set_changes += 1
-        self._dropped = dropped.copy()
-        return np.concatenate([v, a])
-
-    def project(self, t, y, fresh=False):
-        """``y`` projected per ``self.projection`` (a new array); ``fresh`` as
-        :func:`~natcoord.dynamics.projection.project_state` (for outputs)."""
-        p, v, k = project_state(self.ws, t, y[:self.n], y[self.n:], self.proj_tol,
-                                self.projection, fresh)
-        self.n_projection_iterations += k
-        return np.concatenate([p, v])
 
 
 class _Run:
@@ -333,19 +234,6 @@ def _joints(model, rows):
                              if model.row_kind[r] == JOINT})) or "none"
 
 
-def _initial_step(rhs, t, y, f0, rtol, atol, direction_end):
-    """Starting step (Hairer, Nørsett & Wanner I, II.4)."""
-    scale = atol + rtol * np.abs(y)
-    d0 = np.sqrt(np.mean((y / scale) ** 2))
-    d1 = np.sqrt(np.mean((f0 / scale) ** 2))
-    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
-    h0 = min(h0, direction_end)
-    f1 = rhs(t + h0, y + h0 * f0)
-    d2 = np.sqrt(np.mean(((f1 - f0) / scale) ** 2)) / h0
-    h1 = max(1e-6, h0 * 1e-3) if max(d1, d2) <= 1e-15 else (0.01 / max(d1, d2)) ** 0.2
-    return min(100 * h0, h1, direction_end)
-
-
 def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, solver=None,
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
@@ -446,11 +334,9 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                            projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
                            hold_tol=hold_tol)
             if method == "radau":
-                from .radau import Radau
                 run.stepper = Radau(model, t_end, rtol, atol, proj_tol,
                                     solver=ws.solver_name, **options)
             else:
-                from .stepper import DOPRI5
                 run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, **options)
                 if _sweep is not None and not run.stepper.chunked:
                     raise ValueError("the compiled sensitivity sweep needs compiled drives")
@@ -504,7 +390,7 @@ def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_step
     if t_eval is None or t_eval[0] == t:
         run.record(t, y)
         next_out = 1 if t_eval is not None else 0
-    h = first_step or _initial_step(run.rhs, t, y, f, rtol, atol, t_end - t)
+    h = first_step or initial_step(run.rhs, t, y, f, rtol, atol, t_end - t)
     h = min(h, max_step)
     err_old, last_rejected = 1e-4, False
     K = np.empty((7, y.size))
@@ -565,7 +451,6 @@ def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_step
 
 
 def _compilable(model):
-    from .compiled import compilable
     return compilable(model)
 
 
@@ -631,7 +516,6 @@ def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
     """:func:`_drive` for a chunked stepper (DOPRI5 on a model without Python drive callables): steps, outputs and
     their checks in compiled chunks (:meth:`~natcoord.integrate.stepper.DOPRI5.advance`);
     Python only stores the records and handles what a chunk stopped for."""
-    from .compiled import OUTPUT_RECORD
     stepper = run.stepper
     next_out = 0
     if t_eval is None or t_eval[0] == run.t:

@@ -29,28 +29,11 @@ import numpy as np
 
 from . import compiled as cc
 from ..dynamics.assembly import assemble
-from .simulate import EPS_FLOOR, PROJECTIONS, DenseOutput, _initial_step, clip_step
+from .base import EPS_FLOOR, PROJECTIONS, StepRecord, clip_step, initial_step
+from .dormand_prince import DenseOutput
 from ..linalg import make_solver
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..dynamics.projection import ProjectionError
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """What one call of :meth:`DOPRI5.step` did.
-
-    ``t_old → t`` with step ``h`` (0 if none was accepted), ``err`` the error
-    norm of the last attempt, ``rejected`` attempts before it; ``status``
-    ``"accepted"`` or ``"failed"`` with ``message``.
-    """
-
-    t_old: float
-    t: float
-    h: float
-    err: float
-    rejected: int
-    status: str
-    message: str = ""
 
 
 @dataclass
@@ -150,7 +133,7 @@ class DOPRI5:
         self.status, self.message = "running", ""
         S.f[:] = self.rhs(t0, S.y)
         self.dropped_start = self.dropped
-        h = first_step or _initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
+        h = first_step or initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[cc.H] = min(h, max_step)
         self._records = self._segments = None

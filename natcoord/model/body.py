@@ -155,3 +155,14 @@ def cylinder_inertia(mass, radius, length, axis=2) -> np.ndarray:
     I = np.full(3, lateral)
     I[axis] = 0.5 * mass * radius**2
     return np.diag(I)
+
+
+def mass_terms(bodies, gravity):
+    """``J4`` of every body (n, 4, 4) and gravity as the constant generalized force
+    ``C(c̄)ᵀ m g`` (4 n, 3) (docs/method.md#12-mass-matrix)."""
+    J4 = np.array([b.J4 for b in bodies])
+    gravity_force = np.zeros((4 * len(bodies), 3))
+    for k, b in enumerate(bodies):
+        gravity_force[4 * k] = b.mass * np.asarray(gravity)
+        gravity_force[4 * k + 1:4 * k + 4] = b.mass * np.outer(b.com, gravity)
+    return J4, gravity_force

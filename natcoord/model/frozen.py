@@ -1,16 +1,17 @@
-"""The immutable model: topology, constants and compiled constraint tables."""
+"""The frozen model: topology, constants and flattened constraint tables; the state."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
+from .body import mass_terms
 from .drives import Weight, fill_weights, pack
 from .joints import rigid_body_rows
+from .parameters import parameter_changes
 
 RIGID, JOINT = 0, 1
 
@@ -41,7 +42,6 @@ class ConstraintTables:
 
     def __init__(self, rows, n_slots):
         self.weights = []          # time-dependent weight functions, index 1..
-        self._last_table = None    # (t, table) of the last weight_table
         quad, lin, const = [], [], []
         for r, row in enumerate(rows):
             for weight, q in row.parts:
@@ -88,33 +88,20 @@ class ConstraintTables:
                 self.lin_w, self.lin_g, self.const_row, self.const_c, self.const_w)
 
     def weight_table(self, t, out):
-        """``W[k] = (w_k, ẇ_k, ẅ_k)`` at time t (row 0 is the constant 1).
-
-        The table of the last t is kept: a run evaluates it several times at the
-        same t (an output's projection, its check and its record), and drive
-        functions in Python cost far more than the kernels they feed. One
-        tuple, replaced whole, so concurrent runs of the model read a
-        consistent pair.
-        """
-        last = self._last_table
-        if last is not None and last[0] == t:
-            out[:] = last[1]
-            return out
+        """``W[k] = (w_k, ẇ_k, ẅ_k)`` at time t (row 0 is the constant 1)."""
         out[0] = (1.0, 0.0, 0.0)
         if self.laws is not None:
             fill_weights(self.laws, float(t), out)
         else:
             for k, weight in enumerate(self.weights, start=1):
                 out[k] = weight(t)
-        if self.weights:
-            self._last_table = (t, out.copy())
         return out
 
     def with_drive(self, old, new):
         """A copy whose weights on drive ``old`` are on drive ``new`` (same structure)."""
         tables = copy.copy(self)
         tables.weights = [Weight(new, w.kind) if w.drive is old else w for w in self.weights]
-        tables.laws, tables._last_table = pack(tables.weights), None
+        tables.laws = pack(tables.weights)
         return tables
 
     def csr(self, G):
@@ -123,92 +110,132 @@ class ConstraintTables:
                              shape=self.shape)
 
 
+class FrozenDict(dict):
+    """A ``dict`` that refuses changes (a model's scenario, body index, joint rates).
+
+    A ``dict`` subclass rather than ``types.MappingProxyType`` so that a model
+    pickles (Dask sends models to workers)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a Model is frozen: build a new one with Mechanism.build() "
+                        "or Model.with_parameters()")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __reduce__(self):
+        return FrozenDict, (dict(self),)
+
+
+@dataclass(frozen=True, eq=False)
 class Model:
     """Immutable multibody model in natural coordinates (built by ``Mechanism.build``).
 
-    Rows of ``g`` are ordered: the six rigid-body constraints of each body
-    (body order), then every joint's rows (joint order).
+    Plain arrays (read-only), tuples and frozen mappings; ``model.name = "x"``
+    raises. Rows of ``g`` are ordered: the six rigid-body constraints of each
+    body (body order), then every joint's rows (joint order). Equality is
+    identity (``eq=False``): two builds are two models, and what is derived
+    per model (:mod:`natcoord.model.derived`) is keyed by the object.
     """
 
-    def __init__(self, mech):
-        self.name = mech.name
-        self.scenario = dict(mech.scenario)
-        self.scenario.setdefault("t_end", 10.0)
+    name: str
+    scenario: FrozenDict
+    bodies: tuple
+    joints: tuple
+    forces: tuple
+    gravity: np.ndarray
+    #: body name -> index
+    body_index: FrozenDict
+    row_labels: tuple
+    #: RIGID or JOINT per row
+    row_kind: np.ndarray
+    #: body (RIGID rows) or joint (JOINT rows) index per row
+    row_owner: np.ndarray
+    #: (start, stop) of each joint's rows
+    joint_rows: tuple
+    #: (n_joints, 2) body indices of each joint (−1: ground)
+    joint_bodies: np.ndarray
+    tables: ConstraintTables
+    #: (n, 4, 4) ``J4`` of every body (§1.2)
+    J4: np.ndarray
+    #: (4 n, 3) gravity as the constant generalized force ``C(c̄)ᵀ m g``
+    gravity_force: np.ndarray
+    #: prescribed joint rates and ``set_initial`` velocities (checked after assembly)
+    joint_rates: FrozenDict
+    velocity_requests: FrozenDict
+    p_guess: np.ndarray
+    v_guess: np.ndarray
+    p_reference: np.ndarray
+
+    @classmethod
+    def from_mechanism(cls, mech):
+        """The frozen model of a builder's bodies, joints and forces (``Mechanism.build``)."""
+        scenario = dict(mech.scenario)
+        scenario.setdefault("t_end", 10.0)
         last = mech.bodies[-1]
-        self.scenario.setdefault("output_point", (last.name, tuple(last.origin)))
-        self.bodies = tuple(mech.bodies)
-        self.joints = tuple(mech.joints)
-        self.forces = tuple(mech.forces)
-        self.gravity = _frozen(mech.gravity)
-        self.n_bodies = len(self.bodies)
-        self.n_coords = 12 * self.n_bodies
-        self.body_index = {b.name: b.index for b in self.bodies}
+        scenario.setdefault("output_point", (last.name, tuple(last.origin)))
+        bodies = tuple(mech.bodies)
         rows, kind, owner, joint_rows = [], [], [], []
-        for b in self.bodies:
+        for b in bodies:
             rows += rigid_body_rows(b.index, b.name)
             kind += [RIGID] * 6
             owner += [b.index] * 6
-        for j, joint in enumerate(self.joints):
+        for j, joint in enumerate(mech.joints):
             joint_rows.append((len(rows), len(rows) + len(joint.rows)))
             rows += joint.rows
             kind += [JOINT] * len(joint.rows)
             owner += [j] * len(joint.rows)
-        self.n_rows = len(rows)
-        self.row_labels = tuple(r.label for r in rows)
-        self.row_kind = _frozen(kind, np.int8)
-        self.row_owner = _frozen(owner, np.int64)
-        self.joint_rows = tuple(joint_rows)
-        self.joint_bodies = _frozen(np.reshape([j.bodies for j in self.joints], (-1, 2)),
-                                    np.int64)
-        self.tables = ConstraintTables(rows, 4 * self.n_bodies)
-        self.n_weights = 1 + len(self.tables.weights)
-        self._set_mass_terms()
-        # prescribed joint rates and set_initial velocities (checked after assembly)
-        self.joint_rates = dict(getattr(mech, "joint_rates", {}))
-        self.velocity_requests = {
-            i: {k: e[k] for k in ("velocity", "angular_velocity") if k in e}
-            for i, e in mech._initial.items() if "velocity" in e or "angular_velocity" in e}
+        gravity = _frozen(mech.gravity, float)
+        J4, gravity_force = mass_terms(bodies, gravity)
         p0, v0 = mech.initial_guess()
-        self.p_guess, self.v_guess = _frozen(p0), _frozen(v0)
-        self.p_reference = _frozen(np.concatenate([b.coordinates().ravel()
-                                                   for b in self.bodies]))
+        return cls(
+            name=mech.name, scenario=FrozenDict(scenario), bodies=bodies,
+            joints=tuple(mech.joints), forces=tuple(mech.forces), gravity=gravity,
+            body_index=FrozenDict({b.name: b.index for b in bodies}),
+            row_labels=tuple(r.label for r in rows), row_kind=_frozen(kind, np.int8),
+            row_owner=_frozen(owner, np.int64), joint_rows=tuple(joint_rows),
+            joint_bodies=_frozen(np.reshape([j.bodies for j in mech.joints], (-1, 2)),
+                                 np.int64),
+            tables=ConstraintTables(rows, 4 * len(bodies)),
+            J4=_frozen(J4), gravity_force=_frozen(gravity_force),
+            joint_rates=FrozenDict(mech.joint_rates),
+            velocity_requests=FrozenDict(mech.velocity_requests()),
+            p_guess=_frozen(p0), v_guess=_frozen(v0),
+            p_reference=_frozen(np.concatenate([b.coordinates().ravel() for b in bodies])))
 
-    def _set_mass_terms(self):
-        """``J4`` of every body and gravity as the constant generalized force
-        ``C(c̄)ᵀ m g`` (§1.2), from ``bodies`` and ``gravity``."""
-        self.J4 = _frozen(np.array([b.J4 for b in self.bodies]))
-        fg = np.zeros((4 * self.n_bodies, 3))
-        for b in self.bodies:
-            fg[4 * b.index] = b.mass * self.gravity
-            fg[4 * b.index + 1:4 * b.index + 4] = b.mass * np.outer(b.com, self.gravity)
-        self.gravity_force = _frozen(fg)
+    @property
+    def n_bodies(self):
+        return len(self.bodies)
+
+    @property
+    def n_coords(self):
+        """12 natural coordinates per body."""
+        return 12 * len(self.bodies)
+
+    @property
+    def n_rows(self):
+        return len(self.row_labels)
+
+    @property
+    def n_weights(self):
+        """Rows of the weight table: the constant 1 and one per time-dependent weight."""
+        return 1 + len(self.tables.weights)
 
     def with_parameters(self, values):
         """A copy with the named parameters set: ``{"mass:<body>": m,
         "gravity:x|y|z": g_k, "stiffness:<k>" | "damping:<k>" | "rest_length:<k>": x,
         "load:<k>": a scale of the k-th constant point force or torque,
         "drive:<joint>:<parameter>": a parameter of a declarative drive}``
-        (names of :func:`natcoord.dynamics.linearization.parameter_direction`; springs numbered
-        in the order of ``add_spring``). Topology and the initial guess are
-        shared; the mass matrix and gravity force are recomputed (what is derived
-        per model, such as the assembly, is the copy's own: :mod:`natcoord.model.derived`).
+        (:mod:`natcoord.model.parameters`; springs numbered in the order of
+        ``add_spring``). Topology and the initial guess are shared; the mass
+        terms are recomputed, and what is derived per model (such as the
+        assembly) is the copy's own (:mod:`natcoord.model.derived`).
         ``KeyError``/``ValueError``/``TypeError`` name a bad parameter."""
-        from ..dynamics.linearization import parameter_value, set_parameter
-        if not isinstance(values, Mapping):
-            raise TypeError(f"with_parameters takes a mapping {{name: value}}, e.g. "
-                            f"{{'mass:<body>': 2.0}}; got {values!r}")
-        new = copy.copy(self)
-        new.__dict__.pop("mass_matrix", None)                  # mass-dependent
-        new.bodies, new.forces, new.joints, new.gravity = list(self.bodies), \
-            list(self.forces), list(self.joints), np.array(self.gravity)
-        for name, value in dict(values).items():
-            parameter_value(self, name)              # the name exists
-            set_parameter(new, name, value)
-        new.bodies, new.forces, new.joints = tuple(new.bodies), tuple(new.forces), \
-            tuple(new.joints)
-        new.gravity = _frozen(new.gravity)
-        new._set_mass_terms()
-        return new
+        changes = parameter_changes(self, values)
+        J4, gravity_force = mass_terms(changes["bodies"], changes["gravity"])
+        changes.update(gravity=_frozen(changes["gravity"], float), J4=_frozen(J4),
+                       gravity_force=_frozen(gravity_force))
+        return replace(self, **changes)
 
     # ------------------------------------------------------------------ info
     def __repr__(self):

@@ -8,6 +8,7 @@ from .body import Body, validate_axes, validate_conditioning, validate_mass_prop
 from ..util.checks import float_array, number
 from .expressions import Affine, dot
 from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
+from .frozen import Model
 
 
 class _Ground:
@@ -394,12 +395,17 @@ class Mechanism:
             v[4 * b.index + 1:4 * b.index + 4] = np.cross(omega, block[1:])
         return p.ravel(), v.ravel()
 
+    def velocity_requests(self):
+        """``{body index: {"velocity" and/or "angular_velocity": value}}`` of the
+        ``set_initial`` calls that asked for velocities (checked after assembly)."""
+        return {i: {k: e[k] for k in ("velocity", "angular_velocity") if k in e}
+                for i, e in self._initial.items() if "velocity" in e or "angular_velocity" in e}
+
     def build(self):
-        """Validate and return the immutable :class:`~natcoord.model.frozen.Model`."""
-        from .frozen import Model
+        """Validate and return the frozen :class:`~natcoord.model.frozen.Model`."""
         if not self.bodies:
             raise ValueError(f"mechanism {self.name!r} has no bodies; add_body() first")
-        return Model(self)
+        return Model.from_mechanism(self)
 
 
 # ---------------------------------------------------------------- model files

@@ -13,10 +13,10 @@ from ..model.body import rod_inertia
 from ..model.mechanism import GROUND, Mechanism
 
 MASS, LENGTH, SECTION, ANGLE = 1.0, 0.5, 0.05, 0.1
-_AXES = (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+JOINT_AXES = (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
 
 
-def _rotation(axis, angle):
+def rotation(axis, angle):
     """Rodrigues' rotation matrix."""
     K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
     return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
@@ -28,7 +28,7 @@ def _add_rod(mech, name, parent, top, R_parent, axis_local, angle):
     Body axes are ``R = R_parent Rot(axis, angle)``; the rod runs along −e3.
     Returns the rod's rotation and bottom point.
     """
-    R = R_parent @ _rotation(axis_local, angle)
+    R = R_parent @ rotation(axis_local, angle)
     bottom = top + R @ np.array([0.0, 0.0, -LENGTH])
     mech.add_body(name, mass=MASS, com=0.5 * (top + bottom),
                   inertia=rod_inertia(MASS, LENGTH, SECTION, axis=2), origin=top, axes=R)
@@ -50,7 +50,7 @@ def chain(n, loops=0, gravity=9.81):
                      name=f"chain({n})" if not loops else f"chain({n}, loops={loops})")
     R, point, parent, bottoms = np.eye(3), np.zeros(3), GROUND, []
     for k in range(n):
-        R, point = _add_rod(mech, f"rod{k + 1}", parent, point, R, _AXES[k % 2], ANGLE)
+        R, point = _add_rod(mech, f"rod{k + 1}", parent, point, R, JOINT_AXES[k % 2], ANGLE)
         parent = f"rod{k + 1}"
         bottoms.append(point)
     for j in range(1, loops + 1):
@@ -76,7 +76,7 @@ def tree(depth, gravity=9.81):
         parent, top, R_parent, level, sign = stack.pop()
         count += 1
         name = f"rod{count}"
-        R, bottom = _add_rod(mech, name, parent, top, R_parent, _AXES[level % 2],
+        R, bottom = _add_rod(mech, name, parent, top, R_parent, JOINT_AXES[level % 2],
                              sign * ANGLE)
         if level + 1 < depth:
             stack += [(name, bottom, R, level + 1, s) for s in (-1.0, 1.0)]
