@@ -6,8 +6,6 @@ one DOF and one redundant row (docs/benchmarks.md). A state off the manifold
 is projected onto it; bad arguments are named. The assembly and the solvers'
 symbolic plans are derived per model, outside the frozen model.
 """
-import ast
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -83,11 +81,3 @@ def test_a_reparameterized_copy_derives_its_own_assembly_and_plans(model):
     assert not np.array_equal(block_plan(model).arrays.J4, heavy.J4)
     nc.simulate(heavy, 0.05)
     assert not {"_symbolic", "_default_initial"} & set(heavy.__dict__)
-
-
-def test_the_model_module_imports_no_analysis():
-    """No import circle dynamics → model → projection → dynamics (not even lazily)."""
-    source = Path(nc.model.__file__).read_text()
-    imported = {node.module for node in ast.walk(ast.parse(source))
-                if isinstance(node, ast.ImportFrom)}
-    assert not imported & {"projection", "dynamics", "assembly", "kinematics"}

@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from test_solver_agreement import mechanism_specs, random_mechanism
 
 import natcoord as nc
-from natcoord.dynamics.linearization import linearization_point, linearize, loads, springs
-from natcoord.dynamics.linearization import parameter_value as parameter_of
+from natcoord.dynamics.linearization import linearization_point, linearize
+from natcoord.model.parameters import loads, springs
+from natcoord.model.parameters import parameter_value as parameter_of
 from natcoord.models.hexapod import BASE_POINTS, PLATFORM_POINTS
 
 STEP, RTOL = 1e-3, 1e-7

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord import sensitivity
-from natcoord.dynamics.linearization import parameter_value
+from natcoord.analysis import sensitivity
+from natcoord.model.parameters import parameter_value
 
 EPS, RTOL = 1e-6, 1e-7
 FIXED = dict(rtol=1e-3, first_step=0.01, max_step=0.01, proj_tol=1e-13)

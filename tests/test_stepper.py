@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord import integrate
+from natcoord.integrate import simulate as integrate
 from natcoord.integrate.compiled import compilable
 from natcoord.models import REGISTRY
 from natcoord.integrate.stepper import DOPRI5, StepRecord

@@ -52,6 +52,7 @@ STORE_BYTES = 2 ** 20
 PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length", "load")
 #: spring parameters: index in ``Directions.spring_kind``
 SPRING_KINDS = ("stiffness", "damping", "rest_length")
+STIFFNESS, DAMPING, REST_LENGTH = range(3)
 
 #: per column: constant ``df`` (4 n, 3), the body of ``dJ4`` (−1: none) and
 #: ``dJ4`` (4, 4), the spring (−1: none) and which of its parameters, the
@@ -325,9 +326,9 @@ def parameter_force(T, D, j, X, V, A, F, tmp):
         length = _spring_frame(T, i, X, V, tmp)
         n, rate = tmp[0], tmp[1]
         kind = D.spring_kind[j]
-        if kind == 0:
+        if kind == STIFFNESS:
             dtension = length - T.sp_l0[i]
-        elif kind == 1:
+        elif kind == DAMPING:
             dtension = n[0] * rate[0] + n[1] * rate[1] + n[2] * rate[2]
         else:
             dtension = -T.sp_k[i]

@@ -20,7 +20,7 @@ initial state, ``τ_0`` its time) and the nodes are unknowns beside θ:
 
 ``F_k`` the residuals of the measurements in ``[τ_k, τ_{k+1})``. A node stays
 on the constraint manifold: it moves by ``T_k ξ_k`` and is re-assembled
-(:meth:`~natcoord.Model.initial_state`), with minimal coordinates ``ξ_k``
+(:func:`~natcoord.assemble`), with minimal coordinates ``ξ_k``
 (2 d, d the degrees of freedom) and ``T_k = [[Z, 0], [W, Z]]`` the tangent
 directions ``"p0"``, ``"v0"`` of :func:`~natcoord.sensitivities` (``Z`` an
 M-orthonormal basis of ``ker G``, ``W`` the velocity change keeping

@@ -7,7 +7,8 @@ forces, the block factorization with constraint partitioning and its solve),
 the error norm, the PI controller and, for an accepted step, the simplified
 Newton projection of :mod:`natcoord.dynamics.projection`. The math is that of those
 modules (same tableau, error norm, controller constants, projection
-constants — imported, not copied), so the step sequence is the same.
+constants, read from :mod:`natcoord.integrate.dormand_prince` and
+:mod:`natcoord.dynamics.projection`), so the step sequence is the same.
 
 Built-in forces are flattened into arrays (:func:`flatten_forces`): gravity
 and constant point forces as constant slot forces, constant torques
@@ -49,8 +50,10 @@ D_DENSE = np.asarray(D, float)
 ACCEPTED, REJECTED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, NON_FINITE, \
     POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS, CHECK, FULL, FINISHED = range(11)
 
-#: projection modes (integrate.PROJECTIONS order)
-MODES = {"position+velocity": 0, "velocity": 1, "none": 2, "baumgarte": 3}
+#: projection modes, in the order of ``natcoord.integrate.base.PROJECTIONS``
+PROJECT_POSITIONS_AND_VELOCITIES, PROJECT_VELOCITIES, NO_PROJECTION, BAUMGARTE = range(4)
+MODES = {"position+velocity": PROJECT_POSITIONS_AND_VELOCITIES,
+         "velocity": PROJECT_VELOCITIES, "none": NO_PROJECTION, "baumgarte": BAUMGARTE}
 
 #: force kinds in the flattened force list
 POINT_FORCE, TORQUE, SPRING = 0, 1, 2
@@ -250,9 +253,9 @@ def generalized_forces(T, X, V, F, tmp):
     one = 1.0
     for k in range(T.force_kind.size):
         kind, i = T.force_kind[k], T.force_index[k]
-        if kind == 0:                                    # constant point force
+        if kind == POINT_FORCE:                          # constant point force
             _distribute(T, T.pf_aff[i], F, one, T.pf_vec[i])
-        elif kind == 1:                                  # constant torque: ½ τ × e_k
+        elif kind == TORQUE:                             # constant torque: ½ τ × e_k
             torque_forces(T.tq_vec[i], 4 * T.tq_body[i], X, F)
         else:                                            # spring–damper
             ea, eb = T.sp_a[i], T.sp_b[i]
@@ -375,7 +378,7 @@ def rhs(T, S, P, Wk, y, W, mode, out):
     X, V = y[:n].reshape(-1, 3), y[n:].reshape(-1, 3)
     evaluate_constraints(T, S, X, V, W)
     generalized_forces(T, X, V, S.F, S.tmp)
-    if mode == 3:
+    if mode == BAUMGARTE:
         _velocity_residual(T, S, V)
         alpha, beta = S.ctrl[ALPHA], S.ctrl[BETA_B]
         for r in range(S.s.size):
@@ -482,14 +485,14 @@ def project(T, S, P, Wk, y, W, mode, tol, fresh):
     evaluated (:func:`evaluate`) at the projected ``y`` in modes 0 and 1."""
     n = y.size // 2
     p, v = y[:n], y[n:]
-    if mode == 0:
+    if mode == PROJECT_POSITIONS_AND_VELOCITIES:
         status, k = _newton(T, S, P, Wk, p, v, W, False, tol, 8, fresh)
         if status != 0:
             return POSITION_PROJECTION if status < 0 else status + 1
         S.counts[N_PROJ] += k
         fresh = fresh and k == 0
-    if mode == 0 or mode == 1:
-        if mode == 1:
+    if mode == PROJECT_POSITIONS_AND_VELOCITIES or mode == PROJECT_VELOCITIES:
+        if mode == PROJECT_VELOCITIES:
             evaluate_constraints(T, S, p.reshape(-1, 3), v.reshape(-1, 3), W)
         status, k = _newton(T, S, P, Wk, v, p, W, True, tol, 8, fresh)
         if status != 0:
@@ -728,7 +731,7 @@ def violated(T, S, y, W, mode, tol, drift_tol, evaluated):
     n = y.size // 2
     if not evaluated:
         evaluate(T, S, y, W)
-    if mode == 0:
+    if mode == PROJECT_POSITIONS_AND_VELOCITIES:
         tol_p = _threshold(T, S, y[:n], False, tol)
         tol_v = _threshold(T, S, y[n:], True, tol)
         for r in range(S.g.size):

@@ -345,7 +345,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
             run.wall = time.perf_counter()
             if _sweep is not None:
                 _sweep.start(run.t, run.y)
-            _drive(run, t_end, t_eval, max_steps, progress)
+            _run_stepper(run, t_end, t_eval, max_steps, progress)
         else:
             f = run.rhs(run.t, run.y)
             run.dropped_start = ws.dropped.copy()
@@ -464,7 +464,7 @@ def _check_step(run, t, y):
     run.check(t, p, v)
 
 
-def _drive(run, t_end, t_eval, max_steps, progress):
+def _run_stepper(run, t_end, t_eval, max_steps, progress):
     """The driver of a stepper object ``run.stepper`` (the compiled
     :class:`~natcoord.integrate.stepper.DOPRI5`, which takes the same steps as :func:`_integrate`,
     or :class:`~natcoord.integrate.radau.Radau`): one ``step()`` per accepted step, then the
@@ -513,7 +513,7 @@ def _drive(run, t_end, t_eval, max_steps, progress):
 
 
 def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
-    """:func:`_drive` for a chunked stepper (DOPRI5 on a model without Python drive callables): steps, outputs and
+    """:func:`_run_stepper` for a chunked stepper (DOPRI5 on a model without Python drive callables): steps, outputs and
     their checks in compiled chunks (:meth:`~natcoord.integrate.stepper.DOPRI5.advance`);
     Python only stores the records and handles what a chunk stopped for."""
     stepper = run.stepper

@@ -56,13 +56,12 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from ..model.derived import derived
 from ..util.jit import njit
 
 from ..model.frozen import JOINT as JOINT_ROW
 from ..model.frozen import RIGID
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve, unit_mass_blocks
-from .symbolic import BODY, structure
+from .symbolic import BODY, BlockStructure, structure
 
 #: The kernels' read-only arrays (fields of :class:`BlockPlan`, documented there),
 #: passed to compiled code as one named tuple.
@@ -90,8 +89,7 @@ class BlockPlan:
     twist form goes.
     """
 
-    def __init__(self, model):
-        s = structure(model)
+    def __init__(self, model, s: BlockStructure):
         n, N = model.n_bodies, s.n_nodes
         tables = model.tables
         if not np.all(model.row_kind[:6 * n] == RIGID) or \
@@ -210,8 +208,8 @@ class BlockPlan:
 
 
 def block_plan(model) -> BlockPlan:
-    """The kernels' index arrays of ``model``, built once per model (:mod:`natcoord.model.derived`)."""
-    return derived(model, "block", lambda: BlockPlan(model))
+    """The kernels' index arrays of ``model`` (a new plan; a solver builds and owns its own)."""
+    return BlockPlan(model, structure(model))
 
 
 # ------------------------------------------------------------ small kernels
@@ -509,22 +507,27 @@ def _eliminate(G, J4, threshold, ratio, forced, P, W):
     return -1, count, ambiguous
 
 
+#: statuses of the factorization (``factor_kernel``)
+FACTORED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, UNPIVOTABLE_JOINT = range(4)
+
+
 @njit(cache=True)
 def _factor_pass(G, J4, J4_min, threshold, ratio, forced, P, W):
     """One assembly and elimination in the metric of the mass blocks ``J4``.
 
-    Returns ``(status, where, dropped count, ambiguous decisions)``: status 0
-    ok, 1 a singular frame (body ``where``), 2 a body pivot not positive
-    definite (node ``where``), 3 (``forced``) a joint row kept on geometry
-    that cannot be pivoted in the true metric (joint node ``where``).
+    Returns ``(status, where, dropped count, ambiguous decisions)``: FACTORED,
+    SINGULAR_FRAME (body ``where``), NOT_POSITIVE_DEFINITE (a body pivot, node
+    ``where``) or, when ``forced``, UNPIVOTABLE_JOINT (a joint row kept on
+    geometry that cannot be pivoted in the true metric, joint node ``where``).
     """
     bad = _assemble(G, J4, J4_min, P, W)
     if bad >= 0:
-        return 1, bad, 0, 0
+        return SINGULAR_FRAME, bad, 0, 0
     node, count, ambiguous = _eliminate(G, J4, threshold, ratio, forced, P, W)
     if node < 0:
-        return 0, node, count, ambiguous
-    return (3 if forced and ambiguous else 2), node, count, ambiguous
+        return FACTORED, node, count, ambiguous
+    return (UNPIVOTABLE_JOINT if forced and ambiguous else NOT_POSITIVE_DEFINITE), node, \
+        count, ambiguous
 
 
 @njit(cache=True)
@@ -540,11 +543,11 @@ def factor_kernel(G, threshold, P, W):
     """
     status, where, count, ambiguous = _factor_pass(G, P.J4, P.J4_min, threshold,
                                                    P.mass_ratio, False, P, W)
-    if status != 0 or ambiguous == 0:
+    if status != FACTORED or ambiguous == 0:
         return status, where, count
     status, where, count, _ = _factor_pass(G, P.unit_J4, P.unit_J4_min, threshold, 1.0,
                                            False, P, W)
-    if status != 0:
+    if status != FACTORED:
         return status, where, count
     W.decided[:] = False
     for i in range(count):
@@ -666,7 +669,10 @@ class BlockLDL(KKTSolver):
 
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
-        self.plan = block_plan(model)
+        # the solver owns its symbolic phase and index arrays (both O(n), built once
+        # per solver: a run's workspace and stepper each hold one)
+        self.structure = structure(model)
+        self.plan = BlockPlan(model, self.structure)
         self.work = make_work(self.plan)
         self._none = np.zeros(0, np.int64)
         self._joint_threshold = self.row_threshold[6 * model.n_bodies:]   # a view
@@ -683,12 +689,12 @@ class BlockLDL(KKTSolver):
         self._update_thresholds()
         status, where, count = factor_kernel(G, self._joint_threshold, self.plan.arrays,
                                              self.work)
-        if status == 1:
+        if status == SINGULAR_FRAME:
             self._fail(where, "singular frame")
-        if status == 2:
-            self._fail(structure(self.model).index[where], "pivot not positive definite")
-        if status == 3:
-            joint = self.model.joints[structure(self.model).index[where]]
+        if status == NOT_POSITIVE_DEFINITE:
+            self._fail(self.structure.index[where], "pivot not positive definite")
+        if status == UNPIVOTABLE_JOINT:
+            joint = self.model.joints[self.structure.index[where]]
             raise np.linalg.LinAlgError(
                 f"block: the rows of joint {joint.name!r} are independent (decided on the "
                 f"geometry) but cannot be pivoted in the mass metric: the body masses span "

@@ -27,7 +27,6 @@ import scipy.sparse as sp
 from ..util.jit import njit
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
-from ..model.derived import derived
 from ..model.kernels import jacobian_times, jacobian_transpose_times, mass_times
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve
 from .redundancy import redundant_rows
@@ -87,11 +86,6 @@ def _pairs_within(group):
     return np.repeat(order, reps), order[first + offset]
 
 
-def range_space_plan(model) -> RangeSpacePlan:
-    """The pattern of ``S`` for ``model``, computed once per model (:mod:`natcoord.model.derived`)."""
-    return derived(model, "cholmod", lambda: RangeSpacePlan(model))
-
-
 @njit(cache=True)
 def _range_space(G, entry_block, entry_slot, block_body, Minv, pair_p, pair_q, pair_target,
                  Gd, U, data):
@@ -127,7 +121,7 @@ class CholmodKKT(KKTSolver):
 
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
-        plan = self.plan = range_space_plan(model)
+        plan = self.plan = RangeSpacePlan(model)        # owned: built once per solver
         n_blocks = plan.block_row.size
         self._G = np.zeros((model.tables.pattern_row.size, 3))
         self._Gd, self._U = np.zeros((n_blocks, 4, 3)), np.zeros((n_blocks, 4, 3))

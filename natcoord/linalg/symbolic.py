@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.derived import derived
 
 BODY, JOINT = 0, 1
 GROUND = -1
@@ -75,8 +74,9 @@ class BlockStructure:
 
 
 def structure(model) -> BlockStructure:
-    """The block structure of ``model``, computed once per model (:mod:`natcoord.model.derived`)."""
-    return derived(model, "structure", lambda: _analyse(model.n_bodies, model.joint_bodies))
+    """The block structure of ``model``: elimination order and fill (O(n); a solver
+    computes it once and keeps it)."""
+    return _analyse(model.n_bodies, model.joint_bodies)
 
 
 def spanning_tree(n_bodies, joint_bodies):
