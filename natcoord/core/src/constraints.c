@@ -1,0 +1,155 @@
+/* Constraints g, g_t, γ and the Jacobian blocks G of all rows at once (the paper's
+ * eqs. 8-10; docs/method.md#13-rigid-body and #15-descriptor-form), and the
+ * products with G, Gᵀ and M that the solvers need.
+ *
+ * Every row is g = Σ_m w_m(t) q_m with quadratic forms q = Σ c x_a·x_b + Σ d·x_a + c0
+ * in the slot vectors x (rows of the (4n, 3) coordinate array). For one quadratic
+ * term c x_a·x_b with weight (w, ẇ, ẅ):
+ *     g += w c x_a·x_b,  G[a] += w c x_b,  G[b] += w c x_a,  g_t += ẇ c x_a·x_b,
+ *     γ −= c (2 w v_a·v_b + 2 ẇ (x_a·v_b + x_b·v_a) + ẅ x_a·x_b)
+ * (ġ̇ = G a − γ differentiated twice); linear and constant terms likewise. */
+#include "nc_core.h"
+
+static inline double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+void nc_constraints(const nc_arr *T, const double *X, const double *V, const double *W,
+                    double *g, double *g_t, double *gamma, double *G, int64_t m, int64_t nnz)
+{
+    memset(g, 0, m * sizeof(double));
+    memset(g_t, 0, m * sizeof(double));
+    memset(gamma, 0, m * sizeof(double));
+    memset(G, 0, 3 * nnz * sizeof(double));
+    const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
+    const int64_t *qw = I64(T[T_quad_w]), *ga = I64(T[T_quad_ga]), *gb = I64(T[T_quad_gb]);
+    const double *qc = F64(T[T_quad_c]);
+    for (int64_t k = 0; k < T[T_quad_row].size; k++) {
+        int64_t r = row[k];
+        const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
+        const double *va = V + 3 * qa[k], *vb = V + 3 * qb[k], *w = W + 3 * qw[k];
+        double c = qc[k], xx = dot3(xa, xb), vv = dot3(va, vb);
+        g[r] += w[0] * c * xx;
+        gamma[r] -= c * (2.0 * w[0] * vv + w[2] * xx);
+        if (w[1] != 0.0) {
+            double xv = 0.0;
+            for (int j = 0; j < 3; j++)
+                xv += xa[j] * vb[j] + xb[j] * va[j];
+            g_t[r] += w[1] * c * xx;
+            gamma[r] -= 2.0 * w[1] * c * xv;
+        }
+        for (int j = 0; j < 3; j++) {
+            G[3 * ga[k] + j] += w[0] * c * xb[j];
+            G[3 * gb[k] + j] += w[0] * c * xa[j];
+        }
+    }
+    const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
+    const int64_t *lg = I64(T[T_lin_g]);
+    const double *ld = F64(T[T_lin_d]);
+    for (int64_t k = 0; k < T[T_lin_row].size; k++) {
+        int64_t r = lrow[k];
+        const double *d = ld + 3 * k, *w = W + 3 * lw[k];
+        double dx = dot3(d, X + 3 * la[k]), dv = dot3(d, V + 3 * la[k]);
+        g[r] += w[0] * dx;
+        g_t[r] += w[1] * dx;
+        gamma[r] -= 2.0 * w[1] * dv + w[2] * dx;
+        for (int j = 0; j < 3; j++)
+            G[3 * lg[k] + j] += w[0] * d[j];
+    }
+    const int64_t *crow = I64(T[T_const_row]), *cw = I64(T[T_const_w]);
+    const double *cc = F64(T[T_const_c]);
+    for (int64_t k = 0; k < T[T_const_row].size; k++) {
+        const double *w = W + 3 * cw[k];
+        g[crow[k]] += w[0] * cc[k];
+        g_t[crow[k]] += w[1] * cc[k];
+        gamma[crow[k]] -= w[2] * cc[k];
+    }
+}
+
+void nc_jacobian_times(const int64_t *pattern_row, const int64_t *pattern_slot, int64_t nnz,
+                       const double *G, const double *V, double *out, int64_t m)
+{
+    memset(out, 0, m * sizeof(double));
+    for (int64_t k = 0; k < nnz; k++)
+        out[pattern_row[k]] += dot3(G + 3 * k, V + 3 * pattern_slot[k]);
+}
+
+void nc_jacobian_transpose_times(const int64_t *pattern_row, const int64_t *pattern_slot,
+                                 int64_t nnz, const double *G, const double *lam, double *out,
+                                 int64_t n_slots)
+{
+    memset(out, 0, 3 * n_slots * sizeof(double));
+    for (int64_t k = 0; k < nnz; k++) {
+        double l = lam[pattern_row[k]];
+        for (int j = 0; j < 3; j++)
+            out[3 * pattern_slot[k] + j] += G[3 * k + j] * l;
+    }
+}
+
+void nc_mass_times(const double *J4, int64_t n_bodies, const double *V, double *out)
+{
+    for (int64_t i = 0; i < n_bodies; i++) {
+        const double *J = J4 + 16 * i;
+        for (int a = 0; a < 4; a++)
+            for (int j = 0; j < 3; j++) {
+                double acc = 0.0;
+                for (int b = 0; b < 4; b++)
+                    acc += J[4 * a + b] * V[3 * (4 * i + b) + j];
+                out[3 * (4 * i + a) + j] = acc;
+            }
+    }
+}
+
+/* ------------------------------------------------------------------ wrappers */
+NC_WRAPPER(constraint_kernel)
+{
+    nc_arr T[T_COUNT];
+    nc_value a[8] = {{.tuple = T}};
+    if (nc_parse(args, nargs, "Cddddddd", a, "constraint_kernel") < 0)
+        return NULL;
+    nc_constraints(T, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
+                   F64(a[5].arr), F64(a[6].arr), F64(a[7].arr), a[4].arr.size,
+                   a[7].arr.shape[0]);
+    Py_RETURN_NONE;
+}
+
+NC_WRAPPER(jacobian_times)
+{
+    nc_value a[5];
+    if (nc_parse(args, nargs, "dqqdd", a, "jacobian_times") < 0)
+        return NULL;
+    nc_jacobian_times(I64(a[1].arr), I64(a[2].arr), a[1].arr.size, F64(a[0].arr),
+                      F64(a[3].arr), F64(a[4].arr), a[4].arr.size);
+    Py_RETURN_NONE;
+}
+
+NC_WRAPPER(jacobian_transpose_times)
+{
+    nc_value a[5];
+    if (nc_parse(args, nargs, "dqqdd", a, "jacobian_transpose_times") < 0)
+        return NULL;
+    nc_jacobian_transpose_times(I64(a[1].arr), I64(a[2].arr), a[1].arr.size, F64(a[0].arr),
+                                F64(a[3].arr), F64(a[4].arr), a[4].arr.shape[0]);
+    Py_RETURN_NONE;
+}
+
+NC_WRAPPER(mass_times)
+{
+    nc_value a[3];
+    if (nc_parse(args, nargs, "ddd", a, "mass_times") < 0)
+        return NULL;
+    nc_mass_times(F64(a[0].arr), a[0].arr.shape[0], F64(a[1].arr), F64(a[2].arr));
+    Py_RETURN_NONE;
+}
+
+PyMethodDef nc_constraints_methods[] = {
+    NC_METHOD(constraint_kernel, "constraint_kernel(terms, X, V, W, g, g_t, gamma, G): fill "
+              "g, g_t, γ (m,) and the Jacobian blocks G (nnz, 3) in place; terms: the 15 term "
+              "arrays of ConstraintTables.kernel_args() (the first 15 fields of Tables)."),
+    NC_METHOD(jacobian_times, "jacobian_times(G, pattern_row, pattern_slot, V, out): out = G V."),
+    NC_METHOD(jacobian_transpose_times, "jacobian_transpose_times(G, pattern_row, "
+              "pattern_slot, lam, out): out = Gᵀ λ as slot vectors (4 n, 3)."),
+    NC_METHOD(mass_times, "mass_times(J4, V, out): out = M V, M_i = J4_i ⊗ I3."),
+    {NULL, NULL, 0, NULL},
+};
