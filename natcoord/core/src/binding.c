@@ -3,6 +3,7 @@
  * caller (a Python function holding the arrays) outlives every kernel call, and a
  * NumPy array never moves its data while referenced. */
 #include "nc_core.h"
+#include "sensitivity.h"
 
 static const char *kind_name(char kind)
 {
@@ -129,6 +130,8 @@ static const char *tuple_kinds(char code, const char **what)
     case 'F': *what = "FactorStore"; return NC_STORE_KINDS;
     case 'L': *what = "Laws"; return NC_LAWS_KINDS;
     case 'C': *what = "constraint terms"; return NC_TERMS_KINDS;
+    case 'D': *what = "Directions"; return NC_DIRECTIONS_KINDS;
+    case 'K': *what = "sweep Work"; return NC_SWEEP_KINDS;
     }
     return NULL;
 }

@@ -1,0 +1,46 @@
+/* Field layout of the sensitivity sweep's named tuples (natcoord/analysis/
+ * compiled_sensitivity.py: Directions, Work), as nc_fields.h for the forward run's;
+ * nc_parse codes 'D' and 'K'. All fields are arrays. */
+#ifndef NC_SENSITIVITY_H
+#define NC_SENSITIVITY_H
+
+/* per column j: constant df (4 n, 3), the body of dJ4 (-1: none) and dJ4 (4, 4),
+ * the spring (-1: none) and which of its parameters, the torque whose scale it is */
+enum {
+    D_df,
+    D_body,
+    D_dJ4,
+    D_spring,
+    D_spring_kind,
+    D_torque,
+    D_COUNT
+};
+#define NC_DIRECTIONS_KINDS "dqdqqq"
+#define NC_DIRECTIONS_NAMES "df,body,dJ4,spring,spring_kind,torque"
+
+/* the sweep's buffers (all float64) */
+enum {
+    K_a,
+    K_lam,
+    K_W,
+    K_y,
+    K_K,
+    K_dK,
+    K_dy,
+    K_dys,
+    K_dyold,
+    K_dynew,
+    K_dout,
+    K_comb,
+    K_F,
+    K_s,
+    K_dx,
+    K_mu,
+    K_tmp,
+    K_clock,
+    K_COUNT
+};
+#define NC_SWEEP_KINDS "dddddddddddddddddd"
+#define NC_SWEEP_NAMES "a,lam,W,y,K,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,tmp,clock"
+
+#endif
