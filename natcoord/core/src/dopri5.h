@@ -1,0 +1,116 @@
+/* The DOPRI5 step of the core (dopri5.c) and the built-in forces (forces.c): what
+ * other source files (the sensitivity sweep) call. docs/method.md#17-integration.
+ *
+ * Tuples are nc_arr arrays indexed by the field enums of nc_fields.h: T Tables,
+ * S Buffers, P PlanArrays, Wk WorkBuffers, store FactorStore. Coordinates X, V, F
+ * are (4 n, 3) slot arrays, y = (p, v) is (2 N,) with N = 12 n; a weight table W
+ * is (n_weights, 3) rows (w, ẇ, ẅ). Nothing here allocates. */
+#ifndef NC_DOPRI5_H
+#define NC_DOPRI5_H
+
+#include "nc_core.h"
+
+/* The Dormand–Prince 5(4) tableau (Hairer, Nørsett & Wanner I, Table II.5.2): row s
+ * of NC_A_DENSE holds the coefficients of stages < s; NC_B_DENSE the 5th-order
+ * weights (= row 6, FSAL), NC_E_DENSE the error weights, NC_D_DENSE the dense
+ * output's (II.6, eq. 6.12), NC_C_DENSE the stage times. */
+extern const double NC_A_DENSE[7][7];
+extern const double NC_B_DENSE[7];
+extern const double NC_C_DENSE[7];
+extern const double NC_D_DENSE[7];
+extern const double NC_E_DENSE[7];
+
+/* statuses of a step attempt (compiled.ACCEPTED ...) */
+enum {
+    NC_ACCEPTED, NC_REJECTED, NC_SINGULAR_FRAME, NC_NOT_POSITIVE_DEFINITE, NC_NON_FINITE,
+    NC_POSITION_PROJECTION, NC_VELOCITY_PROJECTION, NC_MAX_ATTEMPTS, NC_CHECK, NC_FULL,
+    NC_FINISHED
+};
+/* step-size underflow (step's status) */
+#define NC_UNDERFLOW (-1)
+/* projection modes, in the order of natcoord.integrate.base.PROJECTIONS */
+enum { NC_PROJECT_POSITIONS_AND_VELOCITIES, NC_PROJECT_VELOCITIES, NC_NO_PROJECTION,
+       NC_BAUMGARTE };
+/* kinds of the flattened forces (Tables.force_kind) */
+enum { NC_POINT_FORCE, NC_TORQUE, NC_SPRING };
+/* kinds of the records of nc_advance */
+enum { NC_STEP_RECORD, NC_OUTPUT_RECORD };
+/* S[S_counts] (int64): evaluations, factorizations, projection iterations, active-set
+ * changes, where the last failure happened, the outputs' factorizations and iterations */
+enum { NC_N_RHS, NC_N_FACT, NC_N_PROJ, NC_N_ACTIVE, NC_FAIL_WHERE, NC_OUT_FACT,
+       NC_OUT_PROJ };
+/* S[S_ctrl] (float64): see compiled.py's ctrl */
+enum { CTRL_T_NOW, CTRL_H, CTRL_ERR_OLD, CTRL_LAST_REJECTED, CTRL_ERR, CTRL_H_ACC,
+       CTRL_T_PREV, CTRL_PROJ_TOL, CTRL_RTOL, CTRL_ATOL, CTRL_MAX_STEP, CTRL_T_BOUND,
+       CTRL_DROP_TOL, CTRL_HOLD_TOL, CTRL_ALPHA, CTRL_BETA_B, CTRL_FAIL_RESIDUAL,
+       CTRL_FAIL_TARGET, CTRL_COUNT };
+
+/* ------------------------------------------------------------------ forces.c */
+/* out = Σ c_s X[s] over the terms of affine point e (its rate part, no constant) */
+void nc_affine_point(const nc_arr *T, int64_t e, const double *X, double *out);
+/* F[s + k] += ½ τ × X[s + k], k = 1, 2, 3 (a constant torque on the body of slots
+ * s..s+3; linear in the axes, so with X = dX also its derivative) */
+void nc_torque_forces(const double *tau, int64_t s, const double *X, double *F);
+/* F = gravity + the flattened applied forces at (X, V) (docs/method.md#12-mass-matrix) */
+void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, double *F);
+/* ½ vᵀ M v − f_g·p + Σ ½ k (l − l0)² */
+double nc_energy(const nc_arr *T, const double *X, const double *V);
+
+/* ------------------------------------------------------------------ dopri5.c */
+/* S[S_g], S[S_g_t], S[S_gamma], S[S_G] at (X, V) with weights W */
+void nc_evaluate_constraints(const nc_arr *T, const nc_arr *S, const double *X,
+                             const double *V, const double *W);
+/* W's driven rows at time t from T's laws (none: W is left alone) */
+void nc_weights_at(const nc_arr *T, double t, double *W);
+/* block factorization of S[S_G] into Wk with partitioning and hysteresis (S[S_mask],
+ * S[S_threshold]); 0 or the factorization's status (where: S[S_counts][NC_FAIL_WHERE]).
+ * A solve with it is nc_solve_kernel(r, s, P, Wk, x, λ). */
+int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk);
+/* out (12 n + 12 n) = (v, a) at y; factors into Wk, S[S_lam] the multipliers; a status */
+int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+               const double *y, const double *W, int64_t mode, double *out);
+/* project y in place (fresh: factor at y first, as for outputs); a status */
+int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                   double *y, const double *W, int64_t mode, double tol, int fresh);
+/* the dense output of a step (y0, y1, K (7, N), h) at θ into out (N,) (linear in
+ * (y0, y1, K): also the derivatives') */
+void nc_interpolate(const double *y0, const double *y1, const double *K, double h,
+                    double theta, int64_t N, double *out);
+/* out (WK_COUNT): Wk with its factor arrays (B, inv, E, F, Gj) those of store[m, s] */
+void nc_stage_work(const nc_arr *Wk, const nc_arr *store, int64_t m, int64_t s, nc_arr *out);
+/* h clipped to t_bound (natcoord.integrate.base.clip_step) */
+double nc_clip_step(double h, double t, double t_bound, double eps_floor);
+
+/* One accepted step (or a failure): returns a status, adds the rejected attempts to
+ * *rejected. W7 (7, n_weights, 3) the stage weight tables; store/m as nc_advance. */
+int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
+                const nc_arr *store, int64_t m, int64_t *rejected);
+
+/* The records nc_advance writes: rows 0 .. capacity (the last for a failing state)
+ * of t, y (N,), obs (3,: energy, ‖g‖∞, ‖G v + g_t‖∞), kind */
+typedef struct {
+    double *t, *y, *obs;
+    int64_t *kind;
+    int64_t capacity;
+} nc_records;
+/* Dense-output data of accepted steps: t (2,: t_old, h), y (2, N: y_old, y_new),
+ * K (7, N); capacity 0: none kept */
+typedef struct {
+    double *t, *y, *K;
+    int64_t capacity;
+} nc_segments;
+typedef struct {
+    int64_t status, records, next_out, steps, rejected, stored;
+} nc_progress;
+
+/* compiled.advance: accepted steps and their records until finished, full, a failed
+ * check or step, or `budget` attempts; with store[FS_lam].shape[0] > 0 the stage
+ * factorizations of the stored steps are kept in store. */
+nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                       const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
+                       double eps_floor, const double *t_eval, int64_t n_eval,
+                       int64_t next_out, int every_step, double drift_tol,
+                       const nc_records *rec, const nc_segments *seg, const nc_arr *store);
+
+#endif
