@@ -50,7 +50,7 @@ enum {
     T_laws_data,
     T_COUNT
 };
-#define NC_TABLES_KINDS "qqqdqqqqqdqqqdqqqddqqqqddqdqdqqdddqqqqqqd"
+#define NC_TABLES_KINDS "qqqdqqqqqdqqqdqqqddqqqqddqdqdqqddd(qqqqqqd)"
 #define NC_TABLES_NAMES "quad_row,quad_a,quad_b,quad_c,quad_w,quad_ga,quad_gb,lin_row,lin_a,lin_d,lin_w,lin_g,const_row,const_c,const_w,pattern_row,pattern_slot,J4,gravity_force,force_kind,force_index,aff_ptr,aff_slot,aff_coef,aff_const,pf_aff,pf_vec,tq_body,tq_vec,sp_a,sp_b,sp_k,sp_l0,sp_c,laws_weight_kind,laws_weight_law,laws_kind,laws_pieces,laws_order,laws_ptr,laws_data"
 
 enum {
