@@ -48,8 +48,10 @@ between triggers a factorization in the mass-free metric, whose dropped set
 the final factorization follows (:func:`factor_kernel`). With equal masses
 (``R = 1``) no row is ever in between.
 
-Compiled kernels (Numba) work in buffers allocated once per solver; the
-numeric phase loops over nodes without Python and without allocating.
+The numeric phase runs in the compiled core (``natcoord/core/src/blockldl.c``:
+``_core.factor_kernel`` and ``_core.solve_kernel``), in buffers allocated once per
+solver, without Python and without allocating. The Numba kernels below are its
+twins, kept only while :mod:`natcoord.integrate.compiled` still calls them.
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ from collections import namedtuple
 import numpy as np
 from ..util.jit import njit
 
+from ..core import _core
 from ..model.frozen import JOINT as JOINT_ROW
 from ..model.frozen import RIGID
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve, unit_mass_blocks
@@ -213,6 +216,7 @@ def block_plan(model) -> BlockPlan:
 
 
 # ------------------------------------------------------------ small kernels
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True, inline="always")
 def _cross_add(out, o, a, b):
     """``out[o:o+3] += a × b``."""
@@ -221,6 +225,7 @@ def _cross_add(out, o, a, b):
     out[o + 2] += a[0] * b[1] - a[1] * b[0]
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _axes(G, e_index, i, E):
     """``E[k] = e_{k+1}`` of body i: the Jacobian blocks of ``½(e_k·e_k − 1)``."""
@@ -229,6 +234,7 @@ def _axes(G, e_index, i, E):
             E[k, a] = G[e_index[i, k], a]
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _spatial_inertia(J4, E, out):
     """``Ĩ = TᵀMT`` (6×6) for ``M = J4 ⊗ I3`` and axes ``E[k] = e_{k+1}``."""
@@ -258,6 +264,7 @@ def _spatial_inertia(J4, E, out):
             out[3 + b, a] = out[a, 3 + b]
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _reciprocal(E, F):
     """Reciprocal basis ``F[k] = f_k`` with ``f_k · e_l = δ_kl``; False if singular."""
@@ -274,6 +281,7 @@ def _reciprocal(E, F):
     return True
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _twist_bound(J4_min, E):
     """Upper bound of ``‖(TᵀMT)⁻¹‖``: ``1 / (λ_min(J4) λ_min(TᵀT))``.
@@ -294,6 +302,7 @@ def _twist_bound(J4_min, E):
     return 1.0 / (J4_min * sigma) if sigma > 0.0 and J4_min > 0.0 else np.inf
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _cholesky(A, d, inv, floor):
     """In-place lower Cholesky of the leading d×d block, ``inv = 1/diag(L)``.
@@ -320,6 +329,7 @@ def _cholesky(A, d, inv, floor):
     return True
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _exact_reference(G, J4, e_index, jp, jp_slot, start, stop, I6, y, E):
     """``ref = Σ_i ĉ_i (TᵀM_iT)⁻¹ ĉ_iᵀ`` of the joint row with blocks ``jp[start:stop]``."""
@@ -348,6 +358,7 @@ def _exact_reference(G, J4, e_index, jp, jp_slot, start, stop, I6, y, E):
     return ref
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _cholesky_monitored(A, d, inv, row0, G, J4, threshold, ratio, forced, P, W):
     """Lower Cholesky of ``−A`` (leading d×d) dropping redundant joint rows.
@@ -399,6 +410,7 @@ def _cholesky_monitored(A, d, inv, row0, G, J4, threshold, ratio, forced, P, W):
     return ambiguous
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True, inline="always")
 def _forward(L, d, inv, x):
     """``x ← L⁻¹ x``; a dropped row (``inv = 0``) gives 0."""
@@ -409,6 +421,7 @@ def _forward(L, d, inv, x):
         x[r] = t * inv[r]
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True, inline="always")
 def _backward(L, d, inv, x):
     """``x ← L⁻ᵀ x``; a dropped row gives 0."""
@@ -420,6 +433,7 @@ def _backward(L, d, inv, x):
 
 
 # ------------------------------------------------------------ numeric phase
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _assemble(G, J4, J4_min, P, W):
     """Body pivots ``TᵀMT``, joint couplings ``G T`` and the bounds of the reference pivots.
@@ -461,6 +475,7 @@ def _assemble(G, J4, J4_min, P, W):
     return -1
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _eliminate(G, J4, threshold, ratio, forced, P, W):
     """Block LDLᵀ in place: diagonal blocks become L_k, couplings ``V_qk = A_qk L_k⁻ᵀ``.
@@ -511,6 +526,7 @@ def _eliminate(G, J4, threshold, ratio, forced, P, W):
 FACTORED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, UNPIVOTABLE_JOINT = range(4)
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def _factor_pass(G, J4, J4_min, threshold, ratio, forced, P, W):
     """One assembly and elimination in the metric of the mass blocks ``J4``.
@@ -530,6 +546,7 @@ def _factor_pass(G, J4, J4_min, threshold, ratio, forced, P, W):
         count, ambiguous
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def factor_kernel(G, threshold, P, W):
     """The numeric phase with constraint partitioning decided on geometry (§1.6).
@@ -556,6 +573,7 @@ def factor_kernel(G, threshold, P, W):
     return status, where, count
 
 
+# Numba twin, removed when natcoord.integrate.compiled is ported
 @njit(cache=True)
 def solve_kernel(r, s, P, W, x, lam):
     """``(x, λ)`` of ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` with the factor in ``W.B``."""
@@ -687,8 +705,8 @@ class BlockLDL(KKTSolver):
         if self.refine:
             self._G[:] = G        # the Jacobian of this factorization, for refinement
         self._update_thresholds()
-        status, where, count = factor_kernel(G, self._joint_threshold, self.plan.arrays,
-                                             self.work)
+        status, where, count = _core.factor_kernel(G, self._joint_threshold,
+                                                   self.plan.arrays, self.work)
         if status == SINGULAR_FRAME:
             self._fail(where, "singular frame")
         if status == NOT_POSITIVE_DEFINITE:
@@ -710,6 +728,6 @@ class BlockLDL(KKTSolver):
     def _solve_once(self, r, s):
         x = np.empty(self.model.n_coords)
         lam = np.empty(self.model.n_rows)
-        solve_kernel(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
-                     self.plan.arrays, self.work, x, lam)
+        _core.solve_kernel(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
+                           self.plan.arrays, self.work, x, lam)
         return x, lam

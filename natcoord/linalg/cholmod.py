@@ -5,7 +5,7 @@ The range-space method for ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]``:
     S λ = G M⁻¹ r − s,    x = M⁻¹ (r − Gᵀ λ),
 
 with ``M⁻¹ = blockdiag(J4_i⁻¹ ⊗ I3)``. ``S`` is formed from the Jacobian blocks
-by a compiled kernel over a pattern fixed once per model; CHOLMOD's
+by the compiled core (``_core.range_space``) over a pattern fixed once per model; CHOLMOD's
 fill-reducing analysis of that pattern is done once per model too, the
 numeric factorization at every evaluation. Redundant rows make ``S``
 singular: a failed or tiny Cholesky pivot triggers the dense detection of
@@ -24,9 +24,9 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from ..util.jit import njit
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
+from ..core import _core
 from ..model.kernels import jacobian_times, jacobian_transpose_times, mass_times
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve
 from .redundancy import redundant_rows
@@ -86,31 +86,6 @@ def _pairs_within(group):
     return np.repeat(order, reps), order[first + offset]
 
 
-@njit(cache=True)
-def _range_space(G, entry_block, entry_slot, block_body, Minv, pair_p, pair_q, pair_target,
-                 Gd, U, data):
-    """``data`` of ``S = G M⁻¹ Gᵀ`` (lower triangle) from the Jacobian blocks."""
-    Gd[:] = 0.0
-    for e in range(entry_block.size):
-        for c in range(3):
-            Gd[entry_block[e], entry_slot[e], c] = G[e, c]
-    for b in range(block_body.size):
-        J = Minv[block_body[b]]
-        for s in range(4):
-            for c in range(3):
-                acc = 0.0
-                for t in range(4):
-                    acc += J[s, t] * Gd[b, t, c]
-                U[b, s, c] = acc
-    data[:] = 0.0
-    for k in range(pair_p.size):
-        up, gq = U[pair_p[k]], Gd[pair_q[k]]
-        acc = 0.0
-        for s in range(4):
-            acc += up[s, 0] * gq[s, 0] + up[s, 1] * gq[s, 1] + up[s, 2] * gq[s, 2]
-        data[pair_target[k]] += acc
-
-
 class CholmodKKT(KKTSolver):
     """Range-space method with CHOLMOD's sparse Cholesky of ``S = G M⁻¹ Gᵀ``."""
 
@@ -133,8 +108,9 @@ class CholmodKKT(KKTSolver):
     def factor(self, G):
         plan = self.plan
         self._G[:] = G
-        _range_space(self._G, plan.entry_block, plan.entry_slot, plan.block_body, plan.Minv,
-                     plan.pair_p, plan.pair_q, plan.pair_target, self._Gd, self._U, self._data)
+        _core.range_space(self._G, plan.entry_block, plan.entry_slot, plan.block_body,
+                          plan.Minv, plan.pair_p, plan.pair_q, plan.pair_target, self._Gd,
+                          self._U, self._data)
         S = plan.matrix(self._data)
         if self.dropped.size == 0 and self._cholesky(S, self._data[plan.diagonal]):
             return

@@ -1,6 +1,671 @@
-/* (being ported from Numba: see the helper that owns this file) */
+/* The block rational Cholesky with constraint partitioning (docs/method.md#16-linear-solve):
+ * the numeric phase of natcoord.linalg.blockldl (whose module docstring derives it) and
+ * the range-space matrix of natcoord.linalg.cholmod.
+ *
+ * Blocks. Every block of Wk.B is a contiguous 6×6 row-major buffer: a body pivot is the
+ * 6×6 twist inertia Ĩ = TᵀM̃T; a joint pivot (size d ≤ 6) and the couplings use their
+ * leading rows and columns and the padding stays exactly zero (assembly writes none of
+ * it, every update adds zero products to it, and a joint pivot's padding gets inv = 0).
+ * So, besides the joint pivots' own monitored Cholesky over d, every block operation of
+ * the factor and the solve runs on whole 6×6 blocks with fixed trip counts, which GCC
+ * -O3 unrolls and vectorizes (§1.6: the numeric phase is dense block operations only);
+ * the padding only ever adds exact zeros. The upper triangle of a diagonal block is
+ * scratch (the full-square Schur update writes it; nothing reads it).
+ *
+ * Round-off. Each scalar is computed with the operations, in the order, of the Numba
+ * twins in natcoord.linalg.blockldl: a sum starts at 0.0 and adds its terms by ascending
+ * index; vectorizing across independent outputs changes none of them, and a*b + c is
+ * not contracted into a fused multiply-add (GCC's default in ISO C mode; Clang needs the
+ * pragma), so the factor and the solve equal Numba's bit for bit. The price is the
+ * latency of the sequential pivots (sqrt, division, ordered sums), which bounds a chain,
+ * where every node waits for the one before it.
+ */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
 #include "nc_core.h"
 
+enum { FACTORED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, UNPIVOTABLE_JOINT };
+
+/* The plan's arrays and the work buffers of one call, as plain pointers. */
+typedef struct {
+    int64_t n, N;                     /* bodies, nodes */
+    const double *J4, *J4_min;        /* mass blocks (n, 4, 4) of this pass and λ_min */
+    const int64_t *e_index, *body_node, *size, *col_ptr, *col_node, *upd_ptr, *upd_q,
+        *upd_p, *upd_t, *node_row0, *jp, *jp_ptr, *jp_row, *jp_slot, *jp_base, *jp_stride,
+        *jp_axis, *jp_z, *body_axis_ptr, *row_z, *side_block, *side_body, *side_trans,
+        *side_row0, *side_size;
+    const double *sign;
+    int64_t n_jp, n_side, n_row_z;
+    double *B, *inv, *E, *F, *Gj, *floor, *bound, *z, *ap;
+    int64_t *dropped;
+    const uint8_t *decided;
+    int64_t n_blocks, m_joint;
+} ldl;
+
+static ldl ldl_of(const nc_arr *P, const nc_arr *Wk)
+{
+    ldl s = {
+        .n = P[P_J4].shape[0], .N = P[P_size].size,
+        .J4 = F64(P[P_J4]), .J4_min = F64(P[P_J4_min]),
+        .e_index = I64(P[P_e_index]), .body_node = I64(P[P_body_node]),
+        .size = I64(P[P_size]), .col_ptr = I64(P[P_col_ptr]), .col_node = I64(P[P_col_node]),
+        .upd_ptr = I64(P[P_upd_ptr]), .upd_q = I64(P[P_upd_q]), .upd_p = I64(P[P_upd_p]),
+        .upd_t = I64(P[P_upd_t]), .node_row0 = I64(P[P_node_row0]), .jp = I64(P[P_jp]),
+        .jp_ptr = I64(P[P_jp_ptr]), .jp_row = I64(P[P_jp_row]), .jp_slot = I64(P[P_jp_slot]),
+        .jp_base = I64(P[P_jp_base]), .jp_stride = I64(P[P_jp_stride]),
+        .jp_axis = I64(P[P_jp_axis]), .jp_z = I64(P[P_jp_z]),
+        .body_axis_ptr = I64(P[P_body_axis_ptr]), .row_z = I64(P[P_row_z]),
+        .side_block = I64(P[P_side_block]), .side_body = I64(P[P_side_body]),
+        .side_trans = I64(P[P_side_trans]), .side_row0 = I64(P[P_side_row0]),
+        .side_size = I64(P[P_side_size]), .sign = F64(P[P_sign]),
+        .n_jp = P[P_jp].size, .n_side = P[P_side_block].size, .n_row_z = P[P_row_z].size,
+        .B = F64(Wk[WK_B]), .inv = F64(Wk[WK_inv]), .E = F64(Wk[WK_E]), .F = F64(Wk[WK_F]),
+        .Gj = F64(Wk[WK_Gj]), .floor = F64(Wk[WK_floor]), .bound = F64(Wk[WK_bound]),
+        .z = F64(Wk[WK_z]), .ap = F64(Wk[WK_ap]), .dropped = I64(Wk[WK_dropped]),
+        .decided = BOOL(Wk[WK_decided]), .n_blocks = Wk[WK_B].shape[0],
+        .m_joint = Wk[WK_bound].size,
+    };
+    return s;
+}
+
+/* ------------------------------------------------------------ small kernels */
+/* out[0:3] += a × b */
+static inline void cross_add(double *out, const double *a, const double *b)
+{
+    out[0] += a[1] * b[2] - a[2] * b[1];
+    out[1] += a[2] * b[0] - a[0] * b[2];
+    out[2] += a[0] * b[1] - a[1] * b[0];
+}
+
+/* E[k] = e_{k+1} of body i: the Jacobian blocks of ½(e_k·e_k − 1) */
+static inline void axes(const double *G, const int64_t *e_index, int64_t i, double *E)
+{
+    for (int k = 0; k < 3; k++)
+        for (int a = 0; a < 3; a++)
+            E[3 * k + a] = G[3 * e_index[3 * i + k] + a];
+}
+
+/* Ĩ = TᵀMT (6×6) for M = J4 ⊗ I3 and axes E[k] = e_{k+1}: [[m 1, −[c]×], [[c]×, tr J_w − J_w]] */
+static void spatial_inertia(const double *J4, const double *E, double *out)
+{
+    double tr = 0.0;
+    for (int a = 0; a < 3; a++)
+        for (int b = a; b < 3; b++) {
+            double jw = 0.0;                      /* J_w = E J Eᵀ */
+            for (int k = 0; k < 3; k++) {
+                const double *J = J4 + 4 * (k + 1);
+                jw += E[3 * k + a] * (J[1] * E[b] + J[2] * E[3 + b] + J[3] * E[6 + b]);
+            }
+            out[6 * (3 + a) + 3 + b] = out[6 * (3 + b) + 3 + a] = -jw;
+            if (a == b)
+                tr += jw;
+        }
+    for (int a = 0; a < 3; a++) {
+        out[6 * (3 + a) + 3 + a] += tr;
+        for (int b = 0; b < 3; b++)
+            out[6 * a + b] = a == b ? J4[0] : 0.0;
+    }
+    double c[3];                                  /* c = Σ m c̄_k e_k */
+    for (int a = 0; a < 3; a++)
+        c[a] = J4[1] * E[a] + J4[2] * E[3 + a] + J4[3] * E[6 + a];
+    /* −[c]× above, [c]× below the diagonal */
+    out[3] = 0.0, out[4] = c[2], out[5] = -c[1];
+    out[9] = -c[2], out[10] = 0.0, out[11] = c[0];
+    out[15] = c[1], out[16] = -c[0], out[17] = 0.0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            out[6 * (3 + b) + a] = out[6 * a + 3 + b];
+}
+
+/* Reciprocal basis F[k] = f_k, f_k · e_l = δ_kl; 0 if the axes are (nearly) singular. */
+static int reciprocal(const double *E, double *F)
+{
+    double det = E[0] * (E[4] * E[8] - E[5] * E[7]) - E[1] * (E[3] * E[8] - E[5] * E[6])
+                 + E[2] * (E[3] * E[7] - E[4] * E[6]);
+    if (!(fabs(det) > 1e-12))
+        return 0;
+    for (int k = 0; k < 3; k++) {
+        const double *a = E + 3 * ((k + 1) % 3), *b = E + 3 * ((k + 2) % 3);
+        F[3 * k] = (a[1] * b[2] - a[2] * b[1]) / det;
+        F[3 * k + 1] = (a[2] * b[0] - a[0] * b[2]) / det;
+        F[3 * k + 2] = (a[0] * b[1] - a[1] * b[0]) / det;
+    }
+    return 1;
+}
+
+/* Upper bound of ‖(TᵀMT)⁻¹‖: 1 / (λ_min(J4) λ_min(TᵀT)), λ_max(Σ e_k e_kᵀ) bounded by
+ * Gershgorin's row sums; ∞ when the bound is not positive. */
+static double twist_bound(double J4_min, const double *E)
+{
+    double trace = 0.0, gershgorin = 0.0;
+    for (int a = 0; a < 3; a++) {
+        double row = 0.0;
+        for (int b = 0; b < 3; b++) {
+            double w = E[a] * E[b] + E[3 + a] * E[3 + b] + E[6 + a] * E[6 + b];
+            row += fabs(w);
+            if (a == b)
+                trace += w;
+        }
+        if (row > gershgorin)
+            gershgorin = row;
+    }
+    double sigma = trace - gershgorin < 1.0 ? trace - gershgorin : 1.0;
+    return sigma > 0.0 && J4_min > 0.0 ? 1.0 / (J4_min * sigma) : INFINITY;
+}
+
+/* In-place lower Cholesky of a 6×6 body pivot A, inv = 1/diag(L). A pivot below floor
+ * (a lower bound of λ_min(A) in exact arithmetic) is round-off and raised to it. 0 if
+ * not positive definite. */
+static inline int cholesky6(double *A, double *inv, double floor)
+{
+    for (int r = 0; r < 6; r++) {
+        double s = A[7 * r];
+        for (int c = 0; c < r; c++)
+            s -= A[6 * r + c] * A[6 * r + c];
+        if (s < floor)
+            s = floor;
+        if (!(s > 0.0))
+            return 0;
+        A[7 * r] = sqrt(s);
+        inv[r] = 1.0 / A[7 * r];
+        for (int i = r + 1; i < 6; i++) {
+            double t = A[6 * i + r];
+            for (int c = 0; c < r; c++)
+                t -= A[6 * i + c] * A[6 * r + c];
+            A[6 * i + r] = t * inv[r];
+        }
+    }
+    return 1;
+}
+
+/* ref = Σ_i ĉ_i (TᵀM_iT)⁻¹ ĉ_iᵀ of the joint row with the Jacobian blocks jp[start:stop]
+ * (sorted by body): its pivot before any joint row is eliminated. */
+static double exact_reference(const double *G, const ldl *s, int64_t start, int64_t stop)
+{
+    double ref = 0.0, E[9], I6[36], y[12];
+    int64_t t = start;
+    while (t < stop) {
+        int64_t body = s->jp_slot[t] / 4;
+        axes(G, s->e_index, body, E);
+        memset(y, 0, sizeof y);
+        for (; t < stop && s->jp_slot[t] / 4 == body; t++) {
+            const double *g = G + 3 * s->jp[t];
+            int64_t k = s->jp_slot[t] % 4;
+            if (k == 0)
+                y[0] += g[0], y[1] += g[1], y[2] += g[2];
+            else
+                cross_add(y + 3, E + 3 * (k - 1), g);
+        }
+        spatial_inertia(s->J4 + 16 * body, E, I6);
+        if (!cholesky6(I6, y + 6, 0.0))
+            return 0.0;
+        for (int r = 0; r < 6; r++) {
+            double acc = y[r];
+            for (int c = 0; c < r; c++)
+                acc -= I6[6 * r + c] * y[c];
+            y[r] = acc * y[6 + r];
+            ref += y[r] * y[r];
+        }
+    }
+    return ref;
+}
+
+/* Lower Cholesky of −A (leading d×d) dropping redundant joint rows (the rule of
+ * _cholesky_monitored in natcoord.linalg.blockldl: s ≤ threshold·ref/ratio drops,
+ * s > threshold·ref·ratio keeps, in between is ambiguous and counted; forced: follow
+ * s->decided, and a kept row with a non-positive pivot returns 1). A dropped row gets
+ * a zero column of L, a unit diagonal and inv = 0; the padding r ≥ d gets inv = 0. */
+static int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const double *G,
+                              const double *threshold, double ratio, int forced, const ldl *s)
+{
+    int ambiguous = 0;
+    for (int r = 0; r < d; r++) {
+        double p = -A[7 * r];
+        for (int c = 0; c < r; c++)
+            p -= A[6 * r + c] * A[6 * r + c];
+        int64_t row = row0 + r;
+        int dropped;
+        if (forced) {
+            dropped = s->decided[row];
+            if (!dropped && !(p > 0.0))
+                return 1;
+        } else {
+            dropped = p <= threshold[row] * ratio * s->bound[row];
+            if (dropped) {
+                double ref = exact_reference(G, s, s->jp_ptr[row], s->jp_ptr[row + 1]);
+                if (ref > 0.0 && p > threshold[row] * ref / ratio) {
+                    dropped = p <= threshold[row] * ref * ratio;
+                    ambiguous += dropped;
+                }
+            }
+        }
+        if (dropped) {
+            A[7 * r] = 1.0, inv[r] = 0.0;
+            for (int i = r + 1; i < d; i++)
+                A[6 * i + r] = 0.0;
+            continue;
+        }
+        A[7 * r] = sqrt(p);
+        inv[r] = 1.0 / A[7 * r];
+        for (int i = r + 1; i < d; i++) {
+            double t = -A[6 * i + r];
+            for (int c = 0; c < r; c++)
+                t -= A[6 * i + c] * A[6 * r + c];
+            A[6 * i + r] = t * inv[r];
+        }
+    }
+    for (int r = d; r < 6; r++)
+        inv[r] = 0.0;
+    return ambiguous;
+}
+
+/* ------------------------------------------------------------ numeric phase */
+/* Body pivots TᵀMT, joint couplings G T (twist form) and the bounds of the reference
+ * pivots. Returns a body with a singular frame, or −1. */
+static int64_t assemble(const double *G, const ldl *s)
+{
+    double *B = s->B, *E = s->E;
+    memset(B, 0, 36 * s->n_blocks * sizeof(double));
+    for (int64_t i = 0; i < s->n; i++) {
+        axes(G, s->e_index, i, E + 9 * i);
+        if (!reciprocal(E + 9 * i, s->F + 9 * i))
+            return i;
+        spatial_inertia(s->J4 + 16 * i, E + 9 * i, B + 36 * s->body_node[i]);
+    }
+    for (int64_t t = 0; t < s->n_jp; t++) {      /* twist form (g_o, Σ_k e_k × g_k) */
+        const double *g = G + 3 * s->jp[t];
+        double g0 = g[0], g1 = g[1], g2 = g[2];
+        s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
+        int64_t k = s->jp_slot[t] % 4, o = s->jp_base[t], st = s->jp_stride[t];
+        if (k) {
+            const double *e = E + 9 * (s->jp_slot[t] / 4) + 3 * (k - 1);
+            g0 = e[1] * g[2] - e[2] * g[1];
+            g1 = e[2] * g[0] - e[0] * g[2];
+            g2 = e[0] * g[1] - e[1] * g[0];
+        }
+        B[o] += g0;
+        B[o + st] += g1;
+        B[o + 2 * st] += g2;
+    }
+    for (int64_t i = 0; i < s->n; i++)      /* λ_min(TᵀM̃T) ≥ λ_min(TᵀMT) ≥ 1 / bound */
+        s->floor[s->body_node[i]] = 1.0 / twist_bound(s->J4_min[i], E + 9 * i);
+    memset(s->bound, 0, s->m_joint * sizeof(double));   /* ref ≤ Σ_i |ĉ_i|² ‖(TᵀM_iT)⁻¹‖ */
+    for (int64_t t = 0; t < s->n_side; t++) {
+        const double *blk = B + 36 * s->side_block[t];
+        int64_t i = s->side_body[t];
+        double inverse_bound = twist_bound(s->J4_min[i], E + 9 * i);
+        for (int64_t r = 0; r < s->side_size[t]; r++) {
+            double norm = 0.0;
+            for (int a = 0; a < 6; a++) {
+                double c = s->side_trans[t] ? blk[6 * a + r] : blk[6 * r + a];
+                norm += c * c;
+            }
+            s->bound[s->side_row0[t] + r] += norm * inverse_bound;
+        }
+    }
+    return -1;
+}
+
+/* V ← V L⁻ᵀ for a coupling block V and the factor L of its column's pivot. Transposed
+ * inside so that each step updates a whole column of 6 independent rows (vectorized);
+ * every entry sees the operations of the row-by-row Numba loop in the same order. */
+static inline void coupling_solve(double *restrict V, const double *restrict L,
+                                  const double *restrict inv)
+{
+    double Vt[36];
+    for (int i = 0; i < 6; i++)
+        for (int c = 0; c < 6; c++)
+            Vt[6 * c + i] = V[6 * i + c];
+    for (int r = 0; r < 6; r++) {
+        double *col = Vt + 6 * r;
+        for (int c = 0; c < r; c++) {
+            const double l = L[6 * r + c], *vc = Vt + 6 * c;
+            for (int i = 0; i < 6; i++)
+                col[i] -= vc[i] * l;
+        }
+        for (int i = 0; i < 6; i++)
+            col[i] *= inv[r];
+    }
+    for (int i = 0; i < 6; i++)
+        for (int c = 0; c < 6; c++)
+            V[6 * i + c] = Vt[6 * c + i];
+}
+
+/* T −= σ Vq Vpᵀ (on a diagonal target the upper triangle, never read, is updated too). */
+static inline void schur_update(double *restrict T, const double *restrict Vq,
+                                const double *restrict Vp, double sigma)
+{
+    double Pt[36];
+    for (int j = 0; j < 6; j++)
+        for (int c = 0; c < 6; c++)
+            Pt[6 * c + j] = Vp[6 * j + c];
+    for (int i = 0; i < 6; i++) {
+        double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int c = 0; c < 6; c++)
+            for (int j = 0; j < 6; j++)
+                acc[j] += Vq[6 * i + c] * Pt[6 * c + j];
+        for (int j = 0; j < 6; j++)
+            T[6 * i + j] -= sigma * acc[j];
+    }
+}
+
+/* The couplings and Schur updates of the column of node k (its pivot factored). */
+static void eliminate_column(const ldl *s, int64_t k)
+{
+    const double *L = s->B + 36 * k, *iv = s->inv + 6 * k, sigma = s->sign[k];
+    double *C = s->B + 36 * s->N;
+    for (int64_t e = s->col_ptr[k]; e < s->col_ptr[k + 1]; e++)
+        coupling_solve(C + 36 * e, L, iv);
+    for (int64_t u = s->upd_ptr[k]; u < s->upd_ptr[k + 1]; u++)
+        schur_update(s->B + 36 * s->upd_t[u], C + 36 * s->upd_q[u], C + 36 * s->upd_p[u],
+                     sigma);
+}
+
+/* Block LDLᵀ in place: diagonal blocks become L_k, couplings V_qk = A_qk L_k⁻ᵀ. Returns
+ * the failing node or −1; sets the dropped rows (from the first joint row) in s->dropped,
+ * their number and the ambiguous decisions. */
+static int64_t eliminate(const double *G, const double *threshold, double ratio, int forced,
+                         const ldl *s, int64_t *count, int64_t *ambiguous)
+{
+    *count = *ambiguous = 0;
+    for (int64_t k = 0; k < s->N; k++) {
+        double *L = s->B + 36 * k, *iv = s->inv + 6 * k;
+        if (s->sign[k] > 0.0) {
+            if (!cholesky6(L, iv, s->floor[k]))
+                return k;
+            eliminate_column(s, k);
+            continue;
+        }
+        int d = (int)s->size[k];
+        *ambiguous += cholesky_monitored(L, d, iv, s->node_row0[k], G, threshold, ratio,
+                                         forced, s);
+        if (forced && *ambiguous)
+            return k;
+        for (int r = 0; r < d; r++)
+            if (iv[r] == 0.0)
+                s->dropped[(*count)++] = s->node_row0[k] + r;
+        eliminate_column(s, k);
+    }
+    return -1;
+}
+
+/* One assembly and elimination in the metric of the mass blocks J4 (minimal eigenvalues
+ * J4_min): FACTORED, SINGULAR_FRAME (body *where), NOT_POSITIVE_DEFINITE (a body pivot,
+ * node *where) or, when forced, UNPIVOTABLE_JOINT (joint node *where). */
+static int64_t factor_pass(const double *G, const double *J4, const double *J4_min,
+                           const double *threshold, double ratio, int forced, ldl *s,
+                           int64_t *where, int64_t *count, int64_t *ambiguous)
+{
+    s->J4 = J4, s->J4_min = J4_min;
+    *count = *ambiguous = 0;
+    *where = assemble(G, s);
+    if (*where >= 0)
+        return SINGULAR_FRAME;
+    *where = eliminate(G, threshold, ratio, forced, s, count, ambiguous);
+    if (*where < 0)
+        return FACTORED;
+    return forced && *ambiguous ? UNPIVOTABLE_JOINT : NOT_POSITIVE_DEFINITE;
+}
+
+/* Factor in the true metric; a joint row whose keep/drop decision could differ in the
+ * mass-free metric (unit-mass blocks) triggers a pass in that metric, whose decision the
+ * final factorization in the true metric follows. Bodies of equal mass never need it. */
+int64_t nc_factor_kernel(const double *G, const double *threshold, const nc_arr *P,
+                         const nc_arr *Wk, int64_t *where, int64_t *count)
+{
+    ldl s = ldl_of(P, Wk);
+    int64_t ambiguous;
+    int64_t status = factor_pass(G, F64(P[P_J4]), F64(P[P_J4_min]), threshold,
+                                 SCALAR(P[P_mass_ratio]), 0, &s, where, count, &ambiguous);
+    if (status != FACTORED || ambiguous == 0)
+        return status;
+    status = factor_pass(G, F64(P[P_unit_J4]), F64(P[P_unit_J4_min]), threshold, 1.0, 0, &s,
+                         where, count, &ambiguous);
+    if (status != FACTORED)
+        return status;
+    uint8_t *decided = BOOL(Wk[WK_decided]);
+    memset(decided, 0, s.m_joint);
+    for (int64_t i = 0; i < *count; i++)
+        decided[s.dropped[i]] = 1;
+    return factor_pass(G, F64(P[P_J4]), F64(P[P_J4_min]), threshold, 1.0, 1, &s, where, count,
+                       &ambiguous);
+}
+
+/* x ← L⁻¹ x; a dropped or padded row (inv = 0) gives 0 */
+static inline void forward(const double *L, const double *inv, double *x)
+{
+    for (int r = 0; r < 6; r++) {
+        double t = x[r];
+        for (int c = 0; c < r; c++)
+            t -= L[6 * r + c] * x[c];
+        x[r] = t * inv[r];
+    }
+}
+
+/* x ← L⁻ᵀ x; a dropped or padded row gives 0 */
+static inline void backward(const double *L, const double *inv, double *x)
+{
+    for (int r = 5; r >= 0; r--) {
+        double t = x[r];
+        for (int i = r + 1; i < 6; i++)
+            t -= L[6 * i + r] * x[i];
+        x[r] = t * inv[r];
+    }
+}
+
+/* (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk (r and x must not
+ * overlap): the rigid-body rows by a particular solution a_p, the reduced system by
+ * forward and backward substitution over the nodes, then a = a_p + T ξ and the
+ * rigid-body multipliers μ from G_RCᵀ μ = r − M a − G_Jᵀ λ_J. */
+void nc_solve_kernel(const double *r, const double *s_, const nc_arr *P, const nc_arr *Wk,
+                     double *x, double *lam)
+{
+    const ldl s = ldl_of(P, Wk);
+    const int64_t n = s.n, N = s.N;
+    const double *E = s.E, *F = s.F, *Gj = s.Gj, *B = s.B;
+    double *z = s.z, *ap = s.ap, S3[9];
+    memset(z, 0, 6 * N * sizeof(double));
+    for (int64_t row = 0; row < s.n_row_z; row++)
+        z[s.row_z[row]] = s_[6 * n + row];
+    for (int64_t i = 0; i < n; i++) {
+        /* particular solution of the rigid-body rows: δe_l = Σ_k S_kl f_k */
+        const double *si = s_ + 6 * i, *Fi = F + 9 * i, *J = s.J4 + 16 * i;
+        double *api = ap + 12 * i, *zi = z + 6 * s.body_node[i];
+        for (int l = 0; l < 3; l++)
+            for (int a = 0; a < 3; a++) {
+                double acc = 0.0;
+                for (int k = 0; k < 3; k++)
+                    acc += (k == l ? si[k] : 0.5 * si[2 + k + l]) * Fi[3 * k + a];
+                api[3 * (1 + l) + a] = acc;
+            }
+        api[0] = api[1] = api[2] = 0.0;
+        /* reduced right-hand side Tᵀ (r − M a_p) */
+        for (int p = 0; p < 4; p++) {
+            for (int a = 0; a < 3; a++) {
+                double acc = r[12 * i + 3 * p + a];
+                for (int q = 1; q < 4; q++)
+                    acc -= J[4 * p + q] * api[3 * q + a];
+                S3[a] = acc;
+            }
+            if (p == 0)
+                zi[0] = S3[0], zi[1] = S3[1], zi[2] = S3[2];
+            else
+                cross_add(zi + 3, E + 9 * i + 3 * (p - 1), S3);
+        }
+        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {  /* − G_J a_p */
+            int64_t t = s.jp_axis[u];
+            const double *v = ap + 3 * s.jp_slot[t], *g = Gj + 3 * t;
+            z[s.jp_z[u]] -= g[0] * v[0] + g[1] * v[1] + g[2] * v[2];
+        }
+    }
+    const double *C = B + 36 * N;
+    for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */
+        const double *zk = z + 6 * k;
+        forward(B + 36 * k, s.inv + 6 * k, z + 6 * k);
+        for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
+            const double *V = C + 36 * e;
+            double *zq = z + 6 * s.col_node[e];
+            for (int i = 0; i < 6; i++) {
+                double acc = 0.0;
+                for (int c = 0; c < 6; c++)
+                    acc += V[6 * i + c] * zk[c];
+                zq[i] -= s.sign[k] * acc;
+            }
+        }
+    }
+    for (int64_t k = N - 1; k >= 0; k--) {  /* backward substitution */
+        double *zk = z + 6 * k, acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
+            const double *V = C + 36 * e, *xq = z + 6 * s.col_node[e];
+            for (int c = 0; c < 6; c++)
+                acc[c] = 0.0;
+            for (int i = 0; i < 6; i++)     /* row by row: vectorized over c */
+                for (int c = 0; c < 6; c++)
+                    acc[c] += V[6 * i + c] * xq[i];
+            for (int c = 0; c < 6; c++)
+                zk[c] -= acc[c];
+        }
+        backward(B + 36 * k, s.inv + 6 * k, zk);
+        for (int c = 0; c < 6; c++)
+            zk[c] *= s.sign[k];
+    }
+    for (int64_t row = 0; row < s.n_row_z; row++)
+        lam[6 * n + row] = z[s.row_z[row]];
+    for (int64_t i = 0; i < n; i++) {
+        const double *xi = z + 6 * s.body_node[i], *Fi = F + 9 * i, *J = s.J4 + 16 * i;
+        const double *api = ap + 12 * i;
+        double *A = x + 12 * i;
+        A[0] = xi[0], A[1] = xi[1], A[2] = xi[2];
+        for (int k = 0; k < 3; k++) {
+            double *Ak = A + 3 * (1 + k);
+            Ak[0] = api[3 * (1 + k)], Ak[1] = api[3 * (1 + k) + 1], Ak[2] = api[3 * (1 + k) + 2];
+            cross_add(Ak, xi + 3, E + 9 * i + 3 * k);
+        }
+        for (int p = 1; p < 4; p++)
+            for (int a = 0; a < 3; a++) {
+                double acc = r[12 * i + 3 * p + a];
+                for (int q = 0; q < 4; q++)
+                    acc -= J[4 * p + q] * A[3 * q + a];
+                S3[3 * (p - 1) + a] = acc;
+            }
+        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {  /* − G_Jᵀ λ_J */
+            int64_t t = s.jp_axis[u];
+            double *w = S3 + 3 * (s.jp_slot[t] % 4 - 1), l = lam[s.jp_row[t]];
+            const double *g = Gj + 3 * t;
+            w[0] = w[0] - g[0] * l, w[1] = w[1] - g[1] * l, w[2] = w[2] - g[2] * l;
+        }
+        for (int k = 0; k < 3; k++)
+            for (int l = k; l < 3; l++) {       /* μ_kl = ½ (f_k · z_l + f_l · z_k) */
+                double fz = 0.0;
+                for (int a = 0; a < 3; a++)
+                    fz += Fi[3 * k + a] * S3[3 * l + a] + Fi[3 * l + a] * S3[3 * k + a];
+                lam[k == l ? 6 * i + k : 6 * i + 2 + k + l] = 0.5 * fz;
+            }
+    }
+}
+
+/* ------------------------------------------------------------ range space (CHOLMOD) */
+/* data of S = G M⁻¹ Gᵀ (lower triangle) from the Jacobian blocks G (nnz, 3): row blocks
+ * Gd (4 slots × 3) of each (row, body), U = (M_b⁻¹ ⊗ I3) Gd, data[target] += U_p · Gd_q. */
+static void range_space(const double *G, const int64_t *entry_block, const int64_t *entry_slot,
+                        int64_t nnz, const int64_t *block_body, int64_t n_blocks,
+                        const double *Minv, const int64_t *pair_p, const int64_t *pair_q,
+                        const int64_t *pair_target, int64_t n_pairs, double *Gd, double *U,
+                        double *data, int64_t n_data)
+{
+    memset(Gd, 0, 12 * n_blocks * sizeof(double));
+    for (int64_t e = 0; e < nnz; e++)
+        for (int c = 0; c < 3; c++)
+            Gd[12 * entry_block[e] + 3 * entry_slot[e] + c] = G[3 * e + c];
+    for (int64_t b = 0; b < n_blocks; b++) {
+        const double *J = Minv + 16 * block_body[b], *g = Gd + 12 * b;
+        for (int sl = 0; sl < 4; sl++)
+            for (int c = 0; c < 3; c++) {
+                double acc = 0.0;
+                for (int t = 0; t < 4; t++)
+                    acc += J[4 * sl + t] * g[3 * t + c];
+                U[12 * b + 3 * sl + c] = acc;
+            }
+    }
+    memset(data, 0, n_data * sizeof(double));
+    for (int64_t k = 0; k < n_pairs; k++) {
+        const double *up = U + 12 * pair_p[k], *gq = Gd + 12 * pair_q[k];
+        double acc = 0.0;
+        for (int sl = 0; sl < 4; sl++)
+            acc += up[3 * sl] * gq[3 * sl] + up[3 * sl + 1] * gq[3 * sl + 1]
+                   + up[3 * sl + 2] * gq[3 * sl + 2];
+        data[pair_target[k]] += acc;
+    }
+}
+
+/* ------------------------------------------------------------------ wrappers */
+NC_WRAPPER(factor_kernel)
+{
+    nc_arr P[P_COUNT], Wk[WK_COUNT];
+    nc_value a[4] = {[2] = {.tuple = P}, [3] = {.tuple = Wk}};
+    if (nc_parse(args, nargs, "ddPW", a, "factor_kernel") < 0)
+        return NULL;
+    /* the last Jacobian block the plan reads: its last joint block, else its last axis */
+    const nc_arr *jp = &P[P_jp], *e_index = &P[P_e_index];
+    int64_t last = jp->size ? I64(*jp)[jp->size - 1] : I64(*e_index)[e_index->size - 1];
+    if (a[0].arr.ndim != 2 || a[0].arr.shape[1] != 3 || a[0].arr.shape[0] <= last
+        || a[1].arr.size != Wk[WK_bound].size) {
+        PyErr_Format(PyExc_ValueError, "core.factor_kernel: G must be (nnz, 3) with more than "
+                     "%lld rows and threshold (%lld,) for this plan", (long long)last,
+                     (long long)Wk[WK_bound].size);
+        return NULL;
+    }
+    int64_t where, count;
+    int64_t status = nc_factor_kernel(F64(a[0].arr), F64(a[1].arr), P, Wk, &where, &count);
+    return Py_BuildValue("LLL", (long long)status, (long long)where, (long long)count);
+}
+
+NC_WRAPPER(solve_kernel)
+{
+    nc_arr P[P_COUNT], Wk[WK_COUNT];
+    nc_value a[6] = {[2] = {.tuple = P}, [3] = {.tuple = Wk}};
+    if (nc_parse(args, nargs, "ddPWdd", a, "solve_kernel") < 0)
+        return NULL;
+    int64_t n = P[P_J4].shape[0], m = 6 * n + Wk[WK_bound].size;
+    if (a[0].arr.size != 12 * n || a[4].arr.size != 12 * n || a[1].arr.size != m
+        || a[5].arr.size != m) {
+        PyErr_Format(PyExc_ValueError, "core.solve_kernel: r and x must have %lld entries, "
+                     "s and lam %lld", (long long)(12 * n), (long long)m);
+        return NULL;
+    }
+    if (a[0].arr.p == a[4].arr.p) {
+        PyErr_SetString(PyExc_ValueError, "core.solve_kernel: x must not be r");
+        return NULL;
+    }
+    nc_solve_kernel(F64(a[0].arr), F64(a[1].arr), P, Wk, F64(a[4].arr), F64(a[5].arr));
+    Py_RETURN_NONE;
+}
+
+NC_WRAPPER(range_space)
+{
+    nc_value a[11];
+    if (nc_parse(args, nargs, "dqqqdqqqddd", a, "range_space") < 0)
+        return NULL;
+    if (a[0].arr.size != 3 * a[1].arr.size) {
+        PyErr_SetString(PyExc_ValueError, "core.range_space: G must be (nnz, 3) for the plan");
+        return NULL;
+    }
+    range_space(F64(a[0].arr), I64(a[1].arr), I64(a[2].arr), a[1].arr.size, I64(a[3].arr),
+                a[3].arr.size, F64(a[4].arr), I64(a[5].arr), I64(a[6].arr), I64(a[7].arr),
+                a[5].arr.size, F64(a[8].arr), F64(a[9].arr), F64(a[10].arr), a[10].arr.size);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef nc_blockldl_methods[] = {
+    NC_METHOD(factor_kernel, "factor_kernel(G, threshold, P, Wk) -> (status, where, count): "
+              "the block LDLᵀ with constraint partitioning of the Jacobian blocks G (nnz, 3) "
+              "into Wk (natcoord.linalg.blockldl.BlockLDL); threshold: the joint rows' "
+              "relative pivot thresholds; dropped rows in Wk.dropped[:count]."),
+    NC_METHOD(solve_kernel, "solve_kernel(r, s, P, Wk, x, lam): (x, λ) of "
+              "[[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk, written in place."),
+    NC_METHOD(range_space, "range_space(G, entry_block, entry_slot, block_body, Minv, pair_p, "
+              "pair_q, pair_target, Gd, U, data): data of S = G M⁻¹ Gᵀ (lower triangle, "
+              "natcoord.linalg.cholmod.RangeSpacePlan) in place; Gd, U scratch (blocks, 4, 3)."),
     {NULL, NULL, 0, NULL},
 };
