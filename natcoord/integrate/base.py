@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dynamics.projection import project_state
-from ..util.jit import njit
+from ..core import _core
 
 PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
 #: integration methods of :func:`simulate`: DOPRI5 (explicit) and Radau IIA (implicit,
@@ -21,15 +21,11 @@ PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
 METHODS = ("dopri5", "radau")
 #: smallest step relative to max(|t|, 1): below it the step size has underflowed
 EPS_FLOOR = 10 * np.finfo(float).eps
-@njit(cache=True)
-def clip_step(h, t, t_bound, eps_floor):
-    """The step from ``t`` toward ``t_bound``: ``h``, or the whole remainder when ``h``
-    would leave a sliver below the step-size floor ``eps_floor · max(|t_bound|, 1)``
-    (a floating-point remainder that no later step could cover)."""
-    remaining = t_bound - t
-    if h > remaining - eps_floor * max(abs(t_bound), 1.0):
-        return remaining
-    return h
+#: ``clip_step(h, t, t_bound, eps_floor)``: the step from ``t`` toward ``t_bound``: ``h``,
+#: or the whole remainder when ``h`` would leave a sliver below the step-size floor
+#: ``eps_floor · max(|t_bound|, 1)`` (a floating-point remainder that no later step
+#: could cover); the core's (natcoord/core/src/dopri5.c), which its step uses.
+clip_step = _core.clip_step
 
 
 class IntegrationError(RuntimeError):

@@ -1,23 +1,24 @@
-"""Compiled DOPRI5 step: stages, error estimate, controller and projection in Numba.
+"""Set-up of the compiled DOPRI5 step (docs/method.md#17-integration).
 
-The kernels here run one whole Dormand–Prince 5(4) step attempt of
-:mod:`natcoord.integrate.simulate` without returning to Python: the seven stages (each
-the constraint kernel of :mod:`natcoord.model.kernels`, the built-in generalized
-forces, the block factorization with constraint partitioning and its solve),
-the error norm, the PI controller and, for an accepted step, the simplified
-Newton projection of :mod:`natcoord.dynamics.projection`. The math is that of those
-modules (same tableau, error norm, controller constants, projection
-constants, read from :mod:`natcoord.integrate.dormand_prince` and
-:mod:`natcoord.dynamics.projection`), so the step sequence is the same.
+The step itself — stages, error estimate, controller, projection, dense output
+and the chunked advance with outputs — runs in the compiled core
+(:mod:`natcoord.core`, natcoord/core/src/dopri5.c and forces.c), called by
+:class:`natcoord.integrate.stepper.DOPRI5`. This module prepares what the core
+reads: the model's constant arrays (:data:`Tables`, :func:`make_tables`), the
+per-run buffers (:data:`Buffers`, :func:`make_buffers`), the dense-output
+segments and the factorization store of the sensitivity sweep, and it names the
+core's codes (statuses, projection modes, force kinds, record kinds, counter and
+``ctrl`` indices, as natcoord/core/src/dopri5.h numbers them).
 
 Built-in forces are flattened into arrays (:func:`flatten_forces`): gravity
 and constant point forces as constant slot forces, constant torques
-(``½ τ × e_k``) and linear spring–dampers. Callable forces cannot be
-compiled; :func:`flatten_forces` returns ``None`` for such a model and the
+(``½ τ × e_k``) and linear spring–dampers. Callable forces have no compiled
+form; :func:`flatten_forces` returns ``None`` for such a model and the
 caller keeps the Python path.
 
-All buffers are allocated once (:class:`natcoord.integrate.stepper.DOPRI5`); the kernels
-allocate nothing.
+The Numba kernels below the set-up are the twins of the core's functions that
+:mod:`natcoord.analysis.compiled_sensitivity` still calls from its own Numba
+code; they go when that sweep is ported to the core.
 """
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ import numpy as np
 
 from ..model.forces import PointForce, SpringDamper, Torque
 from ..model.derived import derived
-from ..model.drives import NO_LAWS, fill_weights
-from .base import clip_step
+from ..model.drives import NO_LAWS, PIECEWISE, WEIGHT_COS, WEIGHT_S
 from .dormand_prince import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY
 from ..model.kernels import constraint_kernel, jacobian_times
 from ..util.jit import njit
@@ -210,6 +210,7 @@ def store_bytes(Wk, n_rows):
 
 
 # ------------------------------------------------------------------ forces
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def affine_point(T, e, X, out):
     """``out = Σ c_s X[s]`` (the rate part of Affine ``e``)."""
@@ -221,6 +222,7 @@ def affine_point(T, e, X, out):
         out[2] += c * X[s, 2]
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _distribute(T, e, F, scale, vec):
     """``F += C(r̄)ᵀ (scale · vec)`` for point ``e``."""
@@ -230,6 +232,7 @@ def _distribute(T, e, F, scale, vec):
             F[s, j] += c * (scale * vec[j])
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True, inline="always")
 def torque_forces(tau, s, X, F):
     """``F[s + k] += ½ τ × X[s + k]``, k = 1, 2, 3: the generalized force of a
@@ -242,6 +245,7 @@ def torque_forces(tau, s, X, F):
         F[s + a, 2] += 0.5 * (tau[0] * e[1] - tau[1] * e[0])
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def generalized_forces(T, X, V, F, tmp):
     """``F`` (4 n, 3): gravity plus the flattened applied forces (docs/method.md#12-mass-matrix).
@@ -274,6 +278,7 @@ def generalized_forces(T, X, V, F, tmp):
             _distribute(T, eb, F, -tension, d)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def energy(T, X, V, tmp):
     """Kinetic ``½ vᵀMv`` plus gravity ``−f_g·p`` plus spring energies; ``tmp`` (2, 3)."""
@@ -301,6 +306,7 @@ def energy(T, X, V, tmp):
 
 
 # ------------------------------------------------------------ linear algebra
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def evaluate_constraints(T, S, X, V, W):
     constraint_kernel(X, V, W, T.quad_row, T.quad_a, T.quad_b, T.quad_c, T.quad_w, T.quad_ga,
@@ -308,6 +314,7 @@ def evaluate_constraints(T, S, X, V, W):
                       T.const_c, T.const_w, S.g, S.g_t, S.gamma, S.G)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _velocity_residual(T, S, V):
     """``S.Gv = G v + g_t`` for the Jacobian in ``S.G``."""
@@ -316,6 +323,7 @@ def _velocity_residual(T, S, V):
         S.Gv[r] += S.g_t[r]
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def factor(T, S, P, Wk):
     """Block factorization of ``S.G`` with partitioning and its hysteresis.
@@ -340,12 +348,14 @@ def factor(T, S, P, Wk):
     return 0
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def solve(T, S, P, Wk, r, s, x, lam):
     """``(x, λ)`` of ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]`` with the current factor."""
     solve_kernel(r, s, P, Wk, x, lam)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def stage_work(Wk, store, m, s):
     """``Wk`` with its factor arrays in ``store[m, s]`` (a :data:`FactorStore`): a
@@ -355,6 +365,7 @@ def stage_work(Wk, store, m, s):
                        Wk.y, Wk.S3, Wk.z, Wk.ap)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _keep_factor(Wk, S, store, m, s):
     """Copy the factor in ``Wk`` and the multipliers ``S.lam`` to ``store[m, s]``."""
@@ -367,6 +378,7 @@ def _keep_factor(Wk, S, store, m, s):
 
 
 # ------------------------------------------------------------ evaluations
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def rhs(T, S, P, Wk, y, W, mode, out):
     """``out = (v, a)`` at ``y = (p, v)`` (index-1 form, docs/method.md#15-descriptor-form); returns a status.
@@ -401,14 +413,85 @@ def rhs(T, S, P, Wk, y, W, mode, out):
     return 0
 
 
+# Numba twin, removed when compiled_sensitivity is ported
+@njit(cache=True)
+def _law_triple(kind, pieces, order, data, t):
+    """``natcoord.model.drives.law_triple`` (real data)."""
+    zero = data[0] * 0.0
+    s, sd, sdd = zero, zero, zero
+    if kind == PIECEWISE:
+        lo, hi = 0, pieces - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if t >= data[mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        tau = t - data[lo]
+        base = pieces + 1 + lo * order
+        for k in range(order - 1, -1, -1):
+            sdd = sdd * tau + 2.0 * sd
+            sd = sd * tau + s
+            s = s * tau + data[base + k]
+        return s, sd, sdd
+    w = data[0]
+    s = data[1] + zero
+    c1, n1 = np.cos(w * t), np.sin(w * t)
+    c, n = c1, n1
+    for k in range(1, order + 1):
+        a, b = data[2 * k], data[2 * k + 1]
+        kw = k * w
+        s += a * c + b * n
+        sd += kw * (b * c - a * n)
+        sdd -= kw * kw * (a * c + b * n)
+        c, n = c * c1 - n * n1, n * c1 + c * n1
+    return s, sd, sdd
+
+
+# Numba twin, removed when compiled_sensitivity is ported
+@njit(cache=True)
+def _weight_of(kind, s, sd, sdd):
+    """``natcoord.model.drives.weight_of``."""
+    if kind == WEIGHT_S:
+        return s, sd, sdd
+    c, n = np.cos(s), np.sin(s)
+    if kind == WEIGHT_COS:
+        return c, -n * sd, -c * sd * sd - n * sdd
+    return n, c * sd, -n * sd * sd + c * sdd
+
+
+# Numba twin, removed when compiled_sensitivity is ported
+@njit(cache=True)
+def _fill_weights(laws, t, out):
+    """``natcoord.model.drives.fill_weights``."""
+    for k in range(laws.weight_kind.size):
+        l = laws.weight_law[k]
+        s, sd, sdd = _law_triple(laws.kind[l], laws.pieces[l], laws.order[l],
+                                 laws.data[laws.ptr[l]:laws.ptr[l + 1]], t)
+        out[k + 1, 0], out[k + 1, 1], out[k + 1, 2] = _weight_of(laws.weight_kind[k], s, sd,
+                                                                 sdd)
+
+
+# Numba twin, removed when compiled_sensitivity is ported
+@njit(cache=True)
+def _clip_step(h, t, t_bound, eps_floor):
+    """``natcoord.integrate.base.clip_step``."""
+    remaining = t_bound - t
+    if h > remaining - eps_floor * max(abs(t_bound), 1.0):
+        return remaining
+    return h
+
+
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def weights_at(T, t, W):
     """The weight table ``W`` at time t from the drives' laws, if they are compiled
     (``T.laws`` empty: the table is constant, or filled by the caller)."""
     if T.laws.weight_kind.size > 0:
-        fill_weights(T.laws, t, W)
+        _fill_weights(T.laws, t, W)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _kept_max(S, r):
     size = 0.0
@@ -418,6 +501,7 @@ def _kept_max(S, r):
     return size
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _threshold(T, S, x, velocity, tol):
     """``projection.threshold``: ``max(tol, ROUNDOFF ε max_rows(|G| |x| (+ |g_t|)))``."""
@@ -436,6 +520,7 @@ def _threshold(T, S, x, velocity, tol):
     return max(tol, ROUNDOFF * EPS * top)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter, fresh):
     """Simplified Newton of ``projection._simplified_newton`` on ``x`` (12 n,) in place.
@@ -478,6 +563,7 @@ def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter, fresh):
     return -1, max_iter
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def project(T, S, P, Wk, y, W, mode, tol, fresh):
     """Project ``y = (p, v)`` in place as ``integrate._Run.project`` does (``fresh``: as
@@ -501,6 +587,7 @@ def project(T, S, P, Wk, y, W, mode, tol, fresh):
     return 0
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def evaluate(T, S, y, W):
     """``S.g, S.g_t, S.gamma, S.G`` and ``S.Gv = G v + g_t`` at ``y = (p, v)``."""
@@ -510,6 +597,7 @@ def evaluate(T, S, y, W):
     _velocity_residual(T, S, V)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def observe(T, S, y, W, evaluated):
     """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``y`` (all rows), as ``_Run.record`` records;
@@ -525,6 +613,7 @@ def observe(T, S, y, W, evaluated):
 
 
 # ------------------------------------------------------------------ the step
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _pairwise_block(a, lo, n):
     """NumPy's ``pairwise_sum`` of ``a[lo:lo+n]`` for ``n ≤ 128`` (8 accumulators)."""
@@ -553,6 +642,7 @@ def _pairwise_block(a, lo, n):
     return res
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def pairwise_sum(a, stack, vals):
     """``a.sum()`` in NumPy's pairwise order (so ``np.mean`` rounds the same).
@@ -591,6 +681,7 @@ def pairwise_sum(a, stack, vals):
     return vals[0]
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def attempt(T, S, P, Wk, W7, mode, store, m):
     """One DOPRI5 step attempt from ``(ctrl[T_NOW], S.y)`` with ``h = ctrl[H]``.
@@ -644,6 +735,7 @@ def attempt(T, S, P, Wk, W7, mode, store, m):
     return ACCEPTED
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor, store, m):
     """Attempts until one is accepted, a failure, or ``max_attempts``.
@@ -663,7 +755,7 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor, store, m):
     n = N // 2
     for _ in range(max_attempts):
         t = c[T_NOW]
-        c[H] = clip_step(c[H], t, c[T_BOUND], eps_floor)
+        c[H] = _clip_step(c[H], t, c[T_BOUND], eps_floor)
         if c[H] < eps_floor * max(abs(t), 1.0):
             return -1, rejected
         status = attempt(T, S, P, Wk, W7, mode, store, m)
@@ -701,6 +793,7 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor, store, m):
 
 
 # ------------------------------------------------------------------ many steps
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def interpolate(y0, y1, K, h, theta, comb, out):
     """``integrate.dense_output`` of a step ``(y0, y1, K, h)`` at ``t_old + θ h`` into
@@ -715,12 +808,14 @@ def interpolate(y0, y1, K, h, theta, comb, out):
         out[i] = y0[i] + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def dense_point(S, theta, out):
     """:func:`interpolate` of the last accepted step at ``t_old + θ h`` into ``out``."""
     interpolate(S.yprev, S.ynewacc, S.Kacc, S.ctrl[H_ACC], theta, S.comb, out)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def violated(T, S, y, W, mode, tol, drift_tol, evaluated):
     """True where ``integrate._Run.check`` would act on ``y`` (locking aside): with
@@ -744,6 +839,7 @@ def violated(T, S, y, W, mode, tol, drift_tol, evaluated):
     return size > drift_tol
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _record(T, S, W, t, y, kind, n, rec_t, rec_y, rec_obs, rec_kind):
     """Record ``y`` as :func:`violated` has just evaluated it."""
@@ -753,6 +849,7 @@ def _record(T, S, W, t, y, kind, n, rec_t, rec_y, rec_obs, rec_kind):
     rec_obs[n, 0], rec_obs[n, 1], rec_obs[n, 2] = observe(T, S, y, W, True)
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _project_output(T, S, P, Wk, y, W, mode):
     """:func:`project` of an output, its work counted in ``OUT_FACT`` and ``OUT_PROJ``."""
@@ -763,6 +860,7 @@ def _project_output(T, S, P, Wk, y, W, mode):
     return status
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def _keep_step(S, m, seg_t, seg_y, seg_K):
     """Store the last accepted step's dense-output data (t_old, h; y_old, y_new; K) at ``m``."""
@@ -772,6 +870,7 @@ def _keep_step(S, m, seg_t, seg_y, seg_K):
     seg_K[m, :, :] = S.Kacc
 
 
+# Numba twin, removed when compiled_sensitivity is ported
 @njit(cache=True)
 def advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, every_step,
             drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K, store):

@@ -4,9 +4,10 @@
 Dormand–Prince 5(4) pair, PI control and projection of
 :func:`natcoord.integrate.simulate.simulate`, and produces the same steps: the stages,
 the error estimate, the controller and the projection of an accepted step run
-in the Numba kernels of :mod:`natcoord.integrate.compiled`, so Python sees one call per
-step, or one call per block of steps (:meth:`DOPRI5.advance`). Declarative
-drives (:mod:`natcoord.model.drives`) are compiled laws the kernels evaluate; a
+in the compiled core (natcoord/core/src/dopri5.c, set up by
+:mod:`natcoord.integrate.compiled`), so Python sees one call per step, or one call per
+block of steps (:meth:`DOPRI5.advance`). Declarative drives
+(:mod:`natcoord.model.drives`) are compiled laws the core evaluates; a
 drive given as Python callables makes it one call per step *attempt*, the
 weight tables evaluated here at the stage times and passed in.
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import compiled as cc
+from ..core import _core
 from ..dynamics.assembly import assemble
 from .base import EPS_FLOOR, PROJECTIONS, StepRecord, clip_step, initial_step
 from .dormand_prince import DenseOutput
@@ -139,33 +141,8 @@ class DOPRI5:
         self._records = self._segments = None
         self._no_outputs = np.zeros(0)
         self._no_store = cc.make_store(self._W, model.n_rows, 0)
-        self._warm()
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
-
-    def _warm(self):
-        """Compile (or load from the cache) the step and projection kernels now, so
-        that the first :meth:`step` does not time compilation. Only once per
-        process: typing the arguments costs ~3 ms (hundreds of arrays in named
-        tuples), a third of a short run; a later model whose argument types differ
-        compiles at its first call."""
-        from numba import typeof
-        S = self._S
-        for kernel, args in ((cc.step, (self._T, S, self._P, self._W, self._W7, self._mode,
-                                        1, 1e-15, self._no_store, 0)),
-                             (cc.project, (self._T, S, self._P, self._W, S.yproj, self._W1,
-                                           self._mode, 1e-10, True))):
-            if not kernel.overloads:
-                kernel.compile(tuple(typeof(a) for a in args))
-        if self.chunked and not cc.advance.overloads:
-            capacity = 1
-            n2 = 2 * self.model.n_coords
-            records = (np.zeros(capacity), np.zeros((capacity, n2)), np.zeros((capacity, 3)),
-                       np.zeros(capacity, np.int64))
-            args = (self._T, S, self._P, self._W, self._W7, self._W1, self._mode, 1, 1e-15,
-                    np.zeros(0), 0, True, 1.0, *records, *cc.make_segments(self.model, capacity),
-                    self._no_store)
-            cc.advance.compile(tuple(typeof(a) for a in args))
 
     # ------------------------------------------------------------ state
     t = _control(cc.T_NOW)
@@ -222,8 +199,8 @@ class DOPRI5:
         """``(v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
         out = np.empty(self.model.n_coords * 2)
         y = np.ascontiguousarray(y, float)
-        status = cc.rhs(self._T, self._S, self._P, self._W, y,
-                        self._weights(t, self._W1), self._mode, out)
+        status = _core.rhs(self._T, self._S, self._P, self._W, y,
+                           self._weights(t, self._W1), self._mode, out)
         if status:
             raise np.linalg.LinAlgError(self._status_message(status, t))
         return out
@@ -237,8 +214,8 @@ class DOPRI5:
         """``y`` projected as an output (a new array): factored at ``y`` first, see
         :func:`~natcoord.dynamics.projection.project_state`."""
         y = np.array(y, float)
-        status = cc.project(self._T, self._S, self._P, self._W, y,
-                            self._weights(t, self._W1), self._mode, self.proj_tol, True)
+        status = _core.project(self._T, self._S, self._P, self._W, y,
+                               self._weights(t, self._W1), self._mode, self.proj_tol, True)
         if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
             raise ProjectionError(self._status_message(status, t))
         if status:
@@ -247,8 +224,8 @@ class DOPRI5:
 
     def observe(self, t, y):
         """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
-        return cc.observe(self._T, self._S, np.ascontiguousarray(y, float),
-                          self._weights(t, self._W1), False)
+        return _core.observe(self._T, self._S, np.ascontiguousarray(y, float),
+                             self._weights(t, self._W1), False)
 
     # ------------------------------------------------------------ stepping
     def step(self, max_attempts=1_000_000):
@@ -265,8 +242,8 @@ class DOPRI5:
         rejected = 0
         eps_floor = EPS_FLOOR
         if not self._python_drives:
-            status, rejected = cc.step(self._T, S, self._P, self._W, self._W7, self._mode,
-                                       max_attempts, eps_floor, self._no_store, 0)
+            status, rejected = _core.step(self._T, S, self._P, self._W, self._W7, self._mode,
+                                          max_attempts, eps_floor, self._no_store, 0)
         else:
             status = cc.MAX_ATTEMPTS
             W7, weights = self._W7, self.model.tables.weight_table
@@ -275,8 +252,8 @@ class DOPRI5:
                 for s in range(1, 6):
                     weights(t_old + cc.C_DENSE[s] * h, W7[s])
                 W7[6] = W7[5]                                # c_6 = c_7 = 1
-                status, r = cc.step(self._T, S, self._P, self._W, W7, self._mode, 1,
-                                    eps_floor, self._no_store, 0)
+                status, r = _core.step(self._T, S, self._P, self._W, W7, self._mode, 1,
+                                       eps_floor, self._no_store, 0)
                 rejected += r
                 if status != cc.MAX_ATTEMPTS:
                     break
@@ -291,7 +268,7 @@ class DOPRI5:
         return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", self.message)
 
     def _failed(self, status, max_attempts):
-        """Enter the ``"failed"`` status for a failed :func:`natcoord.integrate.compiled.step`."""
+        """Enter the ``"failed"`` status for a failed step of the core."""
         c, t = self._S.ctrl, self.t
         if status == -1:
             message = (f"step size underflow at t = {t:.6g} "
@@ -311,7 +288,8 @@ class DOPRI5:
 
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
                 capacity=256, dense=False, sweep=None):
-        """Accepted steps and their records in one compiled call (:func:`natcoord.integrate.compiled.advance`).
+        """Accepted steps and their records in one call of the core (``advance`` of
+        natcoord/core/src/dopri5.c).
 
         Records every accepted step (``t_eval`` None) or the points
         ``t_eval[next_out:]`` the steps pass (dense output, projected); each
@@ -343,8 +321,8 @@ class DOPRI5:
             if self._segments is None or self._segments[0].shape[0] != capacity * dense:
                 self._segments = cc.make_segments(self.model, capacity * dense)
             segments = self._segments
-            status, n, next_out, steps, rejected, m = cc.advance(*args, *segments,
-                                                                 self._no_store)
+            status, n, next_out, steps, rejected, m = _core.advance(*args, *segments,
+                                                                    self._no_store)
         else:                # steps in rounds that fit the sweep's store (pieces: one round)
             status, n, next_out, steps, rejected, m, segments, derivatives = sweep.advance(
                 args, repeat=not dense)

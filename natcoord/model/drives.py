@@ -6,8 +6,8 @@ row is ``Σ_m w_m(t) q_m(p)`` with the weights ``w = s`` (prismatic) or
 ``cos s, sin s`` (revolute); :func:`weight_of` maps ``(s, ṡ, s̈)`` to
 ``(w, ẇ, ẅ)``, which give ``g_t`` and the ``−∂²g/∂t²`` part of ``γ``.
 
-Declarative drives are *laws*, arrays evaluated by one compiled function
-(:func:`law_triple`) on every path:
+Declarative drives are *laws*, arrays evaluated by one function of the compiled
+core (:func:`law_triple`, natcoord/core/src/drives.c) on every path:
 
 * ``PIECEWISE`` polynomials: constant rate, polynomial, C² cubic spline;
 * ``FOURIER`` series: a sinusoid, or a periodic function sampled at its
@@ -18,7 +18,7 @@ model whose drives are all laws runs many steps per call; a drive given as
 Python callables works everywhere, on the path that returns to Python for
 each step's weights. The laws are also what makes a drive's parameters
 differentiable (:func:`parameter_weights`: complex step through the same
-compiled code).
+code of the core, for complex data).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..util.checks import finite_triple, float_array, integer, number
-from ..util.jit import njit
+from ..core import _core
 
 #: kinds of law
 PIECEWISE, FOURIER = 0, 1
@@ -45,68 +45,19 @@ Laws = namedtuple("Laws", ["weight_kind", "weight_law", "kind", "pieces", "order
 
 
 # ------------------------------------------------------------------ compiled
-@njit(cache=True)
-def law_triple(kind, pieces, order, data, t):
-    """``(s, ṡ, s̈)`` of a law at time t (real or, for the complex step, complex data).
-
-    ``PIECEWISE``: breaks ``x_0 ≤ … ≤ x_m`` (``data[:m+1]``) and, per piece,
-    ``order`` coefficients ``c_ik`` (ascending) of ``s = Σ_k c_ik (t − x_i)^k``
-    on ``x_i ≤ t < x_{i+1}`` (the end pieces extend beyond), by Horner's scheme.
-    ``FOURIER``: ``data = (ω, a_0, a_1, b_1, …, a_K, b_K)`` (K = ``order``),
-    ``s = a_0 + Σ_k a_k cos kωt + b_k sin kωt``, the harmonics by the angle-addition
-    recurrence.
-    """
-    zero = data[0] * 0.0
-    s, sd, sdd = zero, zero, zero
-    if kind == PIECEWISE:
-        lo, hi = 0, pieces - 1
-        while lo < hi:                                 # last break x_i ≤ t (or 0)
-            mid = (lo + hi + 1) // 2
-            if t >= data[mid].real:
-                lo = mid
-            else:
-                hi = mid - 1
-        tau = t - data[lo]
-        base = pieces + 1 + lo * order
-        for k in range(order - 1, -1, -1):
-            sdd = sdd * tau + 2.0 * sd
-            sd = sd * tau + s
-            s = s * tau + data[base + k]
-        return s, sd, sdd
-    w = data[0]
-    s = data[1] + zero
-    c1, n1 = np.cos(w * t), np.sin(w * t)
-    c, n = c1, n1
-    for k in range(1, order + 1):
-        a, b = data[2 * k], data[2 * k + 1]
-        kw = k * w
-        s += a * c + b * n
-        sd += kw * (b * c - a * n)
-        sdd -= kw * kw * (a * c + b * n)
-        c, n = c * c1 - n * n1, n * c1 + c * n1
-    return s, sd, sdd
-
-
-@njit(cache=True)
-def weight_of(kind, s, sd, sdd):
-    """``(w, ẇ, ẅ)`` of a weight ``s``, ``cos s`` or ``sin s`` from ``(s, ṡ, s̈)``."""
-    if kind == WEIGHT_S:
-        return s, sd, sdd
-    c, n = np.cos(s), np.sin(s)
-    if kind == WEIGHT_COS:
-        return c, -n * sd, -c * sd * sd - n * sdd
-    return n, c * sd, -n * sd * sd + c * sdd
-
-
-@njit(cache=True)
-def fill_weights(laws, t, out):
-    """``out[k] = (w_k, ẇ_k, ẅ_k)`` at time t for the weights of ``laws``
-    (row 0, the constant 1, is left alone)."""
-    for k in range(laws.weight_kind.size):
-        l = laws.weight_law[k]
-        s, sd, sdd = law_triple(laws.kind[l], laws.pieces[l], laws.order[l],
-                                laws.data[laws.ptr[l]:laws.ptr[l + 1]], t)
-        out[k + 1, 0], out[k + 1, 1], out[k + 1, 2] = weight_of(laws.weight_kind[k], s, sd, sdd)
+#: ``law_triple(kind, pieces, order, data, t) -> (s, ṡ, s̈)`` of a law at time t (the
+#: core, natcoord/core/src/drives.c). ``PIECEWISE``: breaks ``x_0 ≤ … ≤ x_m``
+#: (``data[:m+1]``) and, per piece, ``order`` coefficients ``c_ik`` (ascending) of
+#: ``s = Σ_k c_ik (t − x_i)^k`` on ``x_i ≤ t < x_{i+1}`` (the end pieces extend beyond),
+#: by Horner's scheme. ``FOURIER``: ``data = (ω, a_0, a_1, b_1, …, a_K, b_K)``
+#: (K = ``order``), ``s = a_0 + Σ_k a_k cos kωt + b_k sin kωt``, the harmonics by the
+#: angle-addition recurrence.
+law_triple = _core.law_triple
+#: ``weight_of(kind, s, ṡ, s̈) -> (w, ẇ, ẅ)`` of a weight ``s``, ``cos s`` or ``sin s``.
+weight_of = _core.weight_of
+#: ``fill_weights(laws, t, out)``: ``out[k] = (w_k, ẇ_k, ẅ_k)`` at time t for the
+#: weights of ``laws`` (row 0, the constant 1, is left alone).
+fill_weights = _core.fill_weights
 
 
 # ------------------------------------------------------------------ laws
@@ -397,14 +348,14 @@ COMPLEX_STEP = 1e-30
 
 def parameter_weights(weights, drive, key, t):
     """``∂W/∂θ`` (n_weights, 3) at time t for parameter ``key`` of ``drive``: the
-    complex step ``Im W(θ + iε) / ε`` through :func:`law` and :func:`fill_weights`
-    (no subtraction, so exact to round-off); row 0 and the weights of other
-    drives are zero."""
+    complex step ``Im W(θ + iε) / ε`` through :func:`law` and the core's
+    :func:`fill_weights` for complex data (no subtraction, so exact to round-off);
+    row 0 and the weights of other drives are zero."""
     complex_law = law(drive._with_value(key, drive.parameter(key) + 1j * COMPLEX_STEP))
     laws = pack(weights, {id(drive): complex_law})
     mine = np.array([w.drive is drive for w in weights])
     out = np.zeros((len(weights) + 1, 3), complex)
-    fill_weights(laws, float(t), out)
+    _core.fill_weights_complex(laws._replace(data=laws.data.astype(complex)), float(t), out)
     dW = out.imag / COMPLEX_STEP
     dW[1:][~mine] = 0.0
     return dW

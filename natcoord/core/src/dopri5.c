@@ -1,6 +1,835 @@
-/* (being ported from Numba: see the helper that owns this file) */
-#include "nc_core.h"
+/* The DOPRI5 step with projection and dense output, and the chunked advance with
+ * outputs (docs/method.md#17-integration).
+ *
+ * One step attempt runs the seven stages of the Dormand–Prince 5(4) pair on the
+ * index-1 descriptor form (docs/method.md#15-descriptor-form: ṗ = v, v̇ = a with
+ * [[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]), each stage evaluating the constraints, the
+ * forces, the block factorization with constraint partitioning
+ * (docs/method.md#16-linear-solve, blockldl.c) and its solve; then the error norm, the
+ * PI controller and, for an accepted step, the simplified Newton projection of
+ * positions and velocities.
+ * Constants are those of natcoord/integrate/dormand_prince.py (tableau, controller)
+ * and natcoord/dynamics/projection.py (projection), and every sum is formed in the
+ * order of the Python path of simulate, so the core takes the same steps.
+ *
+ * y = (p, v) has N = 2 n entries (n = 12 bodies' coordinates); X, V are p, v as
+ * (4 bodies, 3) slot arrays. The kernels allocate nothing: all buffers are the
+ * Buffers S (nc_fields.h) that Python preallocates per run. */
+#include <float.h>
+
+#include "dopri5.h"
+
+/* step-size controller (Hairer, Nørsett & Wanner I, II.4; dormand_prince.py) */
+#define SAFETY 0.9
+#define BETA 0.04
+#define FAC_MIN 0.2
+#define FAC_MAX 10.0
+/* projection (projection.py): refactor when an iteration contracts less than
+ * CONTRACTION; converge kept rows to MARGIN × the tolerance raised to its round-off
+ * floor ROUNDOFF ε max_rows |G| |x| */
+#define CONTRACTION 0.01
+#define MARGIN 0.1
+#define ROUNDOFF 10.0
+#define MAX_NEWTON 8
+
+const double NC_A_DENSE[7][7] = {
+    {0.0},
+    {1.0 / 5},
+    {3.0 / 40, 9.0 / 40},
+    {44.0 / 45, -56.0 / 15, 32.0 / 9},
+    {19372.0 / 6561, -25360.0 / 2187, 64448.0 / 6561, -212.0 / 729},
+    {9017.0 / 3168, -355.0 / 33, 46732.0 / 5247, 49.0 / 176, -5103.0 / 18656},
+    {35.0 / 384, 0.0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84},
+};
+const double NC_B_DENSE[7] = {35.0 / 384, 0.0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784,
+                              11.0 / 84, 0.0};
+const double NC_C_DENSE[7] = {0.0, 1.0 / 5, 3.0 / 10, 4.0 / 5, 8.0 / 9, 1.0, 1.0};
+const double NC_D_DENSE[7] = {-12715105075.0 / 11282082432.0, 0.0,
+                              87487479700.0 / 32700410799.0, -10690763975.0 / 1880347072.0,
+                              701980252875.0 / 199316789632.0, -1453857185.0 / 822651844.0,
+                              69997945.0 / 29380423.0};
+const double NC_E_DENSE[7] = {71.0 / 57600, 0.0, -71.0 / 16695, 71.0 / 1920,
+                              -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
+
+/* Python's max and min of two floats (the first unless the second is larger, smaller),
+ * as the controller of the Python path takes them */
+static inline double py_max(double a, double b)
+{
+    return b > a ? b : a;
+}
+
+static inline double py_min(double a, double b)
+{
+    return b < a ? b : a;
+}
+
+/* ------------------------------------------------------------ stage sums */
+/* out = Σ_j a_j K[j] over K (s, N), rounded as the Python path's NumPy a @ K is by
+ * OpenBLAS's dgemv_n on x86-64 (its Haswell/Zen kernels): columns in blocks of 4, 2
+ * and 1, each block's sum added to out in turn; a block of 4 is
+ * fma(a3, k3, fma(a2, k2, fma(a0, k0, a1 k1))), one of 2 fma(a0, k0, a1 k1). With
+ * that rounding the core's steps equal the Python path's (tests/test_stepper.py,
+ * tests/test_drives.py hold them to the same step times); fma is exact-rounded
+ * everywhere, in hardware where the CPU has it (dispatched below). */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
+ALWAYS_INLINE void combine_body(const double *a, int s, const double *K, int64_t N,
+                                double *out)
+{
+    int b = 0;
+    for (int64_t i = 0; i < N; i++)
+        out[i] = 0.0;
+    for (; b + 4 <= s; b += 4) {
+        const double *k0 = K + b * N, *k1 = k0 + N, *k2 = k1 + N, *k3 = k2 + N;
+        for (int64_t i = 0; i < N; i++) {
+            double t = fma(a[b], k0[i], a[b + 1] * k1[i]);
+            t = fma(a[b + 2], k2[i], t);
+            out[i] += fma(a[b + 3], k3[i], t);
+        }
+    }
+    if (s - b >= 2) {
+        const double *k0 = K + b * N, *k1 = k0 + N;
+        for (int64_t i = 0; i < N; i++)
+            out[i] += fma(a[b], k0[i], a[b + 1] * k1[i]);
+        b += 2;
+    }
+    if (s - b == 1) {
+        const double *k0 = K + b * N;
+        for (int64_t i = 0; i < N; i++)
+            out[i] += a[b] * k0[i];
+    }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target("fma"))) static void combine_fma(const double *a, int s,
+                                                        const double *K, int64_t N,
+                                                        double *out)
+{
+    combine_body(a, s, K, N, out);
+}
+
+static void combine_libm(const double *a, int s, const double *K, int64_t N, double *out)
+{
+    combine_body(a, s, K, N, out);
+}
+
+static void combine(const double *a, int s, const double *K, int64_t N, double *out)
+{
+    static int hardware = -1;
+    if (hardware < 0)
+        hardware = __builtin_cpu_supports("fma") ? 1 : 0;
+    if (hardware)
+        combine_fma(a, s, K, N, out);
+    else
+        combine_libm(a, s, K, N, out);
+}
+#else
+static void combine(const double *a, int s, const double *K, int64_t N, double *out)
+{
+    combine_body(a, s, K, N, out);
+}
+#endif
+
+/* Σ a in NumPy's pairwise order (numpy/_core/src/umath/loops_utils.h.src): blocks of
+ * up to 128 by 8 accumulators, longer ones split at n/2 rounded down to a multiple of
+ * 8; so the error norm rounds as the Python path's np.mean does */
+static double pairwise_sum(const double *a, int64_t n)
+{
+    if (n > 128) {
+        int64_t n2 = n / 2;
+        n2 -= n2 % 8;
+        return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+    }
+    if (n < 8) {
+        double res = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    double r[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = a[j];
+    int64_t i = 8;
+    for (; i < n - n % 8; i += 8)
+        for (int j = 0; j < 8; j++)
+            r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++)
+        res += a[i];
+    return res;
+}
+
+/* ------------------------------------------------------------ linear algebra */
+void nc_evaluate_constraints(const nc_arr *T, const nc_arr *S, const double *X,
+                             const double *V, const double *W)
+{
+    nc_constraints(T, X, V, W, F64(S[S_g]), F64(S[S_g_t]), F64(S[S_gamma]), F64(S[S_G]),
+                   S[S_g].size, S[S_G].shape[0]);
+}
+
+/* S.Gv = G v + g_t for the Jacobian in S.G */
+static void velocity_residual(const nc_arr *T, const nc_arr *S, const double *V)
+{
+    double *Gv = F64(S[S_Gv]);
+    const double *g_t = F64(S[S_g_t]);
+    nc_jacobian_times(I64(T[T_pattern_row]), I64(T[T_pattern_slot]), T[T_pattern_row].size,
+                      F64(S[S_G]), V, Gv, S[S_Gv].size);
+    for (int64_t r = 0; r < S[S_Gv].size; r++)
+        Gv[r] += g_t[r];
+}
+
+/* Hysteresis of the partitioning (KKTSolver._update_thresholds): a dropped row keeps
+ * being dropped until its pivot exceeds hold_tol, a kept one until it falls below
+ * drop_tol (docs/method.md#16-linear-solve). */
+int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk)
+{
+    int64_t where = 0, count = 0;
+    int64_t *counts = I64(S[S_counts]);
+    int64_t status = nc_factor_kernel(F64(S[S_G]), F64(S[S_threshold]), P, Wk, &where, &count);
+    if (status != 0) {
+        counts[NC_FAIL_WHERE] = where;
+        return status;
+    }
+    uint8_t *mask = BOOL(S[S_mask]);
+    double *threshold = F64(S[S_threshold]);
+    const double *ctrl = F64(S[S_ctrl]);
+    const int64_t *dropped = I64(Wk[WK_dropped]);
+    int64_t n_joint = S[S_threshold].size, n_rigid = S[S_mask].size - n_joint;
+    memset(mask, 0, S[S_mask].size);
+    for (int64_t r = 0; r < n_joint; r++)
+        threshold[r] = ctrl[CTRL_DROP_TOL];
+    for (int64_t k = 0; k < count; k++) {
+        mask[n_rigid + dropped[k]] = 1;
+        threshold[dropped[k]] = ctrl[CTRL_HOLD_TOL];
+    }
+    counts[NC_N_FACT]++;
+    return 0;
+}
+
+void nc_stage_work(const nc_arr *Wk, const nc_arr *store, int64_t m, int64_t s, nc_arr *out)
+{
+    static const int fields[5][2] = {{WK_B, FS_B}, {WK_inv, FS_inv}, {WK_E, FS_E},
+                                     {WK_F, FS_F}, {WK_Gj, FS_Gj}};
+    memcpy(out, Wk, WK_COUNT * sizeof(nc_arr));
+    for (int f = 0; f < 5; f++) {
+        nc_arr *a = &out[fields[f][0]];
+        a->p = (char *)(F64(store[fields[f][1]]) + (6 * m + s) * a->size);
+    }
+}
+
+/* copy the factor in Wk and the multipliers S.lam to store[m, s] */
+static void keep_factor(const nc_arr *Wk, const nc_arr *S, const nc_arr *store, int64_t m,
+                        int64_t s)
+{
+    nc_arr kept[WK_COUNT];
+    nc_stage_work(Wk, store, m, s, kept);
+    for (int f = WK_B; f <= WK_Gj; f++)
+        memcpy(kept[f].p, Wk[f].p, Wk[f].size * sizeof(double));
+    memcpy(F64(store[FS_lam]) + (6 * m + s) * S[S_lam].size, F64(S[S_lam]),
+           S[S_lam].size * sizeof(double));
+}
+
+/* ------------------------------------------------------------ evaluations */
+void nc_weights_at(const nc_arr *T, double t, double *W)
+{
+    if (T[T_laws_weight_kind].size > 0)
+        nc_fill_weights(&T[T_laws_weight_kind], t, W);
+}
+
+int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+               const double *y, const double *W, int64_t mode, double *out)
+{
+    int64_t n = S[S_x].size, m = S[S_s].size;
+    const double *X = y, *V = y + n;
+    double *s = F64(S[S_s]);
+    const double *gamma = F64(S[S_gamma]);
+    nc_evaluate_constraints(T, S, X, V, W);
+    nc_generalized_forces(T, X, V, F64(S[S_F]));
+    if (mode == NC_BAUMGARTE) {          /* γ − 2α (G v + g_t) − β² g */
+        const double *ctrl = F64(S[S_ctrl]), *Gv = F64(S[S_Gv]), *g = F64(S[S_g]);
+        double alpha = ctrl[CTRL_ALPHA], beta = ctrl[CTRL_BETA_B];
+        velocity_residual(T, S, V);
+        for (int64_t r = 0; r < m; r++)
+            s[r] = gamma[r] - 2.0 * alpha * Gv[r] - beta * beta * g[r];
+    } else {
+        memcpy(s, gamma, m * sizeof(double));
+    }
+    int64_t status = nc_factor(S, P, Wk);
+    if (status != 0)
+        return status;
+    int64_t *counts = I64(S[S_counts]);
+    uint8_t *mask = BOOL(S[S_mask]), *rhs_mask = BOOL(S[S_rhs_mask]);
+    counts[NC_N_RHS]++;
+    if (counts[NC_N_RHS] > 1 && memcmp(mask, rhs_mask, m) != 0)
+        counts[NC_N_ACTIVE]++;               /* the dropped rows changed */
+    memcpy(rhs_mask, mask, m);
+    nc_solve_kernel(F64(S[S_F]), s, P, Wk, F64(S[S_x]), F64(S[S_lam]));
+    memmove(out, y + n, n * sizeof(double));
+    memcpy(out + n, F64(S[S_x]), n * sizeof(double));
+    return 0;
+}
+
+/* largest |r| over the kept rows */
+static double kept_max(const nc_arr *S, const double *r)
+{
+    const uint8_t *mask = BOOL(S[S_mask]);
+    double size = 0.0;
+    for (int64_t i = 0; i < S[S_mask].size; i++)
+        if (!mask[i])
+            size = py_max(size, fabs(r[i]));
+    return size;
+}
+
+/* projection.threshold: max(tol, ROUNDOFF ε max_rows(|G| |x| (+ |g_t|))), the tolerance
+ * a residual summing terms of size |G| |x| can be held to */
+static double threshold(const nc_arr *T, const nc_arr *S, const double *x, int velocity,
+                        double tol)
+{
+    double *scale = F64(S[S_scale]);
+    const double *G = F64(S[S_G]), *g_t = F64(S[S_g_t]);
+    const int64_t *row = I64(T[T_pattern_row]), *slot = I64(T[T_pattern_slot]);
+    int64_t m = S[S_scale].size;
+    memset(scale, 0, m * sizeof(double));
+    for (int64_t k = 0; k < T[T_pattern_row].size; k++) {
+        const double *Gk = G + 3 * k, *xs = x + 3 * slot[k];
+        scale[row[k]] += fabs(Gk[0]) * fabs(xs[0]) + fabs(Gk[1]) * fabs(xs[1])
+                         + fabs(Gk[2]) * fabs(xs[2]);
+    }
+    double top = 0.0;
+    for (int64_t r = 0; r < m; r++) {
+        if (velocity)
+            scale[r] += fabs(g_t[r]);
+        top = py_max(top, scale[r]);
+    }
+    return py_max(tol, ROUNDOFF * DBL_EPSILON * top);
+}
+
+/* Simplified Newton (projection._simplified_newton) on x (n,) in place: the residual
+ * g(x) (other = v) or, with `velocity`, G v + g_t with S.G, S.g_t as evaluated
+ * (x = v); [[M, Gᵀ], [G, 0]] [Δx; μ] = [0; −r] with the current factorization,
+ * refactored at x when an iteration contracts less than CONTRACTION (fresh: before
+ * the first solve). Returns 0, a factorization's status, or −1 when not converged
+ * (ctrl[FAIL_RESIDUAL], ctrl[FAIL_TARGET]); *iterations the solves. */
+static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                      double *x, const double *other, const double *W, int velocity,
+                      double tol, int fresh, int64_t *iterations)
+{
+    int64_t n = S[S_x].size, m = S[S_s].size;
+    double *s = F64(S[S_s]), *dx = F64(S[S_x]), *ctrl = F64(S[S_ctrl]);
+    const double *r = velocity ? F64(S[S_Gv]) : F64(S[S_g]);
+    double previous = fresh ? 0.0 : INFINITY, size = 0.0, target = 0.0;
+    for (int64_t it = 0; it < MAX_NEWTON; it++) {
+        if (velocity)
+            velocity_residual(T, S, x);
+        else
+            nc_evaluate_constraints(T, S, x, other, W);
+        size = kept_max(S, r);
+        target = MARGIN * threshold(T, S, x, velocity, tol);
+        *iterations = it;
+        if (size <= target)
+            return 0;
+        if (size > CONTRACTION * previous) {
+            int64_t status = nc_factor(S, P, Wk);
+            if (status != 0)
+                return status;
+        }
+        previous = size;
+        for (int64_t i = 0; i < m; i++)
+            s[i] = -r[i];
+        nc_solve_kernel(F64(S[S_zero]), s, P, Wk, dx, F64(S[S_lam]));
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] + dx[i];
+    }
+    ctrl[CTRL_FAIL_RESIDUAL] = size;
+    ctrl[CTRL_FAIL_TARGET] = target;
+    *iterations = MAX_NEWTON;
+    return -1;
+}
+
+/* Positions, then velocities (mode 1: velocities only), docs/method.md#17-integration:
+ * a step's projection starts from its last stage's factorization (taken at the
+ * unprojected end point, within the local error of the manifold: one or two
+ * iterations); an output, up to a step away from it, is factored at its own point
+ * first (fresh). Leaves S evaluated (evaluate) at the projected y. */
+int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                   double *y, const double *W, int64_t mode, double tol, int fresh)
+{
+    int64_t n = S[S_x].size, k = 0, status;
+    int64_t *counts = I64(S[S_counts]);
+    double *p = y, *v = y + n;
+    if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES) {
+        status = newton(T, S, P, Wk, p, v, W, 0, tol, fresh, &k);
+        if (status != 0)
+            return status < 0 ? NC_POSITION_PROJECTION : status + 1;
+        counts[NC_N_PROJ] += k;
+        fresh = fresh && k == 0;
+    }
+    if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES || mode == NC_PROJECT_VELOCITIES) {
+        if (mode == NC_PROJECT_VELOCITIES)
+            nc_evaluate_constraints(T, S, p, v, W);
+        status = newton(T, S, P, Wk, v, p, W, 1, tol, fresh, &k);
+        if (status != 0)
+            return status < 0 ? NC_VELOCITY_PROJECTION : status + 1;
+        counts[NC_N_PROJ] += k;
+    }
+    return 0;
+}
+
+/* S.g, S.g_t, S.gamma, S.G and S.Gv = G v + g_t at y */
+static void evaluate(const nc_arr *T, const nc_arr *S, const double *y, const double *W)
+{
+    int64_t n = S[S_x].size;
+    nc_evaluate_constraints(T, S, y, y + n, W);
+    velocity_residual(T, S, y + n);
+}
+
+/* obs = (energy, ‖g‖∞, ‖G v + g_t‖∞) at y (all rows); `evaluated`: S holds evaluate(y) */
+static void observe(const nc_arr *T, const nc_arr *S, const double *y, const double *W,
+                    int evaluated, double *obs)
+{
+    const double *g = F64(S[S_g]), *Gv = F64(S[S_Gv]);
+    double g_max = 0.0, gv_max = 0.0;
+    if (!evaluated)
+        evaluate(T, S, y, W);
+    for (int64_t r = 0; r < S[S_g].size; r++) {
+        g_max = py_max(g_max, fabs(g[r]));
+        gv_max = py_max(gv_max, fabs(Gv[r]));
+    }
+    obs[0] = nc_energy(T, y, y + S[S_x].size);
+    obs[1] = g_max;
+    obs[2] = gv_max;
+}
+
+/* ------------------------------------------------------------------ the step */
+double nc_clip_step(double h, double t, double t_bound, double eps_floor)
+{
+    double remaining = t_bound - t;
+    return h > remaining - eps_floor * py_max(fabs(t_bound), 1.0) ? remaining : h;
+}
+
+/* One attempt from (ctrl[T_NOW], S.y) with h = ctrl[H]: K[s] = f(t + c_s h,
+ * y + h Σ a_sj K[j]), K[0] the FSAL value S.f; y_new = y + h Σ b_j K[j]; the error
+ * ‖h Σ e_j K[j] / (atol + rtol max(|y|, |y_new|))‖_rms in ctrl[ERR]. Accepted
+ * (err ≤ 1): projected into S.yproj. W7[s]: the weight table at t + c_s h (filled here
+ * from compiled laws). A non-empty store keeps the stage factorizations at store[m]:
+ * stages 1–5 are factored in place there, stage 6 in Wk (which the projection goes on
+ * with) is copied. */
+static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                       const nc_arr *W7, int64_t mode, const nc_arr *store, int64_t m)
+{
+    int64_t N = S[S_y].size, table = W7->size / 7;
+    double *K = F64(S[S_K]), *y = F64(S[S_y]), *ys = F64(S[S_ystage]), *yn = F64(S[S_ynew]);
+    double *comb = F64(S[S_comb]), *sq = F64(S[S_sq]), *ctrl = F64(S[S_ctrl]);
+    double t = ctrl[CTRL_T_NOW], h = ctrl[CTRL_H];
+    int keep = store[FS_lam].shape[0] > 0;
+    nc_arr stage_work[WK_COUNT];
+    memcpy(K, F64(S[S_f]), N * sizeof(double));
+    for (int s = 1; s < 7; s++) {
+        double *W = F64(*W7) + s * table;
+        combine(NC_A_DENSE[s], s, K, N, comb);
+        for (int64_t i = 0; i < N; i++)
+            ys[i] = y[i] + h * comb[i];
+        nc_weights_at(T, t + NC_C_DENSE[s] * h, W);
+        const nc_arr *Ws = Wk;
+        if (keep && s < 6) {
+            nc_stage_work(Wk, store, m, s - 1, stage_work);
+            Ws = stage_work;
+        }
+        int64_t status = nc_rhs(T, S, P, Ws, ys, W, mode, K + s * N);
+        if (status != 0)
+            return status;
+        if (keep && s < 6)
+            memcpy(F64(store[FS_lam]) + (6 * m + s - 1) * S[S_lam].size, F64(S[S_lam]),
+                   S[S_lam].size * sizeof(double));
+    }
+    if (keep)
+        keep_factor(Wk, S, store, m, 5);
+    double rtol = ctrl[CTRL_RTOL], atol = ctrl[CTRL_ATOL];
+    combine(NC_B_DENSE, 6, K, N, comb);
+    for (int64_t i = 0; i < N; i++)
+        yn[i] = y[i] + h * comb[i];
+    combine(NC_E_DENSE, 7, K, N, comb);
+    for (int64_t i = 0; i < N; i++) {
+        double q = h * comb[i] / (atol + rtol * py_max(fabs(y[i]), fabs(yn[i])));
+        sq[i] = q * q;
+    }
+    double err = sqrt(pairwise_sum(sq, N) / N);
+    ctrl[CTRL_ERR] = err;
+    if (!isfinite(err))
+        return NC_NON_FINITE;
+    if (err > 1.0)
+        return NC_REJECTED;
+    memcpy(F64(S[S_yproj]), yn, N * sizeof(double));
+    if (mode <= NC_PROJECT_VELOCITIES)
+        return nc_project(T, S, P, Wk, F64(S[S_yproj]), F64(*W7) + 6 * table, mode,
+                          ctrl[CTRL_PROJ_TOL], 0);
+    return NC_ACCEPTED;
+}
+
+/* Attempts until one is accepted, a failure, or max_attempts: h ← clip_step(h); an
+ * error rejection shrinks h by max(FAC_MIN, SAFETY err^−0.2), a failed evaluation by
+ * 0.25 (below 1e-12 max(|t_bound|, 1) its status is returned); an accepted step moves
+ * y ← y_proj (FSAL: f ← K[6] with ṗ = v at the projected state) and sets the next h
+ * by the PI controller (Gustafsson, β = 0.04). NC_UNDERFLOW: h under the floor. */
+int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
+                const nc_arr *store, int64_t m, int64_t *rejected)
+{
+    double *c = F64(S[S_ctrl]), *y = F64(S[S_y]), *f = F64(S[S_f]);
+    int64_t N = S[S_y].size, n = N / 2;
+    *rejected = 0;
+    for (int64_t k = 0; k < max_attempts; k++) {
+        double t = c[CTRL_T_NOW];
+        c[CTRL_H] = nc_clip_step(c[CTRL_H], t, c[CTRL_T_BOUND], eps_floor);
+        if (c[CTRL_H] < eps_floor * py_max(fabs(t), 1.0))
+            return NC_UNDERFLOW;
+        int64_t status = attempt(T, S, P, Wk, W7, mode, store, m);
+        if (status == NC_REJECTED) {
+            ++*rejected;
+            c[CTRL_H] *= py_max(FAC_MIN, SAFETY * pow(c[CTRL_ERR], -0.2));
+            c[CTRL_LAST_REJECTED] = 1.0;
+            continue;
+        }
+        if (status != NC_ACCEPTED) {
+            if (c[CTRL_H] < 1e-12 * py_max(fabs(c[CTRL_T_BOUND]), 1.0))
+                return status;
+            c[CTRL_H] *= 0.25;
+            ++*rejected;
+            c[CTRL_LAST_REJECTED] = 1.0;
+            continue;
+        }
+        double err = c[CTRL_ERR], h = c[CTRL_H];
+        memcpy(F64(S[S_yprev]), y, N * sizeof(double));
+        memcpy(y, F64(S[S_yproj]), N * sizeof(double));
+        memcpy(F64(S[S_ynewacc]), F64(S[S_ynew]), N * sizeof(double));
+        memcpy(F64(S[S_Kacc]), F64(S[S_K]), 7 * N * sizeof(double));
+        memcpy(f, F64(S[S_K]) + 6 * N, N * sizeof(double));
+        memcpy(f, y + n, n * sizeof(double));
+        c[CTRL_T_PREV] = t;
+        c[CTRL_T_NOW] = h == c[CTRL_T_BOUND] - t ? c[CTRL_T_BOUND] : t + h;
+        c[CTRL_H_ACC] = h;
+        double fac = pow(err, 0.2 - 0.75 * BETA) / pow(c[CTRL_ERR_OLD], BETA);
+        double fct = py_min(FAC_MAX, py_max(FAC_MIN, SAFETY / py_max(fac, 1e-10)));
+        if (c[CTRL_LAST_REJECTED] != 0.0)
+            fct = py_min(fct, 1.0);
+        c[CTRL_H] = py_min(h * fct, c[CTRL_MAX_STEP]);
+        c[CTRL_ERR_OLD] = py_max(err, 1e-4);
+        c[CTRL_LAST_REJECTED] = 0.0;
+        return NC_ACCEPTED;
+    }
+    return NC_MAX_ATTEMPTS;
+}
+
+/* ------------------------------------------------------------------ many steps */
+void nc_interpolate(const double *y0, const double *y1, const double *K, double h,
+                    double theta, int64_t N, double *out)
+{
+    const double *K6 = K + 6 * N;
+    combine(NC_D_DENSE, 7, K, N, out);          /* D K, then the interpolant in place */
+    for (int64_t i = 0; i < N; i++) {
+        double dy = y1[i] - y0[i];
+        double r3 = h * K[i] - dy;
+        double r4 = dy - h * K6[i] - r3;
+        double r5 = h * out[i];
+        out[i] = y0[i] + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)));
+    }
+}
+
+/* True where simulate's check would act on y (locking aside): with position+velocity
+ * projection a row, kept or dropped, of g or G v + g_t above its threshold; otherwise
+ * a residual above drift_tol. `evaluated`: S holds evaluate(y) (as nc_project leaves
+ * it in modes 0 and 1); either way it does on return. */
+static int violated(const nc_arr *T, const nc_arr *S, const double *y, const double *W,
+                    int64_t mode, double tol, double drift_tol, int evaluated)
+{
+    int64_t n = S[S_x].size, m = S[S_g].size;
+    const double *g = F64(S[S_g]), *Gv = F64(S[S_Gv]);
+    if (!evaluated)
+        evaluate(T, S, y, W);
+    if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES) {
+        double tol_p = threshold(T, S, y, 0, tol), tol_v = threshold(T, S, y + n, 1, tol);
+        for (int64_t r = 0; r < m; r++)
+            if (fabs(g[r]) > tol_p || fabs(Gv[r]) > tol_v)
+                return 1;
+        return 0;
+    }
+    double size = 0.0;
+    for (int64_t r = 0; r < m; r++) {
+        size = py_max(py_max(size, fabs(g[r])), fabs(Gv[r]));
+    }
+    return size > drift_tol;
+}
+
+/* record y (as violated has just evaluated it) at row k */
+static void record(const nc_arr *T, const nc_arr *S, const double *W, double t,
+                   const double *y, int64_t kind, int64_t k, const nc_records *rec)
+{
+    int64_t N = S[S_y].size;
+    rec->t[k] = t;
+    if (rec->y + k * N != y)
+        memcpy(rec->y + k * N, y, N * sizeof(double));
+    rec->kind[k] = kind;
+    observe(T, S, y, W, 1, rec->obs + 3 * k);
+}
+
+/* nc_project of an output, its work counted in OUT_FACT and OUT_PROJ */
+static int64_t project_output(const nc_arr *T, const nc_arr *S, const nc_arr *P,
+                              const nc_arr *Wk, double *y, const double *W, int64_t mode)
+{
+    int64_t *counts = I64(S[S_counts]);
+    int64_t fact = counts[NC_N_FACT], proj = counts[NC_N_PROJ];
+    int64_t status = nc_project(T, S, P, Wk, y, W, mode, F64(S[S_ctrl])[CTRL_PROJ_TOL], 1);
+    counts[NC_OUT_FACT] += counts[NC_N_FACT] - fact;
+    counts[NC_OUT_PROJ] += counts[NC_N_PROJ] - proj;
+    return status;
+}
+
+/* the last accepted step's dense-output data (t_old, h; y_old, y_new; K) at k */
+static void keep_step(const nc_arr *S, int64_t k, const nc_segments *seg)
+{
+    int64_t N = S[S_y].size;
+    const double *ctrl = F64(S[S_ctrl]);
+    seg->t[2 * k] = ctrl[CTRL_T_PREV];
+    seg->t[2 * k + 1] = ctrl[CTRL_H_ACC];
+    memcpy(seg->y + 2 * k * N, F64(S[S_yprev]), N * sizeof(double));
+    memcpy(seg->y + (2 * k + 1) * N, F64(S[S_ynewacc]), N * sizeof(double));
+    memcpy(seg->K + 7 * k * N, F64(S[S_Kacc]), 7 * N * sizeof(double));
+}
+
+/* Accepted steps (nc_step) and their records: every accepted step if every_step,
+ * else the points t_eval[next_out:] the steps pass (dense output, projected as an
+ * accepted step); every recorded state passes `violated` first. Stops when t_bound is
+ * reached and its outputs written (FINISHED), the records or segments are full (FULL;
+ * pending outputs are written by the next call), a state fails the check (CHECK:
+ * record `records` holds it), an output's projection fails (its status, kind
+ * OUTPUT_RECORD), a step fails (its status, kind STEP_RECORD), or `budget` attempts
+ * are used (MAX_ATTEMPTS). */
+nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                       const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
+                       double eps_floor, const double *t_eval, int64_t n_eval,
+                       int64_t next_out, int every_step, double drift_tol,
+                       const nc_records *rec, const nc_segments *seg, const nc_arr *store)
+{
+    double *c = F64(S[S_ctrl]), *y = F64(S[S_y]);
+    int64_t N = S[S_y].size, cap = rec->capacity;
+    nc_progress out = {0, 0, next_out, 0, 0, 0};
+    for (;;) {
+        while (!every_step && out.next_out < n_eval && t_eval[out.next_out] <= c[CTRL_T_NOW]) {
+            if (out.records == cap) {
+                out.status = NC_FULL;
+                return out;
+            }
+            double t_out = t_eval[out.next_out], *yk = rec->y + out.records * N;
+            nc_interpolate(F64(S[S_yprev]), F64(S[S_ynewacc]), F64(S[S_Kacc]), c[CTRL_H_ACC],
+                           (t_out - c[CTRL_T_PREV]) / c[CTRL_H_ACC], N, yk);
+            rec->t[out.records] = t_out;
+            rec->kind[out.records] = NC_OUTPUT_RECORD;
+            nc_weights_at(T, t_out, W1);
+            out.status = project_output(T, S, P, Wk, yk, W1, mode);
+            if (out.status != 0)
+                return out;
+            if (violated(T, S, yk, W1, mode, c[CTRL_PROJ_TOL], drift_tol,
+                         mode <= NC_PROJECT_VELOCITIES)) {
+                out.status = NC_CHECK;
+                return out;
+            }
+            record(T, S, W1, t_out, yk, NC_OUTPUT_RECORD, out.records, rec);
+            out.records++;
+            out.next_out++;
+        }
+        if (c[CTRL_T_NOW] >= c[CTRL_T_BOUND]) {
+            out.status = NC_FINISHED;
+            return out;
+        }
+        if (out.records == cap || (seg->capacity > 0 && out.stored == seg->capacity)) {
+            out.status = NC_FULL;
+            return out;
+        }
+        if (out.steps + out.rejected >= budget) {
+            rec->kind[out.records] = NC_STEP_RECORD;
+            out.status = NC_MAX_ATTEMPTS;
+            return out;
+        }
+        int64_t rejected;
+        out.status = nc_step(T, S, P, Wk, W7, mode, budget - out.steps - out.rejected,
+                             eps_floor, store, out.stored, &rejected);
+        out.rejected += rejected;
+        if (out.status != NC_ACCEPTED) {
+            rec->kind[out.records] = NC_STEP_RECORD;
+            return out;
+        }
+        if (seg->capacity > 0)
+            keep_step(S, out.stored++, seg);
+        nc_weights_at(T, c[CTRL_T_NOW], W1);
+        if (violated(T, S, y, W1, mode, c[CTRL_PROJ_TOL], drift_tol, 0)) {
+            rec->t[out.records] = c[CTRL_T_NOW];
+            rec->kind[out.records] = NC_STEP_RECORD;
+            memcpy(rec->y + out.records * N, y, N * sizeof(double));
+            out.status = NC_CHECK;
+            return out;
+        }
+        out.steps++;
+        if (every_step) {
+            record(T, S, W1, c[CTRL_T_NOW], y, NC_STEP_RECORD, out.records, rec);
+            out.records++;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ wrappers */
+/* arguments that Python passes unchecked by type: their sizes, before a kernel reads */
+static int require(int ok, const char *function, const char *what)
+{
+    if (!ok)
+        PyErr_Format(PyExc_ValueError, "core.%s: %s", function, what);
+    return ok ? 0 : -1;
+}
+
+/* a weight table (n_weights, 3) that holds the laws' rows */
+static int weight_table(const nc_arr *T, const nc_arr *W, int64_t leading,
+                        const char *function)
+{
+    int d = W->ndim - 2;
+    return require(d >= 0 && W->shape[d + 1] == 3 && (d == 0 || W->shape[0] == leading) &&
+                   W->shape[d] > T[T_laws_weight_kind].size, function,
+                   leading ? "the stage weight tables must have shape (7, n_weights, 3)"
+                           : "the weight table must have shape (n_weights, 3)");
+}
+
+/* a state (2 n,) of the run's buffers */
+static int state(const nc_arr *S, const nc_arr *y, const char *function, const char *what)
+{
+    return require(y->size == S[S_y].size, function, what);
+}
+
+NC_WRAPPER(rhs)
+{
+    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT];
+    nc_value a[8] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
+    if (nc_parse(args, nargs, "TSPWddid", a, "rhs") < 0 ||
+        state(S, &a[4].arr, "rhs", "y must have 2 n entries") < 0 ||
+        state(S, &a[7].arr, "rhs", "out must have 2 n entries") < 0 ||
+        weight_table(T, &a[5].arr, 0, "rhs") < 0)
+        return NULL;
+    return PyLong_FromLongLong(nc_rhs(T, S, P, Wk, F64(a[4].arr), F64(a[5].arr), a[6].i,
+                                      F64(a[7].arr)));
+}
+
+NC_WRAPPER(project)
+{
+    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT];
+    nc_value a[9] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
+    if (nc_parse(args, nargs, "TSPWddifp", a, "project") < 0 ||
+        state(S, &a[4].arr, "project", "y must have 2 n entries") < 0 ||
+        weight_table(T, &a[5].arr, 0, "project") < 0)
+        return NULL;
+    return PyLong_FromLongLong(nc_project(T, S, P, Wk, F64(a[4].arr), F64(a[5].arr), a[6].i,
+                                          a[7].f, (int)a[8].i));
+}
+
+NC_WRAPPER(observe)
+{
+    nc_arr T[T_COUNT], S[S_COUNT];
+    nc_value a[5] = {{.tuple = T}, {.tuple = S}};
+    double obs[3];
+    if (nc_parse(args, nargs, "TSddp", a, "observe") < 0 ||
+        state(S, &a[2].arr, "observe", "y must have 2 n entries") < 0 ||
+        weight_table(T, &a[3].arr, 0, "observe") < 0)
+        return NULL;
+    observe(T, S, F64(a[2].arr), F64(a[3].arr), (int)a[4].i, obs);
+    return Py_BuildValue("(ddd)", obs[0], obs[1], obs[2]);
+}
+
+/* a FactorStore of `capacity` steps or none */
+static int factor_store(const nc_arr *store, const nc_arr *S, const nc_arr *Wk,
+                        int64_t capacity, const char *function)
+{
+    int64_t steps = store[FS_lam].shape[0];
+    if (steps == 0)
+        return 0;
+    int ok = steps >= capacity && store[FS_lam].size == 6 * steps * S[S_lam].size;
+    for (int f = 0; f < 5; f++)
+        ok = ok && store[f].size == 6 * steps * Wk[f].size;
+    return require(ok, function, "the FactorStore does not fit the work buffers and steps");
+}
+
+NC_WRAPPER(step)
+{
+    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT], store[FS_COUNT];
+    nc_value a[10] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
+    a[8].tuple = store;
+    if (nc_parse(args, nargs, "TSPWdiifFi", a, "step") < 0 ||
+        weight_table(T, &a[4].arr, 7, "step") < 0 ||
+        factor_store(store, S, Wk, a[9].i + 1, "step") < 0)
+        return NULL;
+    int64_t rejected, status = nc_step(T, S, P, Wk, &a[4].arr, a[5].i, a[6].i, a[7].f, store,
+                                       a[9].i, &rejected);
+    return Py_BuildValue("(LL)", (long long)status, (long long)rejected);
+}
+
+NC_WRAPPER(advance)
+{
+    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT], store[FS_COUNT];
+    nc_value a[21] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
+    a[20].tuple = store;
+    if (nc_parse(args, nargs, "TSPWddiifdipfdddqdddF", a, "advance") < 0)
+        return NULL;
+    int64_t N = S[S_y].size, rows = a[13].arr.size, steps = a[17].arr.shape[0];
+    const nc_arr *seg_t = &a[17].arr, *seg_y = &a[18].arr, *seg_K = &a[19].arr;
+    if (weight_table(T, &a[4].arr, 7, "advance") < 0 ||
+        weight_table(T, &a[5].arr, 0, "advance") < 0 ||
+        require(rows >= 1 && a[14].arr.size == rows * N && a[15].arr.size == 3 * rows &&
+                a[16].arr.size == rows, "advance",
+                "the records must be (k,), (k, 2 n), (k, 3) and (k,) arrays, k ≥ 1") < 0 ||
+        require(seg_t->size == 2 * steps && seg_y->size == 2 * N * steps &&
+                seg_K->size == 7 * N * steps, "advance",
+                "the segments must be (c, 2), (c, 2, 2 n) and (c, 7, 2 n) arrays") < 0 ||
+        factor_store(store, S, Wk, steps, "advance") < 0 ||
+        require(store[FS_lam].shape[0] == 0 || steps > 0, "advance",
+                "a FactorStore needs segments") < 0)
+        return NULL;
+    nc_records rec = {F64(a[13].arr), F64(a[14].arr), F64(a[15].arr), I64(a[16].arr),
+                      rows - 1};
+    nc_segments seg = {F64(*seg_t), F64(*seg_y), F64(*seg_K), steps};
+    nc_progress p = nc_advance(T, S, P, Wk, &a[4].arr, F64(a[5].arr), a[6].i, a[7].i, a[8].f,
+                               F64(a[9].arr), a[9].arr.size, a[10].i, (int)a[11].i, a[12].f,
+                               &rec, &seg, store);
+    return Py_BuildValue("(LLLLLL)", (long long)p.status, (long long)p.records,
+                         (long long)p.next_out, (long long)p.steps, (long long)p.rejected,
+                         (long long)p.stored);
+}
+
+NC_WRAPPER(clip_step)
+{
+    nc_value a[4];
+    if (nc_parse(args, nargs, "ffff", a, "clip_step") < 0)
+        return NULL;
+    return PyFloat_FromDouble(nc_clip_step(a[0].f, a[1].f, a[2].f, a[3].f));
+}
 
 PyMethodDef nc_dopri5_methods[] = {
+    NC_METHOD(rhs, "rhs(T, S, P, Wk, y, W, mode, out) -> status: out = (v, a) at y = (p, v) "
+              "with the weight table W (index-1 form; mode 3, Baumgarte, stabilizes γ); "
+              "counts an evaluation and a change of the dropped rows."),
+    NC_METHOD(project, "project(T, S, P, Wk, y, W, mode, tol, fresh) -> status: y projected "
+              "in place (positions, then velocities; fresh: factored at y first, as for "
+              "outputs)."),
+    NC_METHOD(observe, "observe(T, S, y, W, evaluated) -> (energy, ‖g‖∞, ‖G v + g_t‖∞) at y."),
+    NC_METHOD(step, "step(T, S, P, Wk, W7, mode, max_attempts, eps_floor, store, m) -> "
+              "(status, rejected): DOPRI5 attempts from (ctrl[T_NOW], S.y) until one is "
+              "accepted (and projected), a failure, or max_attempts; status −1: step-size "
+              "underflow. A non-empty FactorStore keeps the stage factorizations at store[m]."),
+    NC_METHOD(advance, "advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, "
+              "next_out, every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, "
+              "seg_y, seg_K, store) -> (status, records, next_out, steps, rejected, stored): "
+              "accepted steps and their checked records (every step, or the t_eval points "
+              "by dense output) until finished, full, a failure or budget attempts."),
+    NC_METHOD(clip_step, "clip_step(h, t, t_bound, eps_floor) -> float: h, or the whole "
+              "remainder t_bound − t when h would leave a sliver below the step-size floor "
+              "eps_floor · max(|t_bound|, 1)."),
     {NULL, NULL, 0, NULL},
 };

@@ -72,8 +72,8 @@ int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *
 /* project y in place (fresh: factor at y first, as for outputs); a status */
 int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                    double *y, const double *W, int64_t mode, double tol, int fresh);
-/* the dense output of a step (y0, y1, K (7, N), h) at θ into out (N,) (linear in
- * (y0, y1, K): also the derivatives') */
+/* the dense output of a step (y0, y1, K (7, N), h) at θ into out (N,), which must not
+ * overlap the inputs (linear in (y0, y1, K): also the derivatives') */
 void nc_interpolate(const double *y0, const double *y1, const double *K, double h,
                     double theta, int64_t N, double *out);
 /* out (WK_COUNT): Wk with its factor arrays (B, inv, E, F, Gj) those of store[m, s] */
@@ -81,8 +81,9 @@ void nc_stage_work(const nc_arr *Wk, const nc_arr *store, int64_t m, int64_t s, 
 /* h clipped to t_bound (natcoord.integrate.base.clip_step) */
 double nc_clip_step(double h, double t, double t_bound, double eps_floor);
 
-/* One accepted step (or a failure): returns a status, adds the rejected attempts to
- * *rejected. W7 (7, n_weights, 3) the stage weight tables; store/m as nc_advance. */
+/* One accepted step (or a failure): returns a status (NC_UNDERFLOW: the step size fell
+ * below the floor), *rejected the attempts rejected. W7 (7, n_weights, 3): the stage
+ * weight tables; a non-empty store keeps the stage factorizations at store[m]. */
 int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                 const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
                 const nc_arr *store, int64_t m, int64_t *rejected);

@@ -1,6 +1,151 @@
-/* (being ported from Numba: see the helper that owns this file) */
-#include "nc_core.h"
+/* Built-in generalized forces and the energy (docs/method.md#12-mass-matrix).
+ *
+ * The applied forces come flattened (compiled.flatten_forces): a point is an affine
+ * map r = Σ c_s x_s + d of the slot vectors (affine point e: terms
+ * aff_ptr[e] .. aff_ptr[e+1], constant aff_const[e]), and a force f at it has the
+ * generalized force C(r̄)ᵀ f = c_s f at each slot s. Gravity is the constant
+ * gravity_force; a constant torque τ on a body gives ½ τ × e_k on its axes; a linear
+ * spring–damper between points a and b has tension k (l − l0) + c l̇ along their
+ * unit direction. Operation order follows the Numba kernels this replaces, so a
+ * run's steps round the same. */
+#include "dopri5.h"
+
+void nc_affine_point(const nc_arr *T, int64_t e, const double *X, double *out)
+{
+    const int64_t *ptr = I64(T[T_aff_ptr]), *slot = I64(T[T_aff_slot]);
+    const double *coef = F64(T[T_aff_coef]);
+    double o0 = 0.0, o1 = 0.0, o2 = 0.0;
+    for (int64_t k = ptr[e]; k < ptr[e + 1]; k++) {
+        const double *x = X + 3 * slot[k];
+        double c = coef[k];
+        o0 += c * x[0];
+        o1 += c * x[1];
+        o2 += c * x[2];
+    }
+    out[0] = o0;
+    out[1] = o1;
+    out[2] = o2;
+}
+
+/* F += C(r̄)ᵀ (scale · vec) for affine point e */
+static void distribute(const nc_arr *T, int64_t e, double *F, double scale, const double *vec)
+{
+    const int64_t *ptr = I64(T[T_aff_ptr]), *slot = I64(T[T_aff_slot]);
+    const double *coef = F64(T[T_aff_coef]);
+    double f0 = scale * vec[0], f1 = scale * vec[1], f2 = scale * vec[2];
+    for (int64_t k = ptr[e]; k < ptr[e + 1]; k++) {
+        double *out = F + 3 * slot[k], c = coef[k];
+        out[0] += c * f0;
+        out[1] += c * f1;
+        out[2] += c * f2;
+    }
+}
+
+void nc_torque_forces(const double *tau, int64_t s, const double *X, double *F)
+{
+    for (int64_t a = s + 1; a < s + 4; a++) {
+        const double *e = X + 3 * a;
+        double *f = F + 3 * a;
+        f[0] += 0.5 * (tau[1] * e[2] - tau[2] * e[1]);
+        f[1] += 0.5 * (tau[2] * e[0] - tau[0] * e[2]);
+        f[2] += 0.5 * (tau[0] * e[1] - tau[1] * e[0]);
+    }
+}
+
+/* ends of spring i: d = r_b − r_a into d (not normalized); returns |d|² */
+static double spring_vector(const nc_arr *T, int64_t i, const double *X, double *d)
+{
+    int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
+    double ra[3], rb[3];
+    nc_affine_point(T, ea, X, ra);
+    nc_affine_point(T, eb, X, rb);
+    const double *ca = &AT2(T[T_aff_const], ea, 0), *cb = &AT2(T[T_aff_const], eb, 0);
+    for (int j = 0; j < 3; j++)
+        d[j] = (cb[j] + rb[j]) - (ca[j] + ra[j]);
+    return d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+}
+
+void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, double *F)
+{
+    memcpy(F, F64(T[T_gravity_force]), T[T_gravity_force].size * sizeof(double));
+    const int64_t *kind = I64(T[T_force_kind]), *index = I64(T[T_force_index]);
+    for (int64_t k = 0; k < T[T_force_kind].size; k++) {
+        int64_t i = index[k];
+        if (kind[k] == NC_POINT_FORCE) {
+            distribute(T, I64(T[T_pf_aff])[i], F, 1.0, &AT2(T[T_pf_vec], i, 0));
+        } else if (kind[k] == NC_TORQUE) {
+            nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], X, F);
+        } else {                                         /* spring–damper */
+            int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
+            double d[3], va[3], vb[3];
+            double length = sqrt(spring_vector(T, i, X, d));
+            nc_affine_point(T, ea, V, va);
+            nc_affine_point(T, eb, V, vb);
+            for (int j = 0; j < 3; j++)
+                d[j] /= length;
+            double rate = d[0] * (vb[0] - va[0]) + d[1] * (vb[1] - va[1]) + d[2] * (vb[2] - va[2]);
+            double tension = F64(T[T_sp_k])[i] * (length - F64(T[T_sp_l0])[i])
+                             + F64(T[T_sp_c])[i] * rate;
+            distribute(T, ea, F, tension, d);
+            distribute(T, eb, F, -tension, d);
+        }
+    }
+}
+
+double nc_energy(const nc_arr *T, const double *X, const double *V)
+{
+    const double *J4 = F64(T[T_J4]), *fg = F64(T[T_gravity_force]);
+    double kin = 0.0, pot = 0.0;
+    for (int64_t i = 0; i < T[T_J4].shape[0]; i++)
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++) {
+                const double *va = V + 3 * (4 * i + a), *vb = V + 3 * (4 * i + b);
+                kin += J4[16 * i + 4 * a + b] * (va[0] * vb[0] + va[1] * vb[1] + va[2] * vb[2]);
+            }
+    for (int64_t k = 0; k < T[T_gravity_force].size; k++)
+        pot -= fg[k] * X[k];
+    for (int64_t i = 0; i < T[T_sp_a].size; i++) {
+        double d[3], stretch = sqrt(spring_vector(T, i, X, d)) - F64(T[T_sp_l0])[i];
+        pot += 0.5 * F64(T[T_sp_k])[i] * (stretch * stretch);
+    }
+    return 0.5 * kin + pot;
+}
+
+/* ------------------------------------------------------------------ wrappers */
+NC_WRAPPER(generalized_forces)
+{
+    nc_arr T[T_COUNT];
+    nc_value a[4] = {{.tuple = T}};
+    if (nc_parse(args, nargs, "Tddd", a, "generalized_forces") < 0)
+        return NULL;
+    int64_t size = T[T_gravity_force].size;
+    if (a[1].arr.size != size || a[2].arr.size != size || a[3].arr.size != size) {
+        PyErr_Format(PyExc_ValueError, "core.generalized_forces: X, V and F must have %lld "
+                     "entries (4 n × 3)", (long long)size);
+        return NULL;
+    }
+    nc_generalized_forces(T, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr));
+    Py_RETURN_NONE;
+}
+
+NC_WRAPPER(energy)
+{
+    nc_arr T[T_COUNT];
+    nc_value a[3] = {{.tuple = T}};
+    if (nc_parse(args, nargs, "Tdd", a, "energy") < 0)
+        return NULL;
+    int64_t size = T[T_gravity_force].size;
+    if (a[1].arr.size != size || a[2].arr.size != size) {
+        PyErr_Format(PyExc_ValueError, "core.energy: X and V must have %lld entries (4 n × 3)",
+                     (long long)size);
+        return NULL;
+    }
+    return PyFloat_FromDouble(nc_energy(T, F64(a[1].arr), F64(a[2].arr)));
+}
 
 PyMethodDef nc_forces_methods[] = {
+    NC_METHOD(generalized_forces, "generalized_forces(T, X, V, F): F (4 n, 3) = gravity plus "
+              "the built-in applied forces of Tables T at positions X and velocities V."),
+    NC_METHOD(energy, "energy(T, X, V) -> float: ½ vᵀMv − f_g·p + the springs' ½ k (l − l0)²."),
     {NULL, NULL, 0, NULL},
 };
