@@ -33,14 +33,13 @@ static int format_matches(const char *format, char kind)
 
 int nc_array(PyObject *obj, char kind, nc_arr *out, const char *what)
 {
+    /* Not PyBUF_WRITABLE: the model's constant arrays are read-only NumPy arrays,
+     * and asking for writable buffers first would cost a failed request each. */
     Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        PyErr_Clear();
-        if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-            PyErr_Format(PyExc_TypeError, "core: %s must be a C-contiguous %s array, got %.80s",
-                         what, kind_name(kind), Py_TYPE(obj)->tp_name);
-            return -1;
-        }
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Format(PyExc_TypeError, "core: %s must be a C-contiguous %s array, got %.80s",
+                     what, kind_name(kind), Py_TYPE(obj)->tp_name);
+        return -1;
     }
     if (!format_matches(view.format, kind) || view.ndim > NC_MAX_DIM) {
         PyErr_Format(PyExc_TypeError, "core: %s must be a %s array (format %s, %d dimensions)",
@@ -96,11 +95,16 @@ static int unpack_into(PyObject *tuple, const char **kinds, nc_arr **out, const 
             (*out)->size = 1;
             (*out)->ndim = 0;
             (*out)->kind = 'f';
-        } else {
-            char name[96];
-            snprintf(name, sizeof name, "field %zd of %s", k, what);
-            if (nc_array(item, kind, *out, name) < 0)
-                return -1;
+        } else if (nc_array(item, kind, *out, what) < 0) {
+            /* the field's position is formatted only on failure: building names
+             * for every field of every call would cost more than small kernels */
+            PyObject *type, *value, *traceback;
+            PyErr_Fetch(&type, &value, &traceback);
+            PyErr_Format(PyExc_TypeError, "core: field %zd of %s: %S", k, what, value);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+            return -1;
         }
         (*out)++;
         (*kinds)++;
@@ -145,9 +149,8 @@ int nc_parse(PyObject *const *args, Py_ssize_t nargs, const char *spec, nc_value
         return -1;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
-        char code = spec[k], name[96];
+        char code = spec[k];
         const char *what = NULL, *kinds = tuple_kinds(code, &what);
-        snprintf(name, sizeof name, "argument %zd of core.%s", k + 1, function);
         if (kinds != NULL) {
             if (nc_unpack(args[k], kinds, out[k].tuple, what) < 0)
                 return -1;
@@ -164,7 +167,13 @@ int nc_parse(PyObject *const *args, Py_ssize_t nargs, const char *spec, nc_value
             if (truth < 0)
                 return -1;
             out[k].i = truth;
-        } else if (nc_array(args[k], code, &out[k].arr, name) < 0) {
+        } else if (nc_array(args[k], code, &out[k].arr, "an argument") < 0) {
+            PyObject *type, *value, *traceback;
+            PyErr_Fetch(&type, &value, &traceback);
+            PyErr_Format(PyExc_TypeError, "core.%s, argument %zd: %S", function, k + 1, value);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
             return -1;
         }
     }
