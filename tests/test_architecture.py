@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "natcoord"
 
 #: layers, lowest first: a module may import its own layer and the layers below
-LAYERS = ("util", "model", "models", "io", "linalg", "viz", "dynamics", "integrate",
+LAYERS = ("util", "core", "model", "models", "io", "linalg", "viz", "dynamics", "integrate",
           "analysis", "study", "application")
 #: modules of the top level that are not subpackages
 APPLICATION = {"natcoord", "natcoord.cli", "natcoord.__main__", "natcoord.warmup"}
@@ -25,6 +25,9 @@ def module_name(path):
 
 
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+#: the compiled core's extension module (natcoord/core/src, built by setup.py): a
+#: module of the core layer, not a private name
+EXTENSIONS = {"natcoord.core._core"}
 
 
 def layer(module):
@@ -55,7 +58,8 @@ def imports_in(source, module, is_package=False):
                 continue
             for alias in node.names:
                 child = f"{target}.{alias.name}"
-                found.append((child, None) if child in MODULES else (target, alias.name))
+                found.append((child, None) if child in MODULES or child in EXTENSIONS
+                             else (target, alias.name))
     return found
 
 

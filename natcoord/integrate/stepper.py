@@ -108,6 +108,9 @@ class DOPRI5:
         self._P, self._W = cc.make_block(self.solver)
         n = model.n_coords
         self._S = S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
+        # the four named tuples unpacked for the core once, not on every call
+        self._packed = (_core.pack(tables, "T"), _core.pack(S, "S"), _core.pack(self._P, "P"),
+                        _core.pack(self._W, "W"))
         self._mode = cc.MODES[projection]
         self._python_drives = model.n_weights > 1 and model.tables.laws is None
         self._W7 = np.zeros((7, model.n_weights, 3))
@@ -199,7 +202,7 @@ class DOPRI5:
         """``(v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
         out = np.empty(self.model.n_coords * 2)
         y = np.ascontiguousarray(y, float)
-        status = _core.rhs(self._T, self._S, self._P, self._W, y,
+        status = _core.rhs(*self._packed, y,
                            self._weights(t, self._W1), self._mode, out)
         if status:
             raise np.linalg.LinAlgError(self._status_message(status, t))
@@ -214,7 +217,7 @@ class DOPRI5:
         """``y`` projected as an output (a new array): factored at ``y`` first, see
         :func:`~natcoord.dynamics.projection.project_state`."""
         y = np.array(y, float)
-        status = _core.project(self._T, self._S, self._P, self._W, y,
+        status = _core.project(*self._packed, y,
                                self._weights(t, self._W1), self._mode, self.proj_tol, True)
         if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
             raise ProjectionError(self._status_message(status, t))
@@ -242,7 +245,7 @@ class DOPRI5:
         rejected = 0
         eps_floor = EPS_FLOOR
         if not self._python_drives:
-            status, rejected = _core.step(self._T, S, self._P, self._W, self._W7, self._mode,
+            status, rejected = _core.step(*self._packed, self._W7, self._mode,
                                           max_attempts, eps_floor, self._no_store, 0)
         else:
             status = cc.MAX_ATTEMPTS
@@ -252,7 +255,7 @@ class DOPRI5:
                 for s in range(1, 6):
                     weights(t_old + cc.C_DENSE[s] * h, W7[s])
                 W7[6] = W7[5]                                # c_6 = c_7 = 1
-                status, r = _core.step(self._T, S, self._P, self._W, W7, self._mode, 1,
+                status, r = _core.step(*self._packed, W7, self._mode, 1,
                                        eps_floor, self._no_store, 0)
                 rejected += r
                 if status != cc.MAX_ATTEMPTS:
@@ -313,7 +316,7 @@ class DOPRI5:
                              np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
         every = t_eval is None
         t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
-        args = (self._T, self._S, self._P, self._W, self._W7, self._W1, self._mode,
+        args = (*self._packed, self._W7, self._W1, self._mode,
                 max_attempts, 10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol,
                 *self._records)
         derivatives = None

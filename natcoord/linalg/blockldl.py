@@ -692,6 +692,7 @@ class BlockLDL(KKTSolver):
         self.structure = structure(model)
         self.plan = BlockPlan(model, self.structure)
         self.work = make_work(self.plan)
+        self._packed = (_core.pack(self.plan.arrays, "P"), _core.pack(self.work, "W"))
         self._none = np.zeros(0, np.int64)
         self._joint_threshold = self.row_threshold[6 * model.n_bodies:]   # a view
         self._G = np.zeros((model.tables.pattern_row.size, 3)) if self.refine else None
@@ -705,8 +706,7 @@ class BlockLDL(KKTSolver):
         if self.refine:
             self._G[:] = G        # the Jacobian of this factorization, for refinement
         self._update_thresholds()
-        status, where, count = _core.factor_kernel(G, self._joint_threshold,
-                                                   self.plan.arrays, self.work)
+        status, where, count = _core.factor_kernel(G, self._joint_threshold, *self._packed)
         if status == SINGULAR_FRAME:
             self._fail(where, "singular frame")
         if status == NOT_POSITIVE_DEFINITE:
@@ -729,5 +729,5 @@ class BlockLDL(KKTSolver):
         x = np.empty(self.model.n_coords)
         lam = np.empty(self.model.n_rows)
         _core.solve_kernel(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
-                           self.plan.arrays, self.work, x, lam)
+                           *self._packed, x, lam)
         return x, lam

@@ -11,7 +11,7 @@ static PyObject *py_layout(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef *const tables[] = {
-    nc_constraints_methods, nc_drives_methods, nc_forces_methods,
+    nc_binding_methods, nc_constraints_methods, nc_drives_methods, nc_forces_methods,
     nc_blockldl_methods, nc_dopri5_methods, nc_sensitivity_methods,
 };
 
@@ -25,6 +25,8 @@ PyMODINIT_FUNC PyInit__core(void)
 {
     static PyMethodDef layout = {"layout", (PyCFunction)py_layout, METH_NOARGS,
                                  "Field names of the named tuples, as compiled in."};
+    if (nc_binding_ready() < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

@@ -62,6 +62,10 @@ int nc_parse(PyObject *const *args, Py_ssize_t nargs, const char *spec, nc_value
              const char *function);
 /* Unpack a named tuple of arrays (nested tuples flattened in order) per `kinds`. */
 int nc_unpack(PyObject *tuple, const char *kinds, nc_arr *out, const char *what);
+/* The kinds string and name of a tuple code (T S P W F L C D K), or NULL. */
+const char *nc_tuple_kinds(char code, const char **what);
+/* Packed's type ready (module init). */
+int nc_binding_ready(void);
 /* One array per kind ('d', 'q', '?', 'Z'); C-contiguous and aligned. */
 int nc_array(PyObject *obj, char kind, nc_arr *out, const char *what);
 
@@ -90,6 +94,7 @@ void nc_solve_kernel(const double *r, const double *s, const nc_arr *P, const nc
 void nc_fill_weights(const nc_arr *L, double t, double *out);
 
 /* Method tables of the core's source files, joined by module.c. */
+extern PyMethodDef nc_binding_methods[];
 extern PyMethodDef nc_constraints_methods[];
 extern PyMethodDef nc_drives_methods[];
 extern PyMethodDef nc_forces_methods[];
