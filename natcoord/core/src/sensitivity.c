@@ -1,6 +1,499 @@
-/* (being ported from Numba: see the helper that owns this file) */
+/* The forward sensitivity sweep on the kept stage factorizations
+ * (docs/method.md#18-sensitivities; Python side natcoord/analysis/compiled_sensitivity.py).
+ *
+ * Bock's internal numerical differentiation, done analytically: the derivative of
+ * the discrete DOPRI5-with-projection map along the forward run's accepted steps,
+ * step sizes frozen. Per stage and direction one solve with the stage's kept
+ * factorization,
+ *
+ *     [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a],
+ *
+ * and per step one factorization at the projected point (the forward run never
+ * factors there) for the projection's derivative. The right-hand sides:
+ * the constraint kernel's terms differentiated in one pass (dG never formed),
+ * spring–dampers analytically, constant torques ½ τ × de_k, and the parameter
+ * columns (Directions, sensitivity.h) as a constant df, a dJ4, a spring tension's
+ * ∂T/∂θ or a torque's ½ τ × e_k.
+ *
+ * Slot arrays X, V, F (4 n, 3) are row-major; y = (p, v) is (2 N,) with N = 12 n;
+ * the directions of the c columns are (c, 2 N). Nothing here allocates. */
 #include "nc_core.h"
+#include "dopri5.h"
+#include "sensitivity.h"
+
+/* Work[K_clock]: the last swept step's start, size and end; 1 once the first step is
+ * swept (compiled_sensitivity.T_OLD ...) */
+enum { CLOCK_T_OLD, CLOCK_STEP, CLOCK_T_NEW, CLOCK_STARTED };
+/* Directions[D_spring_kind] (compiled_sensitivity.SPRING_KINDS) */
+enum { STIFFNESS, DAMPING, REST_LENGTH };
+
+/* the sweep's tuples, passed together down the call tree */
+typedef struct {
+    const nc_arr *T, *S, *P, *D, *B;
+} sweep_ctx;
+
+static inline double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* ------------------------------------------------------------ right-hand sides */
+
+/* The constraint kernel's terms (constraints.c) differentiated along (dX, dV) in one
+ * pass, dG never formed (exact: G is affine in p, g_t and γ quadratic):
+ *   stage (a stage's right-hand side): s = dγ − dG A,  F −= dGᵀ λ;
+ *   !stage (the velocity projection):   s = dG A + dg_t  (A = v; dV, λ, F unused).
+ * A quadratic term c x_a·x_b of weights (w, ẇ, ẅ) in row r puts w c dx_b at slot a
+ * and w c dx_a at slot b of dG, so
+ *   (dG A)_r += w c (dx_b·A_a + dx_a·A_b),  (dGᵀλ)_a += w c λ_r dx_b,  (dGᵀλ)_b += w c λ_r dx_a,
+ *   dg_t += ẇ c d(x_a·x_b),  dγ −= c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b));
+ * a linear term d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a. The
+ * time-derivative weights are zero on undriven rows: their products are skipped.
+ * Called with a constant `stage`, so each caller gets its own branch-free copy. */
+static inline void constraint_directional(const nc_arr *T, const double *X, const double *V,
+                                          const double *W, const double *dX,
+                                          const double *dV, const double *A,
+                                          const double *lam, int stage, double *s,
+                                          int64_t m, double *F)
+{
+    memset(s, 0, m * sizeof(double));
+    const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
+    const int64_t *qw = I64(T[T_quad_w]);
+    const double *qc = F64(T[T_quad_c]);
+    for (int64_t k = 0; k < T[T_quad_row].size; k++) {
+        int64_t r = row[k], a = 3 * qa[k], b = 3 * qb[k];
+        const double *w = W + 3 * qw[k];
+        double c = qc[k], w0 = w[0], w1 = w[1], w2 = w[2], wc = w0 * c;
+        double dGA = 0.0;
+        for (int j = 0; j < 3; j++)
+            dGA += dX[b + j] * A[a + j] + dX[a + j] * A[b + j];
+        double dxx = 0.0;
+        if (stage ? w2 != 0.0 : w1 != 0.0)
+            for (int j = 0; j < 3; j++)
+                dxx += dX[a + j] * X[b + j] + X[a + j] * dX[b + j];
+        if (!stage) {
+            s[r] += wc * dGA + w1 * c * dxx;
+            continue;
+        }
+        double dvv = 0.0;
+        for (int j = 0; j < 3; j++)
+            dvv += dV[a + j] * V[b + j] + V[a + j] * dV[b + j];
+        double dxv = 0.0;
+        if (w1 != 0.0)
+            for (int j = 0; j < 3; j++)
+                dxv += dX[a + j] * V[b + j] + X[a + j] * dV[b + j] + dX[b + j] * V[a + j]
+                       + X[b + j] * dV[a + j];
+        s[r] -= c * (2.0 * w0 * dvv + 2.0 * w1 * dxv + w2 * dxx) + wc * dGA;
+        double wl = wc * lam[r];
+        for (int j = 0; j < 3; j++) {
+            F[a + j] -= wl * dX[b + j];
+            F[b + j] -= wl * dX[a + j];
+        }
+    }
+    const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
+    const double *ld = F64(T[T_lin_d]);
+    for (int64_t k = 0; k < T[T_lin_row].size; k++) {
+        const double *w = W + 3 * lw[k];
+        double w1 = w[1], w2 = w[2];
+        if (w1 == 0.0 && w2 == 0.0)
+            continue;
+        const double *d = ld + 3 * k;
+        int64_t r = lrow[k], a = 3 * la[k];
+        double ddx = dot3(d, dX + a);
+        if (stage)
+            s[r] -= 2.0 * w1 * dot3(d, dV + a) + w2 * ddx;
+        else
+            s[r] += w1 * ddx;
+    }
+}
+
+/* Spring i: its unit direction n = d / l and ḋ (d = r_b − r_a); returns l. */
+static double spring_frame(const nc_arr *T, int64_t i, const double *X, const double *V,
+                           double n[3], double rate[3])
+{
+    int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
+    const double *ca = &AT2(T[T_aff_const], ea, 0), *cb = &AT2(T[T_aff_const], eb, 0);
+    double ra[3], rb[3];
+    nc_affine_point(T, ea, X, ra);
+    nc_affine_point(T, eb, X, rb);
+    for (int j = 0; j < 3; j++)
+        n[j] = (cb[j] + rb[j]) - (ca[j] + ra[j]);
+    double length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    nc_affine_point(T, ea, V, ra);
+    nc_affine_point(T, eb, V, rb);
+    for (int j = 0; j < 3; j++) {
+        n[j] /= length;
+        rate[j] = rb[j] - ra[j];
+    }
+    return length;
+}
+
+/* F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f: f on spring i's end a, −f on end b */
+static void apply_pair(const nc_arr *T, int64_t i, double *F, const double f[3])
+{
+    const int64_t *ptr = I64(T[T_aff_ptr]), *slot = I64(T[T_aff_slot]);
+    const double *coef = F64(T[T_aff_coef]);
+    int64_t ends[2] = {I64(T[T_sp_a])[i], I64(T[T_sp_b])[i]};
+    for (int side = 0; side < 2; side++) {
+        double sign = side == 0 ? 1.0 : -1.0;
+        for (int64_t k = ptr[ends[side]]; k < ptr[ends[side] + 1]; k++) {
+            double c = sign * coef[k];
+            double *Fs = F + 3 * slot[k];
+            for (int j = 0; j < 3; j++)
+                Fs[j] += c * f[j];
+        }
+    }
+}
+
+/* r_b − r_a of spring i's ends for the slot rates dX (no constant: a derivative) */
+static void spring_difference(const nc_arr *T, int64_t i, const double *dX, double out[3])
+{
+    double da[3];
+    nc_affine_point(T, I64(T[T_sp_b])[i], dX, out);
+    nc_affine_point(T, I64(T[T_sp_a])[i], dX, da);
+    for (int j = 0; j < 3; j++)
+        out[j] -= da[j];
+}
+
+/* F += the derivative of spring i's force pair along (dX, dV). With l̇ = n·ḋ and
+ * T = k (l − l0) + c l̇ (force T n on end a): dl = n·dd, dn = (dd − n dl) / l,
+ * dl̇ = ḋ·dn + n·dḋ, d(T n) = (k dl + c dl̇) n + T dn (SpringLinearization). */
+static void spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
+                              const double *dX, const double *dV, double *F)
+{
+    double n[3], rate[3], dd[3], drate[3], dn[3], f[3];
+    double length = spring_frame(T, i, X, V, n, rate);
+    spring_difference(T, i, dX, dd);
+    spring_difference(T, i, dV, drate);
+    double k = F64(T[T_sp_k])[i], c = F64(T[T_sp_c])[i];
+    double tension = k * (length - F64(T[T_sp_l0])[i]) + c * dot3(n, rate);
+    double dl = dot3(n, dd);
+    for (int j = 0; j < 3; j++)
+        dn[j] = (dd[j] - n[j] * dl) / length;
+    double dldot = 0.0;
+    for (int j = 0; j < 3; j++)
+        dldot += rate[j] * dn[j] + n[j] * drate[j];
+    for (int j = 0; j < 3; j++)
+        f[j] = (k * dl + c * dldot) * n[j] + tension * dn[j];
+    apply_pair(T, i, F, f);
+}
+
+/* F = ∂f/∂p dp + ∂f/∂v dv (4 n, 3) of the flattened forces: springs and constant
+ * torques ½ τ × de_k; gravity and constant point forces do not vary. */
+static void force_derivative(const nc_arr *T, const double *X, const double *V,
+                             const double *dX, const double *dV, double *F, int64_t size)
+{
+    memset(F, 0, size * sizeof(double));
+    const int64_t *kind = I64(T[T_force_kind]), *index = I64(T[T_force_index]);
+    for (int64_t k = 0; k < T[T_force_kind].size; k++) {
+        int64_t i = index[k];
+        if (kind[k] == NC_TORQUE)
+            nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], dX, F);
+        else if (kind[k] == NC_SPRING)
+            spring_derivative(T, i, X, V, dX, dV, F);
+    }
+}
+
+/* F += ∂f/∂θ − ∂M/∂θ a of column j (parameter_direction): the constant df, dJ4 of
+ * one body times its accelerations A, a spring's ∂T/∂θ n with ∂T/∂k = l − l0,
+ * ∂T/∂c = l̇, ∂T/∂l0 = −k, or a torque's generalized force ½ τ × e_k (the
+ * derivative of its scale). */
+static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const double *X,
+                            const double *V, const double *A, double *F)
+{
+    int64_t size = D[D_df].shape[1] * 3;
+    const double *df = F64(D[D_df]) + j * size;
+    for (int64_t q = 0; q < size; q++)
+        F[q] += df[q];
+    int64_t torque = I64(D[D_torque])[j];
+    if (torque >= 0)
+        nc_torque_forces(&AT2(T[T_tq_vec], torque, 0), 4 * I64(T[T_tq_body])[torque], X, F);
+    int64_t body = I64(D[D_body])[j];
+    if (body >= 0) {
+        const double *dJ4 = F64(D[D_dJ4]) + 16 * j;
+        double *Fb = F + 12 * body;
+        const double *Ab = A + 12 * body;
+        for (int r = 0; r < 4; r++)
+            for (int q = 0; q < 4; q++)
+                for (int k = 0; k < 3; k++)
+                    Fb[3 * r + k] -= dJ4[4 * r + q] * Ab[3 * q + k];
+    }
+    int64_t i = I64(D[D_spring])[j];
+    if (i >= 0) {
+        double n[3], rate[3], f[3], dtension;
+        double length = spring_frame(T, i, X, V, n, rate);
+        switch (I64(D[D_spring_kind])[j]) {
+        case STIFFNESS: dtension = length - F64(T[T_sp_l0])[i]; break;
+        case DAMPING: dtension = dot3(n, rate); break;
+        default: dtension = -F64(T[T_sp_k])[i]; break;
+        }
+        for (int k = 0; k < 3; k++)
+            f[k] = dtension * n[k];
+        apply_pair(T, i, F, f);
+    }
+}
+
+/* ------------------------------------------------------------ one point */
+
+/* da of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a] along (dX, dV) and
+ * column j's parameter, with K factored in Wk at (X, V) and (a, λ) in B[K_a], B[K_lam]
+ * (LinearizationPoint.derivative). */
+static void acceleration_derivative(const sweep_ctx *x, const nc_arr *Wk, int64_t j,
+                                    const double *X, const double *V, const double *W,
+                                    const double *dX, const double *dV, double *da)
+{
+    const nc_arr *T = x->T, *B = x->B;
+    double *F = F64(B[K_F]), *s = F64(B[K_s]);
+    const double *A = F64(B[K_a]);
+    force_derivative(T, X, V, dX, dV, F, B[K_F].size);
+    parameter_force(T, x->D, j, X, V, A, F);
+    constraint_directional(T, X, V, W, dX, dV, A, F64(B[K_lam]), 1, s, B[K_s].size, F);
+    nc_solve_kernel(F, s, x->P, Wk, da, F64(B[K_mu]));
+}
+
+/* out = (dp⁺, dv⁺) of the projection of dy at the projected (X, V), with K factored
+ * in Wk and G in S[S_G] there (LinearizationPoint.projection_derivative):
+ *     dp⁺ = dp − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ G dp      (one solve with [0; −G dp])
+ *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)] */
+static void projection_derivative(const sweep_ctx *x, const nc_arr *Wk, const double *X,
+                                  const double *V, const double *W, const double *dy,
+                                  double *out)
+{
+    const nc_arr *T = x->T, *S = x->S, *B = x->B;
+    int64_t n = B[K_dx].size, m = B[K_s].size, nnz = T[T_pattern_row].size;
+    const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
+    const double *G = F64(S[S_G]), *zero = F64(S[S_zero]);
+    double *s = F64(B[K_s]), *dx = F64(B[K_dx]), *mu = F64(B[K_mu]);
+    double *dp = out, *dv = out + n;
+    nc_jacobian_times(prow, pslot, nnz, G, dy, s, m);
+    for (int64_t r = 0; r < m; r++)
+        s[r] = -s[r];
+    nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
+    for (int64_t i = 0; i < n; i++)
+        dp[i] = dy[i] + dx[i];
+    nc_jacobian_times(prow, pslot, nnz, G, dy + n, s, m);
+    constraint_directional(T, X, V, W, dp, V, V, NULL, 0, mu, m, NULL);
+    for (int64_t r = 0; r < m; r++)                /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
+        s[r] = -(s[r] + mu[r]);
+    nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
+    for (int64_t i = 0; i < n; i++)
+        dv[i] = dy[n + i] + dx[i];
+}
+
+/* dK[:, 0] = (dv, da) along the directions dy (c, 2 N) at the first state (t, y) of the
+ * run, evaluated and factored there in Wk (later steps take dK_0 from the last stage,
+ * FSAL); returns a factorization status. */
+static int64_t first_stage(const sweep_ctx *x, const nc_arr *Wk, double t, const double *y,
+                           const double *dy)
+{
+    const nc_arr *B = x->B;
+    int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
+    double *W = F64(B[K_W]), *K0 = F64(B[K_y]);        /* (v, a) at y: B[K_y] is free here */
+    nc_weights_at(x->T, t, W);
+    int64_t status = nc_rhs(x->T, x->S, x->P, Wk, y, W, NC_PROJECT_POSITIONS_AND_VELOCITIES,
+                            K0);
+    if (status != 0)
+        return status;
+    memcpy(F64(B[K_a]), K0 + n, n * sizeof(double));
+    memcpy(F64(B[K_lam]), F64(x->S[S_lam]), B[K_lam].size * sizeof(double));
+    for (int64_t j = 0; j < c; j++) {
+        const double *d = dy + j * N;
+        double *dK = &AT3(B[K_dK], j, 0, 0);
+        memcpy(dK, d + n, n * sizeof(double));
+        acceleration_derivative(x, Wk, j, y, y + n, W, d, d + n, dK + n);
+    }
+    return 0;
+}
+
+/* out (c, 2 N): the projection's derivative of the directions dy at the projected
+ * (t, y), factored there in Wk (no accelerations needed); a factorization status. */
+static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, double t, const double *y,
+                         const double *dy, double *out)
+{
+    const nc_arr *B = x->B;
+    int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
+    double *W = F64(B[K_W]);
+    nc_weights_at(x->T, t, W);
+    nc_evaluate_constraints(x->T, x->S, y, y + n, W);
+    int64_t status = nc_factor(x->S, x->P, Wk);
+    if (status != 0)
+        return status;
+    for (int64_t j = 0; j < c; j++)
+        projection_derivative(x, Wk, y, y + n, W, dy + j * N, out + j * N);
+    return 0;
+}
+
+/* result[k:] for the records t_out[k:] up to the last swept step's end (B[K_clock]):
+ * dy⁺ at the end, else the projected dense output of the derivatives. Returns a
+ * status; *k the next record. */
+static int64_t outputs(const sweep_ctx *x, const nc_arr *Wk, const double *t_out,
+                       const double *y_out, int64_t n_out, double *result, int64_t *k)
+{
+    const nc_arr *B = x->B;
+    const double *clock = F64(B[K_clock]);
+    double t_old = clock[CLOCK_T_OLD], h = clock[CLOCK_STEP], t_new = clock[CLOCK_T_NEW];
+    int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1];
+    for (; *k < n_out && t_out[*k] <= t_new; (*k)++) {
+        double *res = result + *k * c * N;
+        if (t_out[*k] == t_new) {
+            memcpy(res, F64(B[K_dy]), c * N * sizeof(double));
+            continue;
+        }
+        double theta = (t_out[*k] - t_old) / h, *dout = F64(B[K_dout]);
+        for (int64_t j = 0; j < c; j++)
+            nc_interpolate(F64(B[K_dyold]) + j * N, F64(B[K_dynew]) + j * N,
+                           &AT3(B[K_dK], j, 0, 0), h, theta, N, dout + j * N);
+        int64_t status = projected(x, Wk, t_out[*k], y_out + *k * N, dout, res);
+        if (status != 0)
+            return status;
+    }
+    return 0;
+}
+
+/* out = y + h Σ_{j<s} a_sj K_j (K (7, N) rows): the stage point Y_s (and dY_s) of the
+ * forward run, to rounding: dopri5.c sums in OpenBLAS's order (its static combine),
+ * here in stage order, vectorized over the N components */
+static void stage_point(const double *y, double h, const double *K, int64_t s, int64_t N,
+                        double *comb, double *out)
+{
+    const double *a = NC_A_DENSE[s];
+    for (int64_t q = 0; q < N; q++)
+        comb[q] = a[0] * K[q];
+    for (int64_t j = 1; j < s; j++)
+        for (int64_t q = 0; q < N; q++)
+            comb[q] += a[j] * K[j * N + q];
+    for (int64_t q = 0; q < N; q++)
+        out[q] = y[q] + h * comb[q];
+}
+
+/* The directions B[K_dy] (c, 2 N) carried along the forward run's first m accepted
+ * steps seg (t_old, h; y_old, y_new; stages K), whose stage factorizations are in
+ * store, the last ending at the projected (t_end, y_end):
+ *     dY_s = dy + h Σ_j a_sj dK_j,   dK_s = (dv_s, da_s),   dy⁺ = P'(dY_6)
+ * with FSAL dK_0 = (dv⁺, da_6) (at the first step ever dK_0 is evaluated and
+ * factored at the initial state). result[k] (c, 2 N): the derivative at the record
+ * (t_out[k], y_out[k]), records of the previous chunk's last step first. Returns 0
+ * or a factorization status. */
+static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segments *seg,
+                           const nc_arr *store, int64_t m, double t_end, const double *y_end,
+                           const double *t_out, const double *y_out, int64_t n_out,
+                           double *result)
+{
+    const nc_arr *B = x->B;
+    int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
+    double *dK = F64(B[K_dK]), *dy = F64(B[K_dy]), *dys = F64(B[K_dys]);
+    double *clock = F64(B[K_clock]), *Y = F64(B[K_y]), *comb = F64(B[K_comb]);
+    double *W = F64(B[K_W]), *a = F64(B[K_a]), *lam = F64(B[K_lam]);
+    int64_t n_lam = B[K_lam].size, k = 0;
+    int64_t status = outputs(x, Wk, t_out, y_out, n_out, result, &k);
+    for (int64_t i = 0; i < m && status == 0; i++) {
+        double t = seg->t[2 * i], h = seg->t[2 * i + 1];
+        const double *y = seg->y + 2 * N * i, *K = seg->K + 7 * N * i;
+        if (clock[CLOCK_STARTED] == 0.0) {
+            status = first_stage(x, Wk, t, y, dy);
+            if (status != 0)
+                return status;
+            clock[CLOCK_STARTED] = 1.0;
+        } else {
+            for (int64_t j = 0; j < c; j++) {
+                double *dKj = dK + 7 * N * j;
+                memcpy(dKj, dy + j * N + n, n * sizeof(double));
+                memcpy(dKj + n, dKj + 6 * N + n, n * sizeof(double));
+            }
+        }
+        memcpy(F64(B[K_dyold]), dy, c * N * sizeof(double));
+        for (int64_t s = 1; s < 7; s++) {
+            stage_point(y, h, K, s, N, comb, Y);
+            for (int64_t j = 0; j < c; j++)
+                stage_point(dy + j * N, h, dK + 7 * N * j, s, N, comb, dys + j * N);
+            nc_weights_at(x->T, t + NC_C_DENSE[s] * h, W);
+            memcpy(a, K + s * N + n, n * sizeof(double));
+            memcpy(lam, &AT3(store[FS_lam], i, s - 1, 0), n_lam * sizeof(double));
+            nc_arr Ws[WK_COUNT];
+            nc_stage_work(Wk, store, i, s - 1, Ws);
+            for (int64_t j = 0; j < c; j++) {
+                const double *d = dys + j * N;
+                double *dKs = dK + (7 * j + s) * N;
+                memcpy(dKs, d + n, n * sizeof(double));
+                acceleration_derivative(x, Ws, j, Y, Y + n, W, d, d + n, dKs + n);
+            }
+        }
+        memcpy(F64(B[K_dynew]), dys, c * N * sizeof(double));     /* dY_6 (A[6] = B) */
+        int last = i + 1 == m;
+        double t_new = last ? t_end : seg->t[2 * (i + 1)];
+        const double *y_new = last ? y_end : seg->y + 2 * N * (i + 1);
+        status = projected(x, Wk, t_new, y_new, F64(B[K_dynew]), dy);
+        clock[CLOCK_T_OLD] = t;
+        clock[CLOCK_STEP] = h;
+        clock[CLOCK_T_NEW] = t_new;
+        if (status == 0)
+            status = outputs(x, Wk, t_out, y_out, n_out, result, &k);
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------ wrapper */
+
+/* advance_swept(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out,
+ * every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K, store,
+ * S2, Wk2, D, B, rec_d, repeat): nc_advance in rounds of as many steps as store
+ * holds, each round swept in the sweep's own buffers S2, Wk2 while its
+ * factorizations are still in cache; rec_d[k] (c, 2 N) the derivatives at record k.
+ * Goes on while a round ends only because the store is full (and repeat). Returns
+ * advance's values (records and steps summed over the rounds, stored steps of the
+ * last round) and the sweep's status (0 or a factorization's). */
+NC_WRAPPER(advance_swept)
+{
+    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT], store[FS_COUNT];
+    nc_arr S2[S_COUNT], Wk2[WK_COUNT], D[D_COUNT], B[K_COUNT];
+    nc_value v[27] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
+    v[20].tuple = store;
+    v[21].tuple = S2;
+    v[22].tuple = Wk2;
+    v[23].tuple = D;
+    v[24].tuple = B;
+    if (nc_parse(args, nargs, "TSPWddiifdipfdddqdddFSWDKdp", v, "advance_swept") < 0)
+        return NULL;
+    const nc_arr *W7 = &v[4].arr, *t_eval = &v[9].arr, *rec_t = &v[13].arr;
+    const nc_arr *rec_y = &v[14].arr, *rec_obs = &v[15].arr, *rec_kind = &v[16].arr;
+    const nc_arr *rec_d = &v[25].arr;
+    int64_t mode = v[6].i, budget = v[7].i, next_out = v[10].i, every_step = v[11].i;
+    int64_t repeat = v[26].i;
+    double eps_floor = v[8].f, drift_tol = v[12].f;
+    nc_segments seg = {F64(v[17].arr), F64(v[18].arr), F64(v[19].arr), v[17].arr.shape[0]};
+    int64_t N = rec_y->shape[1], cap = rec_t->size - 1, dsize = B[K_dy].size;
+    sweep_ctx x = {T, S2, P, D, B};
+    nc_progress out = {0};
+    int64_t n0 = 0, steps = 0, rejected = 0, swept;
+    for (;;) {
+        nc_records rec = {F64(*rec_t) + n0, F64(*rec_y) + n0 * N, F64(*rec_obs) + 3 * n0,
+                          I64(*rec_kind) + n0, cap - n0};
+        out = nc_advance(T, S, P, Wk, W7, F64(v[5].arr), mode, budget - steps - rejected,
+                         eps_floor, F64(*t_eval), t_eval->size, next_out, (int)every_step,
+                         drift_tol, &rec, &seg, store);
+        next_out = out.next_out;
+        steps += out.steps;
+        rejected += out.rejected;
+        swept = sweep_chunk(&x, Wk2, &seg, store, out.stored, F64(S[S_ctrl])[CTRL_T_NOW],
+                            F64(S[S_y]), rec.t, rec.y, out.records,
+                            F64(*rec_d) + n0 * dsize);
+        n0 += out.records;
+        if (swept != 0 || !repeat || out.status != NC_FULL || out.stored < seg.capacity
+            || n0 == cap)
+            break;
+    }
+    return Py_BuildValue("LLLLLLL", (long long)out.status, (long long)n0, (long long)next_out,
+                         (long long)steps, (long long)rejected, (long long)out.stored,
+                         (long long)swept);
+}
 
 PyMethodDef nc_sensitivity_methods[] = {
+    NC_METHOD(advance_swept,
+              "advance_swept(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, "
+              "every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K, "
+              "store, S2, Wk2, D, B, rec_d, repeat) -> (status, records, next_out, steps, "
+              "rejected, stored, swept): the compiled stepper's advance in rounds of the "
+              "store's capacity, each round's derivatives swept on its kept stage "
+              "factorizations (docs/method.md#18-sensitivities)."),
     {NULL, NULL, 0, NULL},
 };

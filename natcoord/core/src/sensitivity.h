@@ -24,7 +24,6 @@ enum {
     K_lam,
     K_W,
     K_y,
-    K_K,
     K_dK,
     K_dy,
     K_dys,
@@ -36,11 +35,10 @@ enum {
     K_s,
     K_dx,
     K_mu,
-    K_tmp,
     K_clock,
     K_COUNT
 };
-#define NC_SWEEP_KINDS "dddddddddddddddddd"
-#define NC_SWEEP_NAMES "a,lam,W,y,K,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,tmp,clock"
+#define NC_SWEEP_KINDS "dddddddddddddddd"
+#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,clock"
 
 #endif
