@@ -3,8 +3,9 @@
 # `make venv` (pulled in by demo/test/paper/data) builds .venv once: an editable
 # install with the test extras plus, when it can be built, the optional CHOLMOD
 # backend (scikit-sparse<0.5 against Debian's SuiteSparse 5 headers).  The
-# install is remembered by a stamp file named after a hash of setup.cfg and
-# pyproject.toml, so repeated runs do not reinstall; editing either file does.
+# install (which compiles the C core in place) is remembered by a stamp file named
+# after a hash of setup.cfg, pyproject.toml, setup.py and the core's C sources, so
+# repeated runs do not reinstall; editing any of them does.
 
 SHELL       := /bin/bash
 .DEFAULT_GOAL := help
@@ -12,13 +13,12 @@ SHELL       := /bin/bash
 PYTHON      ?= python3
 VENV        := .venv
 BIN         := $(VENV)/bin
-DEPS_HASH   := $(shell cat setup.cfg pyproject.toml 2>/dev/null | sha1sum | cut -c1-12)
+DEPS_HASH   := $(shell cat setup.cfg pyproject.toml setup.py natcoord/core/src/*.[ch] 2>/dev/null | sha1sum | cut -c1-12)
 STAMP       := $(VENV)/.stamp-$(DEPS_HASH)
 SKSPARSE    := scikit-sparse<0.5
 CHOLMOD_H   := /usr/include/suitesparse/cholmod.h
 
 export MPLBACKEND      := Agg
-export NUMBA_CACHE_DIR := $(CURDIR)/.numba_cache
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # One BLAS thread: natcoord's dense blocks are small, and threaded BLAS on a
 # busy 2-core machine makes the reference backends up to 15x slower.
@@ -44,7 +44,7 @@ venv: $(STAMP)
 
 $(STAMP):
 	@test -x $(BIN)/python || { echo "natcoord: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	@echo "natcoord: installing natcoord[test] into $(VENV) (first run: about a minute)"
+	@echo "natcoord: installing natcoord[test] into $(VENV), compiling the C core (first run: about a minute)"
 	$(BIN)/python -m pip install -q --upgrade pip
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[test]'
 	@# ---- optional CHOLMOD backend: never fails the build -------------------
@@ -86,12 +86,6 @@ $(STAMP):
 	if [ -n "$$reason" ]; then \
 	  echo "natcoord: CHOLMOD backend unavailable (scikit-sparse could not be built: $$reason); tests for it will be skipped"; \
 	fi
-	@# ---- Numba kernels into their on-disk cache (natcoord/__pycache__, the place
-	@# natcoord.util.jit pins them to whatever NUMBA_CACHE_DIR says), so that the first
-	@# call of a later process -- make target, shell or notebook -- loads them
-	@# instead of compiling for 10-20 s
-	@echo "natcoord: compiling the Numba kernels into their disk cache (python -m natcoord.warmup, about five minutes on two cores, once)"
-	$(BIN)/python -m natcoord.warmup
 	@rm -f $(VENV)/.stamp-*
 	@touch $@
 
@@ -117,7 +111,8 @@ data: venv
 	$(BIN)/python paper/figures.py
 
 clean:
-	rm -rf $(VENV) out site dist .numba_cache .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) out site dist .pytest_cache .hypothesis build *.egg-info
+	rm -f natcoord/core/_core*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # ---- distribution and documentation (issue 11) ------------------------------

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "natcoord"
 LAYERS = ("util", "core", "model", "models", "io", "linalg", "viz", "dynamics", "integrate",
           "analysis", "study", "application")
 #: modules of the top level that are not subpackages
-APPLICATION = {"natcoord", "natcoord.cli", "natcoord.__main__", "natcoord.warmup"}
+APPLICATION = {"natcoord", "natcoord.cli", "natcoord.__main__"}
 
 
 def module_name(path):

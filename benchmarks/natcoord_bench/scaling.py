@@ -117,7 +117,7 @@ def predicted_time(rows, family, solver, n):
 
 
 def _versions():
-    names = ("numpy", "scipy", "numba", "scikit-sparse")
+    names = ("numpy", "scipy", "scikit-sparse")
     found = []
     for name in names:
         try:

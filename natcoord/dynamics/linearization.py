@@ -208,7 +208,7 @@ class LinearizationPoint:
         tables, m = self.model.tables, self.model.n_rows
         g, g_t, gamma = np.zeros(m), np.zeros(m), np.zeros(m)
         G = np.zeros((tables.pattern_row.size, 3))
-        constraint_kernel(X, V, self.W if W is None else W, *tables.kernel_args(), g, g_t,
+        constraint_kernel(tables.terms, X, V, self.W if W is None else W, g, g_t,
                           gamma, G)
         return g, g_t, gamma, G
 

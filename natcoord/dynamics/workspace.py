@@ -44,7 +44,7 @@ class Workspace:
         if t != self.W_time:
             tables.weight_table(t, self.W)
             self.W_time = t
-        constraint_kernel(p.reshape(-1, 3), v.reshape(-1, 3), self.W, *tables.kernel_args(),
+        constraint_kernel(tables.terms, p.reshape(-1, 3), v.reshape(-1, 3), self.W,
                           self.g, self.g_t, self.gamma, self.G)
 
     def velocity_residual(self, v):

@@ -240,7 +240,7 @@ class DOPRI5:
         """
         if self.status != "running":
             raise RuntimeError(f"step() on a {self.status} stepper")
-        S, c = self._S, self._S.ctrl
+        c = self._S.ctrl
         t_old = self.t
         rejected = 0
         eps_floor = EPS_FLOOR

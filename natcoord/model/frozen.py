@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from ..core._core import pack as pack_for_core
 from .body import mass_terms
 from .drives import Weight, fill_weights, pack
 from .joints import rigid_body_rows
@@ -81,6 +82,19 @@ class ConstraintTables:
         self.shape = (len(rows), 3 * n_slots)
         #: the drives' laws (natcoord.model.drives.Laws), or None if a drive is a Python callable
         self.laws = pack(self.weights)
+
+    @property
+    def terms(self):
+        """The 15 term arrays (:meth:`kernel_args`) unpacked once for the compiled core
+        (``core.pack``): the constraint kernel's first argument."""
+        packed = self.__dict__.get("_terms")
+        if packed is None:
+            packed = self.__dict__["_terms"] = pack_for_core(self.kernel_args(), "C")
+        return packed
+
+    def __getstate__(self):
+        """Pickled without the core's packed view (it is rebuilt on first use)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_terms"}
 
     def kernel_args(self):
         return (self.quad_row, self.quad_a, self.quad_b, self.quad_c, self.quad_w,

@@ -81,11 +81,9 @@ def cpu_name():
 
 def machine():
     """A one-line description of the machine and software versions."""
-    import numba
     import scipy
     return (f"{cpu_name()} ({os.cpu_count()} cores); Python {platform.python_version()}, "
-            f"natcoord {__version__}, NumPy {np.__version__}, SciPy {scipy.__version__}, "
-            f"Numba {numba.__version__}")
+            f"natcoord {__version__}, NumPy {np.__version__}, SciPy {scipy.__version__}")
 
 
 def csv_header(command):
