@@ -1,8 +1,9 @@
 """Speed of the compiled core: one right-hand side, and whole runs per driver.
 
-``rhs``: one compiled right-hand side (:func:`natcoord.integrate.compiled.rhs`) in
-microseconds, called from a Numba loop (the kernel alone) and from Python (plus
-Numba's dispatch of the named-tuple arguments), for the six-bar and chain(8).
+``rhs``: one right-hand side of the compiled core (``_core.rhs``: constraints,
+forces, block factorization and solve) in microseconds, called from Python with
+the stepper's packed arguments (``core``), and through ``DOPRI5.rhs`` (``stepper``:
+plus the Python method and a new output array), for the six-bar and chain(8).
 
 ``simulate``: wall time of :func:`natcoord.simulate` (median of ``--repeat``)
 for the six-bar, 10 s at ``rtol = 1e-6``, every step and 1001 outputs, and the
@@ -24,10 +25,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from natcoord.integrate import compiled as cc
+from natcoord.core import _core
 from natcoord.integrate import simulate as integrate
 from natcoord.integrate.simulate import simulate
-from natcoord.util.jit import njit
 from natcoord.models import chain, hexapod, six_bar
 from natcoord.integrate.stepper import DOPRI5
 from natcoord.study.records import write_csv
@@ -35,28 +35,21 @@ from natcoord.study.records import write_csv
 COLUMNS = ("measure", "model", "outputs", "driver", "value", "unit", "ratio", "steps", "rhs")
 
 
-@njit
-def _rhs_loop(T, S, P, W, y, W1, out, count):
-    for _ in range(count):
-        cc.rhs(T, S, P, W, y, W1, 0, out)
-
-
 def rhs_microseconds(model, count=2000, repeat=20):
-    """``(njit loop, from Python)``: the best of ``repeat`` means over ``count`` calls [µs]."""
+    """``(core call, stepper.rhs)``: the best of ``repeat`` means over ``count`` calls [µs]."""
     st = DOPRI5(model, 1.0)
-    args = (st._T, st._S, st._P, st._W, st.y.copy(), st._W1)
-    out = np.empty(st.y.size)
-    _rhs_loop(*args, out, 1)
-    loop, python = np.inf, np.inf
+    y, W1, out = st.y.copy(), st._W1, np.empty(st.y.size)
+    core = stepper = np.inf
     for _ in range(repeat):
         t0 = time.perf_counter()
-        _rhs_loop(*args, out, count)
-        loop = min(loop, (time.perf_counter() - t0) / count)
+        for _ in range(count):
+            _core.rhs(*st._packed, y, W1, 0, out)
+        core = min(core, (time.perf_counter() - t0) / count)
         t0 = time.perf_counter()
         for _ in range(count // 10):
-            cc.rhs(*args, 0, out)
-        python = min(python, (time.perf_counter() - t0) / (count // 10))
-    return loop * 1e6, python * 1e6
+            st.rhs(0.0, y)
+        stepper = min(stepper, (time.perf_counter() - t0) / (count // 10))
+    return core * 1e6, stepper * 1e6
 
 
 @contextmanager
@@ -98,8 +91,8 @@ def configure(parser):
 def run(args):
     rows = []
     for name, model in (("six-bar", six_bar().build()), ("chain8", chain(8).build())):
-        loop, python = rhs_microseconds(model)
-        for where, value in (("njit loop", loop), ("python", python)):
+        core, stepper = rhs_microseconds(model)
+        for where, value in (("core", core), ("stepper", stepper)):
             rows.append(dict(measure="rhs", model=name, outputs="", driver=where,
                              value=value, unit="us", ratio="", steps="", rhs=""))
             print(f"rhs {name} from {where}: {value:.1f} µs")
