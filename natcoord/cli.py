@@ -1,15 +1,19 @@
 """Command line: ``natcoord simulate|info|bench`` (each with ``--help``).
 
 Exit status: 0 success, 1 integration failure (the partial result is still
-written), 2 bad input (one line on stderr, no traceback), 130 interrupted.
+written), 2 bad input (one line on stderr, no traceback), 3 the results could
+not be written (another writer kept the file locked, the disk is full), 130
+interrupted.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import math
 import re
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -21,7 +25,7 @@ from .integrate.simulate import METHODS, PROJECTIONS, IntegrationError, simulate
 from .study.records import parse_value
 from .linalg import available_solvers
 
-OK, FAILED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
+OK, FAILED, BAD_INPUT, NOT_WRITTEN, INTERRUPTED = 0, 1, 2, 3, 130
 #: file name suffixes of ``simulate --out`` and ``--plot``
 OUT_SUFFIXES, PLOT_SUFFIXES = (".npz",), (".png", ".pdf", ".svg")
 
@@ -56,18 +60,22 @@ def writable(path, suffixes, flag):
     """``path`` after checking, before any work, that it can be written.
 
     Its suffix must be one of ``suffixes``; missing parent directories are
-    created; a file is opened for appending (and removed again if new).
+    created. Results are written atomically (:mod:`natcoord.util.atomic`: a
+    temporary file in the same directory, renamed onto ``path``), so what
+    must be writable is the directory, and the check creates and removes an
+    unnamed file there. It never touches ``path`` itself: creating and
+    removing an empty ``path`` could delete the result another run had just
+    renamed into place.
     """
     path = Path(path)
     if path.suffix.lower() not in suffixes:
         raise BadInput(f"{flag} {path}: the file name must end in {' or '.join(suffixes)}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        existed = path.exists()
-        with path.open("ab"):
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        with tempfile.TemporaryFile(dir=path.parent):
             pass
-        if not existed:
-            path.unlink()
     except (FileExistsError, NotADirectoryError):    # mkdir met a file
         raise BadInput(f"{flag} {path}: {path.parent} is not a directory (a file is in the "
                        f"way)") from None
@@ -202,11 +210,21 @@ def cmd_simulate(args):
     _summary(model, sol, partial)
     what = "partial " if partial else ""
     if out:
-        sol.save(out)
+        try:
+            sol.save(out)
+        except OSError as err:      # locked past the wait by another writer, disk full, ...
+            print(f"natcoord: --out {out}: {what}trajectory not written: "
+                  f"{err.strerror or err}", file=sys.stderr)
+            return NOT_WRITTEN
         print(f"  {what}trajectory written to {out}")
     if plot and sol.t.size:
         from .viz.plotting import plot_solution
-        plot_solution(sol, plot, proj_tol=args.proj_tol)
+        try:
+            plot_solution(sol, plot, proj_tol=args.proj_tol)
+        except OSError as err:
+            print(f"natcoord: --plot {plot}: {what}figure not written: {err.strerror or err}",
+                  file=sys.stderr)
+            return NOT_WRITTEN
         print(f"  {what}figure written to {plot}")
     return status
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..model.drives import Drive
 from ..model.mechanism import Mechanism, snapshot
+from ..util.atomic import atomic_write
 
 FORMAT = "natcoord-mechanism"
 FORMAT_VERSION = 1
@@ -107,7 +108,11 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
 
 
 def save_mechanism(mech: Mechanism, path, sample_drives=None):
-    """Write ``mech`` to ``path``: YAML for ``.yaml``/``.yml`` (needs PyYAML), else JSON."""
+    """Write ``mech`` to ``path``: YAML for ``.yaml``/``.yml`` (needs PyYAML), else JSON.
+
+    Written whole or not at all (:func:`natcoord.util.atomic.atomic_write`): an
+    interrupted or failed save leaves an existing model file as it was.
+    """
     data = to_dict(mech, sample_drives=sample_drives)
     path = Path(path)
     if path.suffix.lower() in (".yaml", ".yml"):
@@ -115,7 +120,8 @@ def save_mechanism(mech: Mechanism, path, sample_drives=None):
         text = yaml.safe_dump(data, sort_keys=False)
     else:
         text = json.dumps(data, indent=1) + "\n"
-    path.write_text(text, encoding="utf-8")
+    with atomic_write(path, "w", encoding="utf-8") as file:
+        file.write(text)
 
 
 # ------------------------------------------------------------------ reading
