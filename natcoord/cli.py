@@ -233,7 +233,7 @@ def cmd_info(args):
     model = build_model(args)
     print(describe(model))
     if args.structure:
-        from .linalg.structure import plot_structure
+        from .viz.structure import plot_structure
         Path(args.structure).parent.mkdir(parents=True, exist_ok=True)
         plot_structure(model, args.structure)
         print(f"structure diagram written to {args.structure}")

@@ -32,7 +32,7 @@ SETUP = code("""
     import natcoord as nc
     from natcoord.viz.animate import animate
     from natcoord_bench.tolerance import run_grid
-    from natcoord.linalg.structure import plot_structure
+    from natcoord.viz.structure import plot_structure
 
     OUT = Path("../out")
     OUT.mkdir(exist_ok=True)

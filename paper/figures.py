@@ -362,7 +362,7 @@ def structure_figures(out):
     from natcoord import models
     facts = {}
     try:
-        from natcoord.linalg.structure import plot_structure
+        from natcoord.viz.structure import plot_structure
     except ImportError as err:
         print(f"figures: no structure diagrams ({err})", file=sys.stderr)
         plot_structure = None

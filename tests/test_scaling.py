@@ -11,7 +11,7 @@ import numpy as np
 from natcoord.cli import main
 from natcoord_bench import scaling
 from natcoord.linalg.blockldl import block_plan
-from natcoord.linalg.structure import COLOURS
+from natcoord.viz.structure import COLOURS
 
 
 def run_scaling(tmp_path, *argv):
