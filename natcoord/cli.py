@@ -297,7 +297,7 @@ def main(argv=None):
         module.configure(p)
         p.set_defaults(func=module.run)
 
-    from .study import sweep as study
+    from .study import command as study
     study.configure(sub.add_parser(
         "sweep", help="parameter and Monte Carlo studies on Dask (CSV, resumable)",
         description=study.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))

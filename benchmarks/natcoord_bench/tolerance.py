@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from natcoord.study import sweep as study
+from natcoord.study.sweep import sweep
+from natcoord.study.tasks import Reference as Interpolated
 from natcoord.integrate.simulate import METHODS, PROJECTIONS, IntegrationError, simulate
 from natcoord.linalg import available_solvers, default_solver
 from natcoord.linalg.base import HOLD_TOL
@@ -54,7 +55,7 @@ def parse_tolerances(text):
     return [float(f"{v:.12g}") for v in values]
 
 
-class Reference(study.Reference):
+class Reference(Interpolated):
     """A reference run at ``rtol = proj_tol = 1e-12``, interpolated to any time.
 
     The output point by cubic Hermite interpolation of its positions and
@@ -139,7 +140,7 @@ def run_grid(model, rtols, proj_tols, combos, t_end=None, repeat=1, progress=Tru
                  hold_tol=hold_tol, t_end=t_end, drift_tol=np.inf)
             for m, s, p, tol, rtol in points]
     reference = dict(rtol=REFERENCE_TOL, proj_tol=REFERENCE_TOL, solver=combos[0][0])
-    table = study.sweep(model, grid, measures=("error", "drift", "stats", "time"),
+    table = sweep(model, grid, measures=("error", "drift", "stats", "time"),
                         reference=reference, repeat=repeat, warmup=True, client=client,
                         workers=workers, progress=progress)
     records = table.to_dict("records") if hasattr(table, "to_dict") else \
