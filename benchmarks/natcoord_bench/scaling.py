@@ -36,6 +36,7 @@ from natcoord.linalg.blockldl import block_plan
 from natcoord.linalg.symbolic import structure
 from natcoord.model.frozen import State
 from natcoord.study.records import cpu_name, read_csv, write_csv
+from natcoord.util.atomic import locked
 
 FAMILIES = ("chain", "tree", "loops")
 LOOPS = 4
@@ -175,17 +176,19 @@ def read_rows(path):
 def write_rows(path, rows, replace_families):
     """Write ``rows``, keeping the rows of other families already in ``path``.
 
-    Floats exactly (kept rows are written back as they were read). The file
-    has no ``#`` machine header: each row names its machine, versions and
-    date in its own columns, as rows of several runs are merged here, and
-    readers of ``data/scaling.csv`` (``tests/test_scaling.py``) take its
-    first line for the column names.
+    Atomic, under the file's lock; floats exactly (kept rows are written back
+    as they were read). The file has no ``#`` machine header: each row names
+    its machine, versions and date in its own columns, as rows of several
+    runs are merged here, and readers of ``data/scaling.csv``
+    (``tests/test_scaling.py``) take its first line for the column names.
     """
     path = Path(path)
-    kept = []
-    if path.exists():
-        kept = [r for r in read_rows(path) if r["family"] not in replace_families]
-    write_csv(path, kept + rows, COLUMNS, command=None, digits=None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path):                    # read, merge and rewrite: one writer at a time
+        kept = []
+        if path.exists():
+            kept = [r for r in read_rows(path) if r["family"] not in replace_families]
+        write_csv(path, kept + rows, COLUMNS, command=None, digits=None, lock=False)
 
 
 def slope(n, values):

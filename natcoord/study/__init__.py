@@ -16,7 +16,8 @@ Modules, lowest first:
   them, reference runs;
 * :mod:`~natcoord.study.cluster` — the Dask client: a local cluster or a
   scheduler;
-* :mod:`~natcoord.study.log` — a study's CSV: its rows by key, read back to resume;
+* :mod:`~natcoord.study.log` — a study's CSV: one row per key, read back to
+  resume, appended under a lock shared with other writers;
 * :mod:`~natcoord.study.sweep` — ``nc.sweep``, the driver;
 * :mod:`~natcoord.study.command` — ``natcoord sweep`` on the command line.
 """

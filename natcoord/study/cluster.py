@@ -24,7 +24,7 @@ def local_client(workers=None, **kwargs):
     Loopback only (scheduler, workers and dashboard listen on 127.0.0.1, on
     free ports); BLAS and OpenMP single-threaded in the workers. Closing the
     client closes the cluster. ``kwargs`` go to ``LocalCluster`` (e.g.
-    ``processes=False`` for worker threads in this process).
+    ``processes=False``: worker threads in this process, talking in-process).
     """
     from dask.distributed import Client, LocalCluster
     options = dict(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
@@ -33,8 +33,10 @@ def local_client(workers=None, **kwargs):
                    env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                         "MKL_NUM_THREADS": "1"})
     options.update(kwargs)
-    if not options["processes"]:
-        options.pop("env")              # threads of this process: its environment
+    if not options["processes"]:        # worker threads in this process: its environment,
+        options.pop("env")              # and in-process communication (no network at all)
+        if "host" not in kwargs:
+            options.pop("host")
     cluster = LocalCluster(**options)
     client = Client(cluster, set_as_default=False)
     client._natcoord_owns_cluster = True

@@ -7,7 +7,12 @@ with ``--samples N``, N samples of their distributions) on a local Dask
 cluster or on ``--scheduler ADDR``, one :func:`natcoord.simulate` per point
 reduced to one row of measures, appended to ``--out`` as the runs finish.
 Started again with the same ``--out``, a study runs only the points whose
-rows are not in the file yet (``--retry-failed``: and the failed ones).
+rows are not in the file yet (``--retry-failed``: and the failed ones, whose
+rows the new ones replace). A row's key hashes the point, the content of the
+model it builds and the run settings: rows of a model edited since are run
+again and replaced, never returned. A grid without points (``--param
+mass=1:2:0``) is refused (exit status 2); exit status 3 when the CSV cannot
+be written (another writer kept its lock, the disk is full).
 
 Timings: every run is timed on its worker after a warm-up run, but runs on
 the other workers execute at the same time and compete for cores, memory
@@ -17,6 +22,7 @@ counters (steps, RHS evaluations, factorizations), which are exact.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +30,13 @@ import numpy as np
 from .. import models
 from ..integrate.simulate import PROJECTIONS
 from ..linalg import available_solvers
+from .log import NotWritten, check_out
 from .records import parse_value
 from .sweep import sweep
 from .tasks import DEFAULT_MEASURES, MEASURES
+
+#: exit status when the study's CSV cannot be written (``natcoord.cli.NOT_WRITTEN``)
+NOT_WRITTEN = 3
 
 
 def parse_values(text, sample=False):
@@ -55,6 +65,9 @@ def parse_values(text, sample=False):
             else choices[0]
     if len(parts) in (3, 4):
         a, b, n = float(parts[0]), float(parts[1]), int(parts[2])
+        if n < 1:
+            raise ValueError(f"{text!r} gives {n} values; a:b:n needs n ≥ 1, or the study "
+                             f"would run nothing")
         if len(parts) == 4:
             if parts[3] != "log":
                 raise ValueError(f"a:b:n:log expected, got {text!r}")
@@ -132,27 +145,37 @@ def describe(args):
 
 
 def run(args):
-    """Run ``natcoord sweep``: 0 when the study ran (failed runs are rows of it)."""
+    """Run ``natcoord sweep``: 0 when the study ran (failed runs are rows of it), 2 for
+    bad input (``ValueError``, reported by the CLI), 3 when the CSV cannot be written."""
     specs = {}
     for item in args.param:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--param needs KEY=VALUES, got {item!r}")
-        specs[key] = value
+        specs[key] = (f"--param {item}", value)
     for flag in ("rtol", "proj_tol", "t_end", "solver", "projection"):
         if getattr(args, flag) is not None:
-            specs[flag] = getattr(args, flag)
+            specs[flag] = (f"--{flag.replace('_', '-')} {getattr(args, flag)}",
+                           getattr(args, flag))
     fixed = {"scenario": args.scenario} if args.scenario else {}
     measures = tuple(m for m in args.measures.split(",") if m)
-    out = args.out or Path("data") / f"{args.model.replace('-', '_')}_sweep.csv"
-    if args.samples:
-        grid = Sampler({k: parse_values(v, sample=True) for k, v in specs.items()})
-    else:
-        grid = {k: parse_values(v) for k, v in specs.items()}
-    table = sweep(args.model, grid, fixed, measures=measures, client=args.scheduler,
-                  out=out, seed=args.seed, n_samples=args.samples, repeat=args.repeat,
-                  workers=args.workers, progress=not args.quiet, command=describe(args),
-                  retry_failed=args.retry_failed, batch=args.batch)
+    out = check_out(args.out or Path("data") / f"{args.model.replace('-', '_')}_sweep.csv",
+                    "--out")
+    values = {}
+    for key, (given, text) in specs.items():
+        try:
+            values[key] = parse_values(text, sample=bool(args.samples))
+        except ValueError as err:
+            raise ValueError(f"{given}: {err}") from None
+    grid = Sampler(values) if args.samples else values
+    try:
+        table = sweep(args.model, grid, fixed, measures=measures, client=args.scheduler,
+                      out=out, seed=args.seed, n_samples=args.samples, repeat=args.repeat,
+                      workers=args.workers, progress=not args.quiet, command=describe(args),
+                      retry_failed=args.retry_failed, batch=args.batch)
+    except NotWritten as err:        # locked past the wait by another writer, disk full, ...
+        print(f"natcoord: --out {out}: rows not written: {err.reason}", file=sys.stderr)
+        return NOT_WRITTEN
     success = np.asarray(table["success"], bool)
     print(f"{success.size} runs ({int((~success).sum())} failed) in {out}")
     return 0

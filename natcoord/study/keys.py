@@ -52,6 +52,35 @@ def task_key(model, params, sample=None, content=None, settings=None):
     return hashlib.sha256(text.encode()).hexdigest()[:KEY_DIGITS]
 
 
+def run_settings(groups, custom, reference, repeat):
+    """The settings of a study that change its rows beyond each point's parameters:
+    the reference run's options (``error`` measured), ``repeat`` (``time``
+    measured) and the code of custom measures."""
+    settings = {}
+    if "error" in groups and reference is not None:
+        settings["reference"] = dict(reference)
+    if "time" in groups:
+        settings["repeat"] = int(repeat)
+    if custom:
+        settings["measures"] = {name: fingerprint(f) for name, f in custom.items()}
+    return settings
+
+
+class Contents:
+    """:func:`model_content` of each distinct set of factory parameters, computed once."""
+
+    def __init__(self, spec):
+        self.spec, self.known = spec, {}
+
+    def __call__(self, params):
+        if is_model(self.spec):
+            params = {}
+        tag = json.dumps(plain(params), sort_keys=True, default=repr)
+        if tag not in self.known:
+            self.known[tag] = model_content(self.spec, params)
+        return self.known[tag]
+
+
 def model_content(spec, params):
     """Hash (hex) of the model that ``spec`` and the factory ``params`` build.
 

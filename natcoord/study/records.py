@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..util.atomic import atomic_write, locked
+
 #: what the machine line says when a CSV has none
 UNKNOWN_MACHINE = "unknown machine"
 
@@ -83,9 +85,11 @@ def parse_cell(text):
     return parse_value(text)
 
 
-def round_trip(row):
-    """``row`` as it reads back from a CSV written at full precision."""
-    return {k: parse_cell(format_cell(v)) for k, v in row.items()}
+def round_trip(row, text=()):
+    """``row`` as it reads back from a CSV written at full precision (the columns
+    ``text`` as text)."""
+    return {k: format_cell(v) if k in text else parse_cell(format_cell(v))
+            for k, v in row.items()}
 
 
 # ------------------------------------------------------------------ header
@@ -131,24 +135,26 @@ def read_machine(path):
 
 
 # ------------------------------------------------------------------ reading
-def parse_rows(lines, fieldnames=None):
-    """Rows (dicts of :func:`parse_cell` values) of CSV ``lines``: ``#`` lines
-    skipped, the column line read unless ``fieldnames`` are given, rows with
-    missing or extra cells (cut short by a crash) left out.
+def parse_rows(lines, fieldnames=None, text=()):
+    """Rows (dicts of :func:`parse_cell` values; the columns ``text`` kept as
+    text) of CSV ``lines``: ``#`` lines skipped, the column line read unless
+    ``fieldnames`` are given, rows with missing or extra cells (cut short by a
+    crash) left out.
 
     Returns ``(fieldnames, rows)``.
     """
     reader = csv.DictReader((line for line in lines if not line.startswith("#")),
                             fieldnames=fieldnames)
-    rows = [{k: parse_cell(v) for k, v in row.items()} for row in reader
+    rows = [{k: v if k in text else parse_cell(v) for k, v in row.items()} for row in reader
             if None not in row and None not in row.values()]
     return list(reader.fieldnames or fieldnames or []), rows
 
 
-def read_csv(path):
-    """Rows (dicts of parsed cells, :func:`parse_cell`) of a CSV written by natcoord."""
+def read_csv(path, text=()):
+    """Rows (dicts of parsed cells, :func:`parse_cell`; the columns ``text`` as
+    text) of a CSV written by natcoord."""
     with Path(path).open(newline="") as f:
-        return parse_rows(f)[1]
+        return parse_rows(f, text=text)[1]
 
 
 def read_fields(path):
@@ -195,41 +201,45 @@ def csv_text(rows, columns, digits=None, header=True, strict=True):
     return buffer.getvalue()
 
 
-def write_csv(path, rows, columns, command, digits=6):
+def write_csv(path, rows, columns, command, digits=6, lock=True):
     """Write ``rows`` (dicts) under the ``#`` header naming the machine, date and
     ``command`` (no header when ``command`` is None); floats with ``digits``
-    significant digits (``None``: exact). Returns the path."""
+    significant digits (``None``: exact). The file is replaced whole or not at
+    all (:func:`natcoord.util.atomic.atomic_write`); ``lock=False`` when the
+    caller holds ``locked(path)`` (to read, merge and rewrite). Returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = (csv_header(command) if command is not None else "") + csv_text(rows, columns, digits)
-    with path.open("w", newline="") as f:
+    with atomic_write(path, newline="", lock=lock) as f:
         f.write(text)
     return path
 
 
 def append_csv(path, rows, columns, command, digits=None):
-    """Append ``rows`` to ``path``; a new or empty file gets :func:`csv_header` and
-    the column line first. ``ValueError`` when the file has other columns; keys of
-    the rows that are not columns are left out. Returns the path."""
+    """Append ``rows`` to ``path`` under its advisory lock
+    (:func:`natcoord.util.atomic.locked`: writers of one file take turns); a new
+    or empty file gets :func:`csv_header` and the column line first.
+    ``ValueError`` when the file has other columns; keys of the rows that are
+    not columns are left out. Returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fresh = not path.exists() or path.stat().st_size == 0
-    if not fresh:
-        found = read_fields(path)
-        if found != list(columns):
-            raise ValueError(f"{path}: its columns {found} are not {list(columns)}")
-    text = (csv_header(command) if fresh else "") + csv_text(rows, columns, digits, header=fresh,
-                                                             strict=False)
-    with path.open("a", newline="") as f:
+    with locked(path):
+        fresh = not path.exists() or path.stat().st_size == 0
         if not fresh:
-            f.write(_line_break(path))
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+            found = read_fields(path)
+            if found != list(columns):
+                raise ValueError(f"{path}: its columns {found} are not {list(columns)}")
+        text = (csv_header(command) if fresh else "") + csv_text(
+            rows, columns, digits, header=fresh, strict=False)
+        with path.open("a", newline="") as f:
+            f.write("" if fresh else line_break(path))
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
     return path
 
 
-def _line_break(path):
+def line_break(path):
     """``"\\n"`` when the file does not end in one (a crash may leave half a line)."""
     with path.open("rb") as f:
         f.seek(0, os.SEEK_END)

@@ -29,11 +29,20 @@ Dask task and reduces each run, on the worker, to one row of measures::
 * A failed run (``IntegrationError``, a bad parameter, any exception in the
   task, a worker that died) is a row with ``success = False`` and its
   ``message``: the study is never lost.
-* ``out="study.csv"``: rows are appended as they finish, keyed by a stable
-  hash of the model and parameters (column ``key``), under the machine
-  header the other experiments write; started again, the study skips the
-  rows already in the file (resume after an interruption or a crash). With
-  pyarrow installed the final table is also written as ``study.parquet``.
+* ``out="study.csv"``: rows are appended as they finish, under the machine
+  header the other experiments write, each with its ``key``: a hash of the
+  point (model, parameters, sample), of the **content of the model** it
+  builds (bodies, masses, inertias, geometry, joints, forces, gravity,
+  scenario: :mod:`natcoord.study.keys`) and of the run settings. Started
+  again, the study reuses the rows whose key is in the file (resume after
+  an interruption or a crash) and runs the others: after a factory is
+  edited (gravity 9.81 → 1.62), the rows of its old model are run again and
+  replaced, not returned. One row per key: a failed row run again
+  (``retry_failed``) replaces the old one; studies writing one file at once
+  take turns under its lock and never append a key twice. With pyarrow
+  installed the final table is also written as ``study.parquet``.
+* An empty grid (a parameter without values, an empty list, no samples) is
+  refused with a ``ValueError`` naming it.
 * The result is a pandas ``DataFrame`` (a NumPy structured array without
   pandas), one row per grid point in grid order.
 * ``client``: a ``dask.distributed.Client``, or a scheduler address; without
@@ -65,11 +74,12 @@ from pathlib import Path
 import numpy as np
 
 from ..integrate.simulate import PROJECTIONS
+from ..util.atomic import atomic_path
 from .cluster import check_workers, close_client, connected, local_client
 from .grid import check_factory, expand, is_model, is_scalar, model_name, plain, split
-from .keys import task_key
-from .log import StudyLog
-from .records import ThrottledProgress, as_table, round_trip
+from .keys import Contents, run_settings, task_key
+from .log import TEXT, StudyLog
+from .records import ThrottledProgress, as_table, format_cell, parse_cell, round_trip
 from .tasks import (DEFAULT_MEASURES, REFERENCE, batch_size, columns_of, measure_spec,
                     reference_task, run_batch, validate_batch)
 
@@ -92,14 +102,16 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
     wall time is their median); ``warmup``: one short untimed run per worker
     process first (default: when ``time`` is measured); ``client``: Client,
     scheduler address or None (a LocalCluster of ``workers`` processes);
-    ``out``: CSV appended as rows finish, resumed when it exists (rows with
-    ``success = False`` are run again only with ``retry_failed``);
+    ``out``: CSV appended as rows finish, resumed when it exists: a row is
+    reused when its key (point, model content, run settings) is asked for
+    again, and rows of an edited model are run again and replaced; rows with
+    ``success = False`` are run again (and replaced) only with ``retry_failed``;
     ``progress``: progress bar on stderr; ``batch``: grid points per Dask task
     (default: about eight tasks per worker thread; 1 gives one task per run).
     Returns a pandas DataFrame (or a NumPy structured array) in grid order.
     See the module docstring.
     """
-    groups, _ = measure_spec(measures)
+    groups, custom = measure_spec(measures)
     if batch is not None:
         validate_batch(batch)
     monte_carlo = callable(grid)
@@ -107,16 +119,15 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
         seed = np.random.SeedSequence().entropy
         print(f"natcoord: Monte Carlo seed {seed} (pass seed= to reproduce)", file=sys.stderr)
     common = plain(dict(simulate_kwargs or {}))
-    points = []
-    for sample, params in expand(grid, n_samples, seed):
-        params = {**common, **params}
-        points.append((task_key(model, params, sample), sample, params))
-    fnames = {k for _, _, p in points for k in split(p)[0]}
-    check_factory(model, fnames)
-    for _, _, p in points:
+    expanded = [(sample, {**common, **params}) for sample, params in expand(grid, n_samples, seed)]
+    check_factory(model, {k for _, p in expanded for k in split(p)[0]})
+    for _, p in expanded:
         if p.get("projection", PROJECTIONS[0]) not in PROJECTIONS:
             raise ValueError(f"projection {p['projection']!r} unknown; choose from "
                              f"{list(PROJECTIONS)}")
+    content, settings = Contents(model), run_settings(groups, custom, reference, repeat)
+    points = [(task_key(model, params, sample, content(split(params)[0]), settings), sample,
+               params) for sample, params in expanded]
     pnames = list(dict.fromkeys(k for _, _, p in points for k, v in p.items()
                                 if is_scalar(v)))
     columns = (["key", "model"] + (["sample"] if monte_carlo else []) + pnames
@@ -126,21 +137,31 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
         warmup = "time" in groups
     command = command or f"nc.sweep({name!r}, {len(points)} points)"
 
+    def label(key, sample, params):
+        row = {"key": key, "model": name, **({"sample": sample} if monte_carlo else {})}
+        row.update({k: v for k, v in params.items() if is_scalar(v)})
+        return row
+
+    def label_row(key, sample, params, result):
+        return round_trip({**label(key, sample, params), **result}, text=TEXT)
+
     log = StudyLog(out, columns, command) if out is not None else None
-    done = dict(log.rows) if log else {}
-    if retry_failed:
-        done = {k: r for k, r in done.items() if r.get("success") is True}
+    done, replaces = {}, None
+    if log:
+        keys = {key for key, _, _ in points}
+        done = {k: r for k, r in log.rows.items() if k in keys
+                and (not retry_failed or r.get("success") is True)}
+        replaces = _replacements(points, label, columns)
+        stale = sum(k not in keys and replaces(r) is not None for k, r in log.rows.items())
+        if stale:
+            print(f"natcoord: {log.path}: {stale} rows were computed with another model or "
+                  f"other settings than this study's (a factory edited since?): their points "
+                  f"run again and the new rows replace them", file=sys.stderr)
     pending = [pt for pt in points if pt[0] not in done]
     pending = list({pt[0]: pt for pt in pending}.values())      # duplicate points run once
     if log and len(pending) < len(points):
         print(f"natcoord: resuming {log.path}: {len(points) - len(pending)} of {len(points)} "
               f"runs already done", file=sys.stderr)
-
-    def label_row(key, sample, params, result):
-        row = {"key": key, "model": name, **({"sample": sample} if monte_carlo else {})}
-        row.update({k: v for k, v in params.items() if is_scalar(v)})
-        row.update(result)
-        return round_trip(row)
 
     try:
         if pending:
@@ -150,13 +171,39 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
                             progress, done, log, label_row, batch)
     finally:
         if log:
-            log.close()
+            try:
+                log.compact(replaces)
+            except OSError as err:      # the rows are all in the file, some twice: read() copes
+                print(f"natcoord: {log.path}: not compacted ({err})", file=sys.stderr)
     rows = [dict(done[key], sample=sample) if monte_carlo else done[key]
             for key, sample, _ in points]
     table = as_table([{c: r.get(c, math.nan) for c in columns} for r in rows], columns)
     if out is not None and hasattr(table, "to_parquet") and find_spec("pyarrow"):
-        table.to_parquet(Path(out).with_suffix(".parquet"), index=False)
+        with atomic_path(Path(out).with_suffix(".parquet")) as temporary:
+            table.to_parquet(temporary, index=False)
     return table
+
+
+def _replacements(points, label, columns):
+    """``row -> key``: the key of this study's point that supersedes a stored row
+    computed for the same point (same model name, sample and parameter columns)
+    with another key (another model content or other settings); ``None`` for
+    rows of other points. Points told apart only by parameters that are not
+    columns (lists) supersede nothing."""
+    id_columns = columns[1:columns.index("success")]       # model, sample, parameters
+
+    def identity(row):
+        return tuple(format_cell(parse_cell(format_cell(row.get(c)))) for c in id_columns)
+
+    found = {}
+    for key, sample, params in points:
+        found.setdefault(identity(label(key, sample, params)), set()).add(key)
+    unique = {ident: next(iter(keys)) for ident, keys in found.items() if len(keys) == 1}
+
+    def replaces(row):
+        key = unique.get(identity(row))
+        return key if key is not None and key != row.get("key") else None
+    return replaces
 
 
 def _submit_all(client, model, pending, measures, groups, reference, repeat, warmup,
@@ -200,7 +247,7 @@ def _submit_all(client, model, pending, measures, groups, reference, repeat, war
             rows = [label_row(key, sample, params, result)
                     for (key, sample, params), result in zip(points, results)]
             if log:
-                log.append(rows)
+                rows = log.append(rows)       # another study may have written some keys first
             for row in rows:
                 done[row["key"]] = row
                 failures += not row["success"]
