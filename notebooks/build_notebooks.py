@@ -31,7 +31,7 @@ SETUP = code("""
 
     import natcoord as nc
     from natcoord.viz.animate import animate
-    from natcoord_bench.tolerance import run_grid
+    from natcoord.study.tolerance import run_grid
     from natcoord.viz.structure import plot_structure
 
     OUT = Path("../out")

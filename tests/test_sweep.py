@@ -14,7 +14,7 @@ from natcoord.study.keys import task_key
 from natcoord.study.log import read
 from natcoord.study.records import as_table
 from natcoord.study.sweep import sweep
-from natcoord_bench.tolerance import Reference
+from natcoord.study.tolerance import Reference
 
 pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")

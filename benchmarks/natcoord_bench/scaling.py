@@ -177,10 +177,9 @@ def write_rows(path, rows, replace_families):
     """Write ``rows``, keeping the rows of other families already in ``path``.
 
     Atomic, under the file's lock; floats exactly (kept rows are written back
-    as they were read). The file has no ``#`` machine header: each row names
-    its machine, versions and date in its own columns, as rows of several
-    runs are merged here, and readers of ``data/scaling.csv``
-    (``tests/test_scaling.py``) take its first line for the column names.
+    as they were read). Under the ``#`` machine header of every natcoord CSV
+    (the machine of the last run); as rows of several runs are merged here,
+    each row also names its machine, versions and date in its own columns.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +187,8 @@ def write_rows(path, rows, replace_families):
         kept = []
         if path.exists():
             kept = [r for r in read_rows(path) if r["family"] not in replace_families]
-        write_csv(path, kept + rows, COLUMNS, command=None, digits=None, lock=False)
+        write_csv(path, kept + rows, COLUMNS, command="natcoord bench scaling (rows of several runs merged)",
+                  digits=None, lock=False)
 
 
 def slope(n, values):

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..model.drives import Drive
 from ..model.mechanism import Mechanism, snapshot
+from ..util.atomic import atomic_write
 from ..util.checks import number, shown
 
 FORMAT = "natcoord-mechanism"
@@ -116,7 +117,11 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
 
 
 def save_mechanism(mech: Mechanism, path, sample_drives=None):
-    """Write ``mech`` to ``path``: YAML for ``.yaml``/``.yml`` (needs PyYAML), else JSON."""
+    """Write ``mech`` to ``path``: YAML for ``.yaml``/``.yml`` (needs PyYAML), else JSON.
+
+    Written whole or not at all (:func:`natcoord.util.atomic.atomic_write`): an
+    interrupted or failed save leaves an existing model file as it was.
+    """
     data = to_dict(mech, sample_drives=sample_drives)
     path = Path(path)
     if path.suffix.lower() in (".yaml", ".yml"):
@@ -124,7 +129,13 @@ def save_mechanism(mech: Mechanism, path, sample_drives=None):
         text = yaml.safe_dump(data, sort_keys=False)
     else:
         text = json.dumps(data, indent=1) + "\n"
-    path.write_text(text, encoding="utf-8")
+    size = len(text.encode("utf-8"))
+    if size > MAX_BYTES:                    # load_mechanism would refuse it
+        raise ValueError(f"{path}: the model file would take {size / 2**20:.1f} MiB, more than "
+                         f"load_mechanism reads ({MAX_BYTES // 2**20} MiB); sample drives "
+                         f"more coarsely (sample_drives=) or store fewer bodies")
+    with atomic_write(path, "w", encoding="utf-8") as file:
+        file.write(text)
 
 
 # ------------------------------------------------------------------ reading

@@ -40,22 +40,13 @@ from pathlib import Path
 import numpy as np
 
 from ..util.atomic import atomic_write, locked
+from ..util.checks import parse_value
 
 #: what the machine line says when a CSV has none
 UNKNOWN_MACHINE = "unknown machine"
 
 
 # ------------------------------------------------------------------ cells
-def parse_value(text):
-    """A command-line or CSV value: ``int``, else ``float``, else the text itself."""
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def format_cell(value, digits=None):
     """The text of one CSV cell (the one rule every natcoord CSV is written with).
 

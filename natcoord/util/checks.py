@@ -78,3 +78,13 @@ def finite_triple(value, what, where, t, hint=""):
         raise NonFiniteValue(f"{where}: {what} returned {value!r} at t = {t:g}; "
                              f"it must be finite")
     return a
+
+
+def parse_value(text):
+    """A command-line or CSV value: ``int``, else ``float``, else the text itself."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
