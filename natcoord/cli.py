@@ -1,27 +1,30 @@
 """Command line: ``natcoord simulate|info|bench`` (each with ``--help``).
 
 Exit status: 0 success, 1 integration failure (the partial result is still
-written), 2 bad input (one line on stderr, no traceback), 130 interrupted.
+written), 2 bad input (one line on stderr, no traceback), 3 the results could
+not be written (another writer kept the file locked, the disk is full), 130
+interrupted.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import math
 import re
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import numpy as np
 
-from . import models
 from .dynamics.assembly import describe
 from .integrate.simulate import METHODS, PROJECTIONS, IntegrationError, simulate
-from .study.records import parse_value
+from .io.source import add_model_arguments, model_from_arguments
 from .linalg import available_solvers
 
-OK, FAILED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
+OK, FAILED, BAD_INPUT, NOT_WRITTEN, INTERRUPTED = 0, 1, 2, 3, 130
 #: file name suffixes of ``simulate --out`` and ``--plot``
 OUT_SUFFIXES, PLOT_SUFFIXES = (".npz",), (".png", ".pdf", ".svg")
 
@@ -56,93 +59,28 @@ def writable(path, suffixes, flag):
     """``path`` after checking, before any work, that it can be written.
 
     Its suffix must be one of ``suffixes``; missing parent directories are
-    created; a file is opened for appending (and removed again if new).
+    created. Results are written atomically (:mod:`natcoord.util.atomic`: a
+    temporary file in the same directory, renamed onto ``path``), so what
+    must be writable is the directory, and the check creates and removes an
+    unnamed file there. It never touches ``path`` itself: creating and
+    removing an empty ``path`` could delete the result another run had just
+    renamed into place.
     """
     path = Path(path)
     if path.suffix.lower() not in suffixes:
         raise BadInput(f"{flag} {path}: the file name must end in {' or '.join(suffixes)}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        existed = path.exists()
-        with path.open("ab"):
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        with tempfile.TemporaryFile(dir=path.parent):
             pass
-        if not existed:
-            path.unlink()
     except (FileExistsError, NotADirectoryError):    # mkdir met a file
         raise BadInput(f"{flag} {path}: {path.parent} is not a directory (a file is in the "
                        f"way)") from None
     except OSError as err:
         raise BadInput(f"{flag} {path}: cannot write there ({err.strerror or err})") from None
     return path
-
-
-def _model_arguments(parser):
-    parser.add_argument("model", metavar="MODEL",
-                        help=f"benchmark mechanism ({', '.join(sorted(models.REGISTRY))}) or "
-                             f"a model file (.json/.yaml, .urdf, MJCF .xml)")
-    parser.add_argument("--scenario", help="scenario of the model (e.g. hexapod: passive|driven)")
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="keyword argument of the model factory, e.g. --param n=100")
-
-
-def _model_file(args):
-    """A MODEL that is not a registry name: a model file (natcoord.io.modelfile)."""
-    path = Path(args.model)
-    if not path.is_file():
-        raise BadInput(f"MODEL {args.model!r} is neither a benchmark "
-                         f"({', '.join(sorted(models.REGISTRY))}) nor an existing file")
-    if args.param or args.scenario is not None:
-        raise BadInput(f"--param and --scenario apply to benchmark models, not to the "
-                         f"file {args.model}")
-    from .io.importers import load_mjcf, load_urdf
-    from .io.modelfile import load_mechanism
-    load = {".urdf": load_urdf, ".xml": load_mjcf}.get(path.suffix.lower(), load_mechanism)
-    try:
-        return load(path).build()
-    except (ValueError, TypeError) as err:
-        raise BadInput(f"{path}: {err}") from None
-
-
-def _parameter(parameter, text):
-    """``--param`` value: of the type of the factory's default when that is a number."""
-    value = parse_value(text)
-    default = parameter.default
-    if isinstance(default, bool) or not isinstance(default, (int, float)):
-        return value
-    if isinstance(value, int) or (isinstance(value, float) and isinstance(default, float)):
-        return type(default)(value)
-    raise BadInput(f"--param {parameter.name}={text}: expected "
-                   f"{'an integer' if isinstance(default, int) else 'a number'} "
-                   f"(default {default!r})")
-
-
-def build_model(args):
-    """The model named on the command line, with its factory's keyword arguments.
-
-    Raises :class:`BadInput` for parameters the factory does not take and for
-    any ``ValueError``/``TypeError`` the factory or the builder raises.
-    """
-    if args.model not in models.REGISTRY:
-        return _model_file(args)
-    text = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise BadInput(f"--param needs KEY=VALUE, got {item!r}")
-        text[key] = value
-    if args.scenario is not None:
-        text["scenario"] = args.scenario
-    try:
-        models.check_parameters(args.model, text)
-    except ValueError as err:
-        raise BadInput(f"{err} (--param KEY=VALUE)") from None
-    accepted = models.parameters(args.model)
-    kwargs = {key: _parameter(accepted[key], value) for key, value in text.items()}
-    try:
-        return models.build(args.model, **kwargs)
-    except (ValueError, TypeError) as err:
-        raise BadInput(f"model {args.model!r} with {kwargs or 'default parameters'}: "
-                       f"{err}") from None
 
 
 def _run(model, t_end, args):
@@ -184,7 +122,7 @@ def _summary(model, sol, partial):
 def cmd_simulate(args):
     out = args.out and writable(args.out, OUT_SUFFIXES, "--out")
     plot = args.plot and writable(args.plot, PLOT_SUFFIXES, "--plot")
-    model = build_model(args)
+    model = model_from_arguments(args)
     t_end = args.t_end if args.t_end is not None else model.scenario["t_end"]
     print(f"natcoord: simulating {model.name} for {t_end:g} s (rtol={args.rtol:g}, "
           f"proj_tol={args.proj_tol:g}, solver={args.solver or 'default'}, "
@@ -202,20 +140,30 @@ def cmd_simulate(args):
     _summary(model, sol, partial)
     what = "partial " if partial else ""
     if out:
-        sol.save(out)
+        try:
+            sol.save(out)
+        except OSError as err:      # locked past the wait by another writer, disk full, ...
+            print(f"natcoord: --out {out}: {what}trajectory not written: "
+                  f"{err.strerror or err}", file=sys.stderr)
+            return NOT_WRITTEN
         print(f"  {what}trajectory written to {out}")
     if plot and sol.t.size:
         from .viz.plotting import plot_solution
-        plot_solution(sol, plot, proj_tol=args.proj_tol)
+        try:
+            plot_solution(sol, plot, proj_tol=args.proj_tol)
+        except OSError as err:
+            print(f"natcoord: --plot {plot}: {what}figure not written: {err.strerror or err}",
+                  file=sys.stderr)
+            return NOT_WRITTEN
         print(f"  {what}figure written to {plot}")
     return status
 
 
 def cmd_info(args):
-    model = build_model(args)
+    model = model_from_arguments(args)
     print(describe(model))
     if args.structure:
-        from .linalg.structure import plot_structure
+        from .viz.structure import plot_structure
         Path(args.structure).parent.mkdir(parents=True, exist_ok=True)
         plot_structure(model, args.structure)
         print(f"structure diagram written to {args.structure}")
@@ -233,7 +181,7 @@ def main(argv=None):
 
     sim = sub.add_parser("simulate", help="simulate a benchmark mechanism",
                          description="Simulate a benchmark mechanism and report accuracy.")
-    _model_arguments(sim)
+    add_model_arguments(sim)
     sim.add_argument("--t-end", type=positive_float,
                      help="end time [s] (default: the scenario's)")
     sim.add_argument("--rtol", type=positive_float, default=1e-6, help="integration tolerance")
@@ -258,7 +206,7 @@ def main(argv=None):
     info = sub.add_parser("info", help="describe a model: constraints, rank, DOF",
                           description="Bodies, coordinates, constraints, Jacobian rank, "
                                       "degrees of freedom and dropped constraints.")
-    _model_arguments(info)
+    add_model_arguments(info)
     info.add_argument("--structure", metavar="F.png",
                       help="draw the block structure of the system matrix with fill-in")
     info.set_defaults(func=cmd_info)
@@ -279,7 +227,7 @@ def main(argv=None):
         module.configure(p)
         p.set_defaults(func=module.run)
 
-    from .study import sweep as study
+    from .study import command as study
     study.configure(sub.add_parser(
         "sweep", help="parameter and Monte Carlo studies on Dask (CSV, resumable)",
         description=study.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))

@@ -31,8 +31,8 @@ SETUP = code("""
 
     import natcoord as nc
     from natcoord.viz.animate import animate
-    from natcoord_bench.tolerance import run_grid
-    from natcoord.linalg.structure import plot_structure
+    from natcoord.study.tolerance import run_grid
+    from natcoord.viz.structure import plot_structure
 
     OUT = Path("../out")
     OUT.mkdir(exist_ok=True)

@@ -23,7 +23,6 @@ is typed by hand. No simulation or timing is done here.
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import sys
 from pathlib import Path
@@ -36,7 +35,9 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))     # the structure diagrams and scaling figure use natcoord
+sys.path.insert(0, str(ROOT))     # the CSV reader, the structure diagrams and scaling use natcoord
+
+from natcoord.study.records import read_columns, read_csv, read_machine  # noqa: E402
 TARGET_ERROR = 1e-6         # m: the accuracy at which runtimes are compared
 STABILIZATIONS = ("position+velocity", "baumgarte", "none")
 plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
@@ -44,25 +45,10 @@ plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
 
 
 # ----------------------------------------------------------------- reading
-def machine(path):
-    """The machine line (first ``#`` comment) of a CSV written by natcoord."""
-    with Path(path).open() as f:
-        first = f.readline()
-    return first[1:].strip() if first.startswith("#") else "unknown machine"
-
-
-def read_table(path):
-    """Columns (name → array; numbers as float) of a CSV with ``#`` comment lines."""
-    with Path(path).open() as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    columns = {}
-    for name in rows[0]:
-        values = [r[name] for r in rows]
-        try:
-            columns[name] = np.array([float(v) if v != "" else np.nan for v in values])
-        except ValueError:
-            columns[name] = np.array(values)
-    return columns
+# one reader of natcoord's CSV files (natcoord.study.records): the machine line,
+# and columns (name → array; numbers as float, empty cells NaN, else text)
+machine = read_machine
+read_table = read_columns
 
 
 def select(table, **where):
@@ -309,7 +295,6 @@ def peers_figure(data, out):
 def peers_results(path):
     """Per-call times, time to accuracy (6-bar, chain) and the physics cross-check."""
     from natcoord_bench.peers import CHAIN_TARGET, LEVELS, time_to_accuracy
-    from natcoord.study.records import read_csv
     rows = read_csv(path)
     r = {}
     for row in rows:
@@ -362,7 +347,7 @@ def structure_figures(out):
     from natcoord import models
     facts = {}
     try:
-        from natcoord.linalg.structure import plot_structure
+        from natcoord.viz.structure import plot_structure
     except ImportError as err:
         print(f"figures: no structure diagrams ({err})", file=sys.stderr)
         plot_structure = None

@@ -7,8 +7,8 @@ import pytest
 
 import natcoord as nc
 from natcoord.cli import main as cli_main
-from natcoord.study import records
-from natcoord_bench import hexapod_speed, precision, tolerance
+from natcoord.study import records, tolerance
+from natcoord_bench import hexapod_speed, precision
 
 ROOT = Path(__file__).resolve().parents[1]
 T_END = 1.0

@@ -315,7 +315,7 @@ def test_bad_parameter_names_fail_before_any_solve(monkeypatch):
     model = drives_moved()
     state = nc.assemble(model).state
     with monkeypatch.context() as m:
-        m.setattr(nc.derivatives, "linearization_point", lambda *a, **k: pytest.fail("solved"))
+        m.setattr(nc.dynamics.linearization, "linearization_point", lambda *a, **k: pytest.fail("solved"))
         with pytest.raises(TypeError, match=r"a parameter name is a string \(mass:<body>.*\), "
                                             r"got 3"):
             linearize(model, state, params=[3])

@@ -521,7 +521,7 @@ def test_describe_plot_animate(pendulum, capsys):
     assert all(isinstance(a, FuncAnimation) for a in anims)
     for a in anims:
         a.to_jshtml()
-    assert nc.plot is nc.plotting.plot_solution
+    assert nc.plot is nc.viz.plotting.plot_solution
 
 
 def test_to_dataframe(pendulum):

@@ -111,7 +111,7 @@ def test_sensitivities_stay_in_the_tangent_space(case, request):
     model, sens = request.getfixturevalue(case)
     ws = nc.Workspace(model)
     for k, (t, p, v) in enumerate(zip(sens.solution.t, sens.solution.p, sens.solution.v)):
-        at = nc.derivatives.linearization_point(model, (t, p, v), workspace=ws)
+        at = nc.dynamics.linearization.linearization_point(model, (t, p, v), workspace=ws)
         kept = np.setdiff1d(np.arange(model.n_rows), ws.dropped)
         G = model.tables.csr(at.G).toarray()[kept]
         for dp, dv in zip(sens.dp[k].T, sens.dv[k].T):

@@ -7,9 +7,14 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord import study
 from natcoord.cli import main as cli_main
-from natcoord_bench.tolerance import Reference
+from natcoord.study import cluster, command
+from natcoord.study.grid import expand, split
+from natcoord.study.keys import task_key
+from natcoord.study.log import read
+from natcoord.study.records import as_table
+from natcoord.study.sweep import sweep
+from natcoord.study.tolerance import Reference
 
 pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
@@ -20,19 +25,19 @@ GRID = {"section": [0.05, 0.1], "rtol": [1e-4, 1e-5]}
 
 @pytest.fixture(scope="module")
 def client():
-    client = study.local_client(2)
+    client = cluster.local_client(2)
     yield client
-    study.close_client(client)
+    cluster.close_client(client)
 
 
 def test_workers_import_this_natcoord(client):
-    assert study.check_workers(client) == {study._natcoord_location()}
+    assert cluster.check_workers(client) == {cluster.natcoord_location()}
     assert all(addr.startswith("tcp://127.0.0.1:") for addr in client.scheduler_info()["workers"])
 
 
 def test_sweep_equals_sequential_loop(client):
     """Same steps, same end state bitwise, same errors as nc.simulate run here."""
-    table = study.sweep("six-bar", GRID, {"t_end": T_END}, client=client)
+    table = sweep("six-bar", GRID, {"t_end": T_END}, client=client)
     assert list(table["section"]) == [0.05, 0.05, 0.1, 0.1]
     assert list(table["rtol"]) == [1e-4, 1e-5, 1e-4, 1e-5]
     references = {}
@@ -66,7 +71,7 @@ def test_sweep_equals_sequential_loop(client):
 def test_failed_runs_become_rows(client):
     grid = [{"section": 0.1}, {"section": 0.1, "max_steps": 2}, {"mass": -1.0},
             {"section": 0.1, "projection": "velocity", "proj_tol": "not a number"}]
-    table = study.sweep("six-bar", grid, {"t_end": T_END, "rtol": 1e-4}, client=client,
+    table = sweep("six-bar", grid, {"t_end": T_END, "rtol": 1e-4}, client=client,
                         measures=("end", "stats"))
     assert list(table["success"]) == [True, False, False, False]
     messages = list(table["message"])
@@ -80,27 +85,27 @@ def test_failed_runs_become_rows(client):
 
 def test_unknown_parameter_fails_before_any_task():
     with pytest.raises(ValueError, match="not \\['colour'\\]"):
-        study.sweep("six-bar", {"colour": ["red"]}, client="tcp://127.0.0.1:1")
+        sweep("six-bar", {"colour": ["red"]}, client="tcp://127.0.0.1:1")
 
 
 def test_resume_skips_finished_rows(client, tmp_path):
     out = tmp_path / "study.csv"
-    first = study.sweep("six-bar", {"section": [0.05, 0.1]}, {"t_end": T_END, "rtol": 1e-4},
+    first = sweep("six-bar", {"section": [0.05, 0.1]}, {"t_end": T_END, "rtol": 1e-4},
                         client=client, out=out, measures=("end", "stats", "time"))
     lines = out.read_text().splitlines()
     assert lines[0].startswith("# ") and "nc.sweep" in lines[1]
     # a crash in the middle of writing a row: half a line at the end
     out.write_text("\n".join(lines) + "\n" + lines[-1][:20])
-    second = study.sweep("six-bar", {"section": [0.05, 0.1, 0.2]},
+    second = sweep("six-bar", {"section": [0.05, 0.1, 0.2]},
                          {"t_end": T_END, "rtol": 1e-4}, client=client, out=out,
                          measures=("end", "stats", "time"))
-    stored = study.read(out)
+    stored = read(out)
     assert len(stored) == 3 and sorted(stored["key"]) == sorted(second["key"])
     # the two finished rows were read back, not run again (same timing to the bit)
     pd.testing.assert_frame_equal(second.iloc[:2], first, check_dtype=False)
     assert second["success"].all() and second["section"].tolist() == [0.05, 0.1, 0.2]
     with pytest.raises(ValueError, match="another study"):
-        study.sweep("six-bar", {"section": [0.1]}, {"t_end": T_END}, client=client, out=out,
+        sweep("six-bar", {"section": [0.1]}, {"t_end": T_END}, client=client, out=out,
                     measures=("end",))
 
 
@@ -110,14 +115,14 @@ def sampler(rng):
 
 def test_monte_carlo_is_reproducible(client):
     common = {"t_end": 0.3, "rtol": 1e-4}
-    a = study.sweep("six-bar", sampler, common, n_samples=4, seed=7, client=client,
+    a = sweep("six-bar", sampler, common, n_samples=4, seed=7, client=client,
                     measures=("end", "stats"))
-    b = study.sweep("six-bar", sampler, common, n_samples=2, seed=7, client=client,
+    b = sweep("six-bar", sampler, common, n_samples=2, seed=7, client=client,
                     measures=("end", "stats"))
     assert list(a["sample"]) == [0, 1, 2, 3] and a["success"].all()
     assert len(set(a["section"])) == 4
     pd.testing.assert_frame_equal(a.iloc[:2], b)      # sample i depends on (seed, i) only
-    c = study.sweep("six-bar", sampler, common, n_samples=2, seed=8, client=client,
+    c = sweep("six-bar", sampler, common, n_samples=2, seed=8, client=client,
                     measures=("end",))
     assert not np.isin(c["section"], a["section"]).any()
 
@@ -129,45 +134,45 @@ def test_cli_sweep(client, tmp_path):
                      client.scheduler.address, "--out", str(out), "--quiet"]) == 0
     text = out.read_text()
     assert "natcoord sweep six-bar --param section=0.05:0.1:2" in text.splitlines()[1]
-    assert study.read(out)["section"].tolist() == [0.05, 0.1] or \
-        sorted(study.read(out)["section"]) == [0.05, 0.1]
+    assert read(out)["section"].tolist() == [0.05, 0.1] or \
+        sorted(read(out)["section"]) == [0.05, 0.1]
     assert cli_main(["sweep", "six-bar", "--param", "section=0.09:0.11", "--samples", "3",
                      "--seed", "1", "--t-end", "0.3", "--rtol", "1e-4", "--measures", "end",
                      "--scheduler", client.scheduler.address, "--out",
                      str(tmp_path / "mc.csv"), "--quiet"]) == 0
-    mc = study.read(tmp_path / "mc.csv")
+    mc = read(tmp_path / "mc.csv")
     assert sorted(mc["sample"]) == [0, 1, 2] and mc["success"].all()
     assert ((0.09 <= mc["section"]) & (mc["section"] <= 0.11)).all()
 
 
 def test_parse_values():
-    assert study.parse_values("0.5:2:4") == [0.5, 1.0, 1.5, 2.0]
-    assert study.parse_values("1e-6:1e-8:3:log") == [1e-6, 1e-7, 1e-8]
-    assert study.parse_values("0.05,0.1") == [0.05, 0.1]
-    assert study.parse_values("block") == ["block"]
+    assert command.parse_values("0.5:2:4") == [0.5, 1.0, 1.5, 2.0]
+    assert command.parse_values("1e-6:1e-8:3:log") == [1e-6, 1e-7, 1e-8]
+    assert command.parse_values("0.05,0.1") == [0.05, 0.1]
+    assert command.parse_values("block") == ["block"]
     rng = np.random.default_rng(0)
-    assert 0.5 <= study.parse_values("0.5:2", sample=True)(rng) <= 2.0
-    assert 1e-8 <= study.parse_values("1e-8:1e-6:log", sample=True)(rng) <= 1e-6
-    assert study.parse_values("a,b", sample=True)(rng) in ("a", "b")
+    assert 0.5 <= command.parse_values("0.5:2", sample=True)(rng) <= 2.0
+    assert 1e-8 <= command.parse_values("1e-8:1e-6:log", sample=True)(rng) <= 1e-6
+    assert command.parse_values("a,b", sample=True)(rng) in ("a", "b")
     with pytest.raises(ValueError):
-        study.parse_values("1:2:3", sample=True)
+        command.parse_values("1:2:3", sample=True)
 
 
 def test_grid_expansion_and_keys():
-    points = study.expand({"a": [1, 2], "b": [3.0, 4.0, 5.0]})
+    points = expand({"a": [1, 2], "b": [3.0, 4.0, 5.0]})
     assert [p for _, p in points][:2] == [{"a": 1, "b": 3.0}, {"a": 1, "b": 4.0}]
     assert len(points) == 6
-    assert study.split({"rtol": 1e-6, "mass": 2.0, "t_end": 1.0}) == \
+    assert split({"rtol": 1e-6, "mass": 2.0, "t_end": 1.0}) == \
         ({"mass": 2.0}, {"rtol": 1e-6, "t_end": 1.0})
-    key = study.task_key("six-bar", {"mass": 2.0, "rtol": 1e-6})
-    assert key == study.task_key("six-bar", {"rtol": 1e-6, "mass": np.float64(2.0)})
-    assert key != study.task_key("six-bar", {"mass": 2.0, "rtol": 1e-7})
+    key = task_key("six-bar", {"mass": 2.0, "rtol": 1e-6})
+    assert key == task_key("six-bar", {"rtol": 1e-6, "mass": np.float64(2.0)})
+    assert key != task_key("six-bar", {"mass": 2.0, "rtol": 1e-7})
 
 
 def test_table_without_pandas():
     rows = [{"key": "a", "steps": 3, "success": True, "x": 0.5, "message": "ok"},
             {"key": "b", "steps": math.nan, "success": False, "x": 1.5, "message": "boom"}]
-    table = study._table(rows, ["key", "steps", "success", "x", "message"], use_pandas=False)
+    table = as_table(rows, ["key", "steps", "success", "x", "message"], use_pandas=False)
     assert table.dtype["steps"] == np.float64 and table.dtype["success"] == bool
     assert table["message"].tolist() == ["ok", "boom"] and table["x"].tolist() == [0.5, 1.5]
 

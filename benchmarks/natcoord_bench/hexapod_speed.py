@@ -13,7 +13,7 @@ import argparse
 from natcoord.linalg import available_solvers, default_solver
 from natcoord.models import hexapod
 from natcoord.study.records import Progress, write_csv
-from .tolerance import COLUMNS, measure
+from natcoord.study.tolerance import COLUMNS, measure
 
 SPEED_COLUMNS = COLUMNS[:COLUMNS.index("wall_time_max") + 1] + ("realtime_factor",) \
     + COLUMNS[COLUMNS.index("steps"):COLUMNS.index("max_velocity_residual") + 1]

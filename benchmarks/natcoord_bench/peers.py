@@ -55,7 +55,7 @@ from natcoord.models.six_bar import P3, RODS, rod_frame
 from . import scaling
 from .chain_simulation import joint_points
 from natcoord.study.records import Progress, write_csv
-from .tolerance import Reference, measure
+from natcoord.study.tolerance import Reference, measure
 
 COLUMNS = ("experiment", "tool", "method", "n", "knob", "knob_value", "t_end", "repeat",
            "time_median_s", "time_min_s", "error_m", "steps", "check", "note")

@@ -19,7 +19,6 @@ evaluation against n with fitted slopes, and the flop count against n.
 """
 from __future__ import annotations
 
-import csv
 import gc
 import os
 import platform
@@ -36,7 +35,8 @@ from natcoord.linalg import available_solvers
 from natcoord.linalg.blockldl import block_plan
 from natcoord.linalg.symbolic import structure
 from natcoord.model.frozen import State
-from natcoord.study.records import cpu_name
+from natcoord.study.records import cpu_name, read_csv, write_csv
+from natcoord.util.atomic import locked
 
 FAMILIES = ("chain", "tree", "loops")
 LOOPS = 4
@@ -169,28 +169,26 @@ def run(args):
 
 
 def read_rows(path):
-    """Rows of a scaling CSV with numbers converted."""
-    with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    for r in rows:
-        r["n_bodies"], r["block_flops"] = int(r["n_bodies"]), int(r["block_flops"])
-        for key in ("numeric_s", "numeric_min_s", "call_s", "call_min_s"):
-            r[key] = float(r[key])
-    return rows
+    """Rows of a scaling CSV (numbers parsed by :func:`natcoord.study.records.read_csv`)."""
+    return read_csv(path)
 
 
 def write_rows(path, rows, replace_families):
-    """Write ``rows``, keeping the rows of other families already in ``path``."""
+    """Write ``rows``, keeping the rows of other families already in ``path``.
+
+    Atomic, under the file's lock; floats exactly (kept rows are written back
+    as they were read). Under the ``#`` machine header of every natcoord CSV
+    (the machine of the last run); as rows of several runs are merged here,
+    each row also names its machine, versions and date in its own columns.
+    """
     path = Path(path)
-    kept = []
-    if path.exists():
-        with open(path, newline="") as fh:
-            kept = [r for r in csv.DictReader(fh) if r["family"] not in replace_families]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, COLUMNS)
-        writer.writeheader()
-        writer.writerows(kept + rows)
+    with locked(path):                    # read, merge and rewrite: one writer at a time
+        kept = []
+        if path.exists():
+            kept = [r for r in read_rows(path) if r["family"] not in replace_families]
+        write_csv(path, kept + rows, COLUMNS, command="natcoord bench scaling (rows of several runs merged)",
+                  digits=None, lock=False)
 
 
 def slope(n, values):

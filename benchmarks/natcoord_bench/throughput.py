@@ -2,7 +2,7 @@
 
 ``n`` six-bar runs (10 s each, ``rtol = 1e-6``; rod masses 1 kg + i·1e-4 kg
 so that every run is a distinct grid point) are executed three ways, all
-through :func:`natcoord.study.sweep.run_task`, the function a sweep's tasks call:
+through :func:`natcoord.study.tasks.run_task`, the function a sweep's tasks call:
 
 * ``loop``: a plain ``for`` loop in this process — the baseline;
 * ``dask``, 1 worker and 2 workers: ``nc.sweep`` on a ``LocalCluster`` of
@@ -25,8 +25,10 @@ import time
 
 import numpy as np
 
-from natcoord.study import sweep as study
+from natcoord.study.cluster import close_client, local_client
 from natcoord.study.records import Progress, text_table, write_csv
+from natcoord.study.sweep import sweep
+from natcoord.study.tasks import columns_of, run_task
 
 COLUMNS = ("mode", "workers", "batch", "runs", "wall_s", "runs_per_s", "speedup", "efficiency",
            "overhead_per_run_ms", "cluster_start_s", "identical")
@@ -40,10 +42,10 @@ def grid(n):
 
 
 def loop(points, t_end, rtol):
-    """Rows of a plain loop over :func:`study.run_task` and its wall time."""
-    study.run_task("six-bar", {"t_end": 0.05, "rtol": rtol})       # compile outside the clock
+    """Rows of a plain loop over :func:`run_task` and its wall time."""
+    run_task("six-bar", {"t_end": 0.05, "rtol": rtol})       # compile outside the clock
     start = time.perf_counter()
-    rows = [study.run_task("six-bar", dict(p, t_end=t_end, rtol=rtol), MEASURES) for p in points]
+    rows = [run_task("six-bar", dict(p, t_end=t_end, rtol=rtol), MEASURES) for p in points]
     return rows, time.perf_counter() - start
 
 
@@ -52,22 +54,22 @@ def on_cluster(points, t_end, rtol, workers, batch):
     per task (None: the sweep's default), its wall time and the cluster's start-up time
     (start and one warm-up run per worker, untimed)."""
     start = time.perf_counter()
-    client = study.local_client(workers)
+    client = local_client(workers)
     try:
         client.wait_for_workers(workers)
-        client.run(study.run_task, "six-bar", {"t_end": 0.05, "rtol": rtol})
+        client.run(run_task, "six-bar", {"t_end": 0.05, "rtol": rtol})
         started = time.perf_counter()
-        table = study.sweep("six-bar", points, {"t_end": t_end, "rtol": rtol}, MEASURES,
+        table = sweep("six-bar", points, {"t_end": t_end, "rtol": rtol}, MEASURES,
                             client=client, reference=None, warmup=False, batch=batch)
         wall = time.perf_counter() - started
     finally:
-        study.close_client(client)
+        close_client(client)
     return table, wall, started - start
 
 
 def _same(table, rows):
     """Every measured column of the sweep equal to the loop's, bit for bit."""
-    columns = study.columns_of(MEASURES)
+    columns = columns_of(MEASURES)
     return all(np.array_equal(np.asarray(table[c], float), [r[c] for r in rows])
                for c in columns)
 

@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
+import zipfile
+import zlib
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+
+from ..util.atomic import atomic_write
 
 
 class ContinuousSolution:
@@ -165,11 +171,20 @@ class Solution:
         """Write the results to an ``.npz`` file that :meth:`load` reads without pickle.
 
         Arrays: ``t, p, v, energy, constraint_residual, velocity_residual``,
-        ``lam`` when recorded, ``dropped_rows`` and ``dropped`` (labels); the
+        ``lam`` when recorded, ``dropped_rows`` and ``dropped`` (labels, for
+        other readers: :meth:`load` takes them from the row labels); the
         JSON string ``metadata`` holds the format version, model name, body
         names, coordinate layout, constraint row labels, ``stats``,
         ``settings``, ``success`` and ``message``.
+
+        ``.npz`` is appended to a name without it, and :meth:`load` follows the
+        same rule, so ``load("x")`` reads what ``save("x")`` wrote; a directory
+        (existing, or a name ending in ``/``) is refused. The file is written
+        whole or not at all (:mod:`natcoord.util.atomic`): an interrupted save
+        leaves the previous file as it was, and saves to one path from several
+        processes or threads take turns instead of interleaving.
         """
+        path = _file_name(path)
         model = self.model
         metadata = {
             "format": FORMAT, "version": VERSION, "model": model.name,
@@ -180,35 +195,39 @@ class Solution:
         arrays = {name: getattr(self, name) for name in _ARRAYS}
         if self.lam is not None:
             arrays["lam"] = self.lam
-        np.savez_compressed(path, **arrays, dropped_rows=self.dropped_rows,
-                            dropped=np.array(self.dropped, dtype=str),
-                            metadata=np.array(json.dumps(metadata, default=_plain)))
+        text = json.dumps(metadata, default=_plain)
+        with atomic_write(path, "wb") as file:
+            np.savez_compressed(file, **arrays, dropped_rows=self.dropped_rows,
+                                dropped=np.array(self.dropped, dtype=str),
+                                metadata=np.array(text))
 
     @classmethod
     def load(cls, path, model=None):
-        """A :class:`Solution` saved by :meth:`save` (read with ``allow_pickle=False``).
+        """A :class:`Solution` saved by :meth:`save` (never unpickles anything).
 
         Pass the ``model`` the file was saved from (e.g. ``mech.build()``) to use
         :meth:`point` and the other methods that need it; its body names and
         constraint rows must match the file. Without it, ``sol.model`` only
         knows the model's name, body names and row labels.
+
+        A solution file can come from anywhere, so it is read as untrusted:
+        only the members :meth:`save` writes are opened (an extra one, say a
+        highly compressed 2 GB member, is never decompressed); each one's
+        shape, dtype and size in the zip directory are checked against the
+        metadata and ``len(t)`` before its data is read; the metadata must be
+        well-formed JSON with fields of the right types. Anything wrong is a
+        ``ValueError`` naming the file and the fault. ``path`` follows
+        :meth:`save`'s naming rule (``.npz`` appended to a name without it).
         """
-        with np.load(path, allow_pickle=False) as data:
-            if "metadata" not in data.files:
-                raise ValueError(f"{path}: not a natcoord solution file (no metadata)")
-            metadata = json.loads(str(data["metadata"]))
-            if metadata.get("format") != FORMAT or metadata.get("version", 0) > VERSION:
-                raise ValueError(f"{path}: not a {FORMAT} file of version <= {VERSION} "
-                                 f"(format {metadata.get('format')!r}, version "
-                                 f"{metadata.get('version')!r})")
-            arrays = {name: data[name] for name in data.files}
+        path = _file_name(path)
+        metadata, arrays = _read(path)
         sol = cls.__new__(cls)
         sol.model = _saved_model(path, metadata, model)
         for name in _ARRAYS:
             setattr(sol, name, arrays[name])
         sol.lam = arrays.get("lam")
-        sol.dropped_rows = arrays["dropped_rows"].astype(np.int64)
-        sol.dropped = [str(label) for label in arrays["dropped"]]
+        sol.dropped_rows = arrays["dropped_rows"]
+        sol.dropped = [metadata["row_labels"][r] for r in sol.dropped_rows]
         sol.stats = metadata["stats"]
         sol.settings = metadata["settings"]
         sol.success, sol.message = metadata["success"], metadata["message"]
@@ -359,6 +378,148 @@ def _plain(value):
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
     raise TypeError(f"cannot save {value!r} ({type(value).__name__}) in a solution file")
+
+
+def _file_name(path):
+    """``path`` as :meth:`Solution.save` writes it and :meth:`Solution.load` reads it.
+
+    ``.npz`` is appended to a name that does not end in it (NumPy's
+    ``savez`` does so on writing but ``load`` did not on reading, so
+    ``save("x")`` wrote a file ``load("x")`` could not find). A directory
+    is refused: ``save("out/")`` used to write the hidden file ``out/.npz``.
+    """
+    text = os.fspath(path)
+    if text.endswith(("/", os.sep)) or Path(text).is_dir():
+        raise ValueError(f"{text}: is a directory; a solution is saved to a file, e.g. "
+                         f"{Path(text) / 'run.npz'}")
+    path = Path(text)
+    return path if path.suffix.lower() == ".npz" else path.with_name(path.name + ".npz")
+
+
+#: members ``load`` needs (``lam`` is optional); it opens no other
+_REQUIRED = ("metadata", *_ARRAYS, "dropped_rows")
+#: bytes the metadata member may declare: its JSON names every body and constraint
+#: row (≈ 100 bytes of UTF-32 text per row), so this allows models of ~10⁶ rows
+#: while a tampered member cannot claim gigabytes
+_METADATA_LIMIT = 256 * 2**20
+#: the metadata fields ``load`` uses, with their JSON types
+_METADATA_TYPES = {"format": str, "version": int, "model": str, "bodies": list,
+                   "row_labels": list, "stats": dict, "settings": dict, "success": bool,
+                   "message": str}
+_JSON_NAMES = {str: "string", int: "integer", list: "array", dict: "object", bool: "boolean"}
+_KINDS = {"f": "floating-point numbers", "iu": "integers", "U": "text"}
+
+
+def _read(path):
+    """``(metadata, arrays)`` of a solution file, every part checked before it is used."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            missing = [name for name in _REQUIRED if f"{name}.npy" not in names]
+            if missing:
+                raise ValueError(f"{path}: not a complete natcoord solution file: no "
+                                 f"{', '.join(missing)} array(s)")
+            metadata = _metadata(path, _member(path, archive, "metadata", "U", (),
+                                                "() (one JSON string)"))
+            return metadata, _arrays(path, archive, metadata, "lam.npy" in names)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
+        # RuntimeError: an encrypted member (the JSON's RecursionError is handled in _metadata)
+        raise ValueError(f"{path}: not a readable natcoord solution file: damaged, truncated "
+                         f"or not written by save ({type(err).__name__}: {err})") from None
+
+
+def _arrays(path, archive, metadata, with_lam):
+    """The arrays, each checked against the metadata and ``len(t)`` before it is read."""
+    columns, rows = 12 * len(metadata["bodies"]), len(metadata["row_labels"])
+    t = _member(path, archive, "t", "f", (None,), "1-d")
+    k = t.size
+    arrays = {"t": t}
+    for name in ("p", "v"):
+        arrays[name] = _member(path, archive, name, "f", (k, columns),
+                               f"(len(t), 12 × bodies) = ({k}, {columns})")
+    for name in _ARRAYS[3:]:
+        arrays[name] = _member(path, archive, name, "f", (k,), f"(len(t),) = ({k},)")
+    if with_lam:
+        arrays["lam"] = _member(path, archive, "lam", "f", (k, rows),
+                                f"(len(t), constraint rows) = ({k}, {rows})")
+    dropped = _member(path, archive, "dropped_rows", "iu", (None,), "1-d")
+    if dropped.size and (dropped.min() < 0 or dropped.max() >= rows
+                         or np.unique(dropped).size < dropped.size):
+        raise ValueError(f"{path}: dropped_rows must be distinct constraint rows in "
+                         f"0..{rows - 1}, got {dropped.tolist()}")
+    arrays["dropped_rows"] = dropped.astype(np.int64)
+    return arrays
+
+
+def _member(path, archive, name, kinds, shape, expected):
+    """Array ``name`` of the archive, decompressed only once its header checks out.
+
+    The ``.npy`` header (a few hundred bytes) gives dtype and shape: the dtype
+    must be of ``kinds`` (:data:`_KINDS`; Python objects are never unpickled),
+    the shape ``shape`` (``None``: any length), and the size the zip
+    directory declares must be exactly header plus data. Only then is the data
+    read, and at most that many bytes: the zip reader stops at the declared
+    size, so a member cannot expand past what was checked.
+    """
+    info = archive.getinfo(f"{name}.npy")
+    if name == "metadata" and info.file_size > _METADATA_LIMIT:
+        raise ValueError(f"{path}: metadata declares {info.file_size} bytes, more than the "
+                         f"{_METADATA_LIMIT} a solution file's metadata can need")
+    with archive.open(info) as member:
+        try:
+            version = np.lib.format.read_magic(member)
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                           (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if read_header is None:
+                raise ValueError(f".npy format version {version} (save writes 1.0 or 2.0)")
+            actual, fortran_order, dtype = read_header(member)
+        except ValueError as err:
+            raise ValueError(f"{path}: array {name} has no valid .npy header ({err})") from None
+        if dtype.hasobject:
+            raise ValueError(f"{path}: array {name} holds Python objects, which load refuses "
+                             f"to unpickle (allow_pickle=False)")
+        if dtype.kind not in kinds or dtype.itemsize == 0:
+            raise ValueError(f"{path}: array {name} must hold {_KINDS[kinds]}, got dtype "
+                             f"{dtype.str}")
+        if len(actual) != len(shape) or any(want is not None and size != want
+                                            for size, want in zip(actual, shape)):
+            raise ValueError(f"{path}: array {name} has shape {actual}; it must be {expected}")
+        size = int(np.prod(actual, dtype=np.int64)) * dtype.itemsize
+        if info.file_size != member.tell() + size:
+            raise ValueError(f"{path}: array {name} is declared as {info.file_size} bytes in "
+                             f"the zip directory, but its shape {actual} of {dtype.str} "
+                             f"takes {member.tell() + size}: tampered or truncated")
+        data = member.read(size)
+    if len(data) != size:
+        raise ValueError(f"{path}: array {name} is truncated ({len(data)} of {size} bytes)")
+    array = np.frombuffer(data, dtype).reshape(actual, order="F" if fortran_order else "C")
+    return array.astype(np.float64) if kinds == "f" else array.copy()
+
+
+def _metadata(path, text):
+    """The metadata JSON, with the fields ``load`` uses of the right types."""
+    try:
+        metadata = json.loads(str(text[()]))
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{path}: metadata is not valid JSON ({type(err).__name__}: "
+                         f"{str(err)[:200]})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: metadata must be a JSON object, got "
+                         f"{type(metadata).__name__}")
+    version = metadata.get("version")
+    if metadata.get("format") != FORMAT or (type(version) is int and not 1 <= version <= VERSION):
+        raise ValueError(f"{path}: not a {FORMAT} file of version <= {VERSION} (format "
+                         f"{metadata.get('format')!r}, version {version!r})")
+    for field, kind in _METADATA_TYPES.items():
+        if type(metadata.get(field)) is not kind:
+            raise ValueError(f"{path}: metadata {field!r} must be a JSON "
+                             f"{_JSON_NAMES[kind]}, got {metadata.get(field)!r:.80}")
+    for field in ("bodies", "row_labels"):
+        if not all(type(name) is str for name in metadata[field]):
+            raise ValueError(f"{path}: metadata {field!r} must be a list of strings")
+    if len(set(metadata["bodies"])) < len(metadata["bodies"]):
+        raise ValueError(f"{path}: metadata 'bodies' names a body twice")
+    return metadata
 
 
 class DetachedModel:

@@ -475,23 +475,21 @@ def load_mjcf(path, t_end=10.0) -> Mechanism:
         raise ValueError(f"{path}: no <worldbody>")
     mech = Mechanism(gravity=gravity, name=root.get("model") or path.stem)
     pose, joints = {}, []
-    count = [0]
-
-    def walk(elem, parent, x, R):
-        for body in elem.findall("body"):
-            count[0] += 1
-            name = body.get("name") or f"body{count[0]}"
-            where = f"{path}: <body name=\"{name}\">"
-            xb = x + R @ _floats(body, "pos", 3, (0, 0, 0), where)
-            Rb = R @ compiler.orientation(body, where)
-            mass, com, I = _mjcf_inertial(body, compiler, where)
-            _wrap(where, lambda: mech.add_body(name, mass=mass, com=com, inertia=I,
-                                               origin=xb, axes=Rb, local=True))
-            pose[name] = (xb, Rb)
-            joints.append((parent, name, body, where, xb, Rb))
-            walk(body, name, xb, Rb)
-
-    walk(world, GROUND, np.zeros(3), np.eye(3))
+    # depth first in document order (which numbers the unnamed bodies), with a
+    # stack rather than recursion: a chain of 1000 nested bodies is a fine model
+    stack = [(body, GROUND, np.zeros(3), np.eye(3)) for body in reversed(world.findall("body"))]
+    while stack:
+        body, parent, x, R = stack.pop()
+        name = body.get("name") or f"body{len(joints) + 1}"
+        where = f"{path}: <body name=\"{name}\">"
+        xb = x + R @ _floats(body, "pos", 3, (0, 0, 0), where)
+        Rb = R @ compiler.orientation(body, where)
+        mass, com, I = _mjcf_inertial(body, compiler, where)
+        _wrap(where, lambda: mech.add_body(name, mass=mass, com=com, inertia=I,
+                                           origin=xb, axes=Rb, local=True))
+        pose[name] = (xb, Rb)
+        joints.append((parent, name, body, where, xb, Rb))
+        stack.extend((child, name, xb, Rb) for child in reversed(body.findall("body")))
     for parent, name, body, where, xb, Rb in joints:
         _mjcf_body_joints(mech, parent, name, body, where, xb, Rb)
     equality = root.find("equality")

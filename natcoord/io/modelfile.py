@@ -9,6 +9,11 @@ given (world reference coordinates unless the entry says ``"local": true``),
 so loading replays them through the same public methods and every check of
 the builder applies; writing then reading gives the identical model.
 
+Reading trusts no file: it refuses files beyond ``MAX_BYTES``, nesting beyond
+``MAX_DEPTH`` and YAML aliases before building any data from them, and checks
+the data against the shipped schema in code (the same with or without
+``jsonschema``) before replaying it.
+
 A file stores declarative drives (``Drive.constant_rate``, ``Drive.sinusoid``,
 ``Drive.polynomial``, ``Drive.spline``, ``Drive.fourier``/``Drive.periodic``);
 ``sample_drives=dt`` stores any other drive as a spline
@@ -16,8 +21,11 @@ through its values sampled every ``dt`` over ``[0, t_end]``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -25,6 +33,8 @@ import numpy as np
 
 from ..model.drives import Drive
 from ..model.mechanism import Mechanism, snapshot
+from ..util.atomic import atomic_write
+from ..util.checks import number, shown
 
 FORMAT = "natcoord-mechanism"
 FORMAT_VERSION = 1
@@ -107,7 +117,11 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
 
 
 def save_mechanism(mech: Mechanism, path, sample_drives=None):
-    """Write ``mech`` to ``path``: YAML for ``.yaml``/``.yml`` (needs PyYAML), else JSON."""
+    """Write ``mech`` to ``path``: YAML for ``.yaml``/``.yml`` (needs PyYAML), else JSON.
+
+    Written whole or not at all (:func:`natcoord.util.atomic.atomic_write`): an
+    interrupted or failed save leaves an existing model file as it was.
+    """
     data = to_dict(mech, sample_drives=sample_drives)
     path = Path(path)
     if path.suffix.lower() in (".yaml", ".yml"):
@@ -115,10 +129,28 @@ def save_mechanism(mech: Mechanism, path, sample_drives=None):
         text = yaml.safe_dump(data, sort_keys=False)
     else:
         text = json.dumps(data, indent=1) + "\n"
-    path.write_text(text, encoding="utf-8")
+    size = len(text.encode("utf-8"))
+    if size > MAX_BYTES:                    # load_mechanism would refuse it
+        raise ValueError(f"{path}: the model file would take {size / 2**20:.1f} MiB, more than "
+                         f"load_mechanism reads ({MAX_BYTES // 2**20} MiB); sample drives "
+                         f"more coarsely (sample_drives=) or store fewer bodies")
+    with atomic_write(path, "w", encoding="utf-8") as file:
+        file.write(text)
 
 
 # ------------------------------------------------------------------ reading
+#: largest model file read, in bytes: about 16 000 bodies as ``save_mechanism``
+#: writes them (a 1000-body chain takes 1 MB). Larger files are refused before
+#: they are parsed, so no file can take the machine's memory.
+MAX_BYTES = 16 * 2**20
+#: deepest nesting of lists and mappings read. A model file needs 5 (file →
+#: bodies → entry → inertia → row); the JSON and YAML parsers recurse once per
+#: level, so a file nested 100 000 deep would end in ``RecursionError``.
+MAX_DEPTH = 20
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_OPENING, _CLOSING = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+
+
 def _yaml(path):
     try:
         import yaml
@@ -128,28 +160,181 @@ def _yaml(path):
     return yaml
 
 
-def _validate_schema(data, source):
+@functools.cache
+def _bounded_yaml_loader(yaml):
+    """PyYAML's safe loader refusing aliases and nesting beyond ``MAX_DEPTH``.
+
+    An alias (``*a``) re-uses a node: eight nested levels of them in 614 bytes
+    make 10⁸ values for whatever walks the data (validation, saving), and a
+    model file never needs one. The composer recurses once per level, so the
+    depth is counted on the way in, long before Python's recursion limit.
+    """
+    class BoundedLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent):
+                raise ValueError(
+                    f"line {line}: YAML aliases (*{event.anchor}) are not accepted in model "
+                    f"files: a model file never needs them, and nested aliases let a few "
+                    f"hundred bytes expand to billions of values; write the values out")
+            self.depth += 1
+            try:
+                if self.depth > MAX_DEPTH:
+                    raise ValueError(f"line {line}: nested deeper than {MAX_DEPTH} levels "
+                                     f"(a model file needs 5)")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return BoundedLoader
+
+
+def _json_depth(text) -> int:
+    """Deepest nesting of arrays and objects in JSON ``text``, counted without
+    parsing it (``json.loads`` recurses per level): the running sum of the
+    brackets outside strings."""
+    skeleton = np.frombuffer(_JSON_STRING.sub("", text).encode(), np.uint8)
+    steps = np.isin(skeleton, _OPENING).astype(np.int64) - np.isin(skeleton, _CLOSING)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _read(path):
+    """The data of the model file ``path`` (YAML for ``.yaml``/``.yml``, else JSON),
+    read within ``MAX_BYTES`` and ``MAX_DEPTH``; every refusal names the file."""
     try:
-        import jsonschema
-    except ImportError:          # the replay below still checks every value
-        return
-    validator = jsonschema.Draft7Validator(schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = _specific(errors[0])
-        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ValueError(f"{source}: {where}: {err.message}")
+        with open(path, "rb") as file:
+            raw = file.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise ValueError(f"cannot read model file {path}: {err.strerror or err}") from None
+    if len(raw) > MAX_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_BYTES // 2**20} MiB, the limit of a "
+                         f"model file (natcoord.io.modelfile.MAX_BYTES)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        yaml = _yaml(path)
+        try:
+            return yaml.load(text, Loader=_bounded_yaml_loader(yaml))
+        except yaml.YAMLError as err:
+            raise ValueError(f"{path}: not valid YAML: {err}") from None
+        except ValueError as err:    # refused above, or an integer beyond Python's digit limit
+            raise ValueError(f"{path}: {err}") from None
+    if _json_depth(text) > MAX_DEPTH:
+        raise ValueError(f"{path}: nested deeper than {MAX_DEPTH} levels "
+                         f"(a model file needs 5)")
+    try:
+        return json.loads(text)
+    except ValueError as err:        # JSONDecodeError, or an integer beyond the digit limit
+        raise ValueError(f"{path}: not valid JSON: {err}") from None
 
 
-def _specific(err):
-    """For a ``oneOf`` failure (a drive or force of a known ``type``), the first
-    error of that type's branch, which says what is wrong (a missing, unknown or
-    bad key); else ``err`` itself ("not valid under any of the given schemas")."""
-    if err.validator != "oneOf":
-        return err
-    other_types = {e.schema_path[0] for e in err.context
-                   if list(e.schema_path)[1:] == ["properties", "type", "const"]}
-    return next((e for e in err.context if e.schema_path[0] not in other_types), err)
+# Model files are checked against the shipped schema here, in code, rather than
+# with jsonschema: a file then means the same whether jsonschema is installed or
+# not (without it, ``"local": "false"`` was read as true and ``"mass": "2"`` as
+# 2). The checker implements the Draft 7 keywords the schema uses, worded as
+# jsonschema words them.
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool,
+          "integer": int, "number": (int, float)}
+#: the largest integer a float holds: a 400-digit mass is refused, not overflowed
+_LARGEST = int(sys.float_info.max)
+
+
+@functools.cache
+def _definitions():
+    return schema()["definitions"]
+
+
+def _is(value, kind):
+    """Whether ``value`` has the JSON type ``kind`` (a bool is no number)."""
+    return isinstance(value, _TYPES[kind]) and (kind == "boolean" or not isinstance(value, bool))
+
+
+def _claims(branch, value):
+    """Whether a ``oneOf`` branch is the one meant for ``value``: the drive of its
+    ``type``, or the branch of the value's JSON type (a number, a vector)."""
+    if "$ref" in branch:
+        branch = _definitions()[branch["$ref"].rsplit("/", 1)[-1]]
+    const = branch.get("properties", {}).get("type", {}).get("const")
+    if const is not None:
+        return isinstance(value, dict) and value.get("type") == const
+    return "type" in branch and _is(value, branch["type"])
+
+
+def _first_error(value, node, path=()):
+    """``(path, message)`` of the first place where ``value`` breaks the schema
+    ``node``, or None. Keywords apply to values of their JSON type, as in
+    jsonschema. Recursion follows the schema (at most 6 levels), never the data
+    beyond it: a value nested deeper fails a ``type`` first."""
+    if "$ref" in node:
+        node = _definitions()[node["$ref"].rsplit("/", 1)[-1]]
+    kind = node.get("type")
+    if kind is not None and not _is(value, kind):
+        return path, f"{shown(value)} is not of type {kind!r}"
+    if "const" in node and value != node["const"]:
+        return path, f"{node['const']!r} was expected"
+    if "enum" in node and value not in node["enum"]:
+        return path, f"{shown(value)} is not one of {node['enum']!r}"
+    if _is(value, "number"):
+        if isinstance(value, int) and abs(value) > _LARGEST:
+            return path, (f"{shown(value)} is beyond the range of floating-point numbers "
+                          f"(±1.8e308)")
+        if "exclusiveMinimum" in node and value <= node["exclusiveMinimum"]:
+            return path, (f"{shown(value)} is less than or equal to the minimum of "
+                          f"{node['exclusiveMinimum']!r}")
+        if "minimum" in node and value < node["minimum"]:
+            return path, f"{shown(value)} is less than the minimum of {node['minimum']!r}"
+    if isinstance(value, (str, list)):
+        least = node.get("minLength" if isinstance(value, str) else "minItems", 0)
+        if len(value) < least:
+            short = "should be non-empty" if least == 1 else "is too short"
+            return path, f"{shown(value)} {short}"
+        if isinstance(value, list) and len(value) > node.get("maxItems", len(value)):
+            return path, f"{shown(value)} is too long"
+    if isinstance(value, dict):
+        missing = [name for name in node.get("required", ()) if name not in value]
+        if missing:
+            return path, f"{missing[0]!r} is a required property"
+        properties, extra = node.get("properties", {}), node.get("additionalProperties", True)
+        unexpected = [key for key in value if key not in properties]
+        if extra is False and unexpected:
+            return path, (f"Additional properties are not allowed ("
+                          f"{', '.join(map(repr, unexpected))} "
+                          f"{'was' if len(unexpected) == 1 else 'were'} unexpected)")
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            error = sub is not None and _first_error(item, sub, (*path, key))
+            if error:
+                return error
+    if isinstance(value, list) and "items" in node:
+        items = node["items"]              # one schema for all, or one per position
+        for k, item in enumerate(value):
+            sub = items if isinstance(items, dict) else items[k] if k < len(items) else None
+            error = sub is not None and _first_error(item, sub, (*path, k))
+            if error:
+                return error
+    if "oneOf" in node:
+        valid = sum(not _first_error(value, branch, path) for branch in node["oneOf"])
+        if valid > 1:
+            return path, f"{shown(value)} is valid under more than one of the given schemas"
+        if not valid:
+            meant = next((b for b in node["oneOf"] if _claims(b, value)), None)
+            return _first_error(value, meant, path) if meant else \
+                (path, f"{shown(value)} is not valid under any of the given schemas")
+    return None
+
+
+def _check_schema(data, source):
+    """Refuse ``data`` where it breaks the shipped schema, naming the file and the
+    path of the value: ``model.json: bodies/0/local: 'false' is not of type 'boolean'``."""
+    error = _first_error(data, schema())
+    if error:
+        path, message = error
+        raise ValueError(f"{source}: {'/'.join(map(str, path)) or '(top level)'}: {message}")
 
 
 def _replay(method, entry, what, source):
@@ -166,9 +351,10 @@ def _replay(method, entry, what, source):
 def from_dict(data, source="model") -> Mechanism:
     """Rebuild a :class:`Mechanism` from a model-file dictionary.
 
-    Checks the dictionary against the shipped JSON Schema (when ``jsonschema``
-    is installed), then replays every entry through the public builder
-    methods; errors name the file, the section and the entry.
+    Checks the dictionary against the shipped JSON Schema (in code, the same
+    with or without ``jsonschema`` installed), then replays every entry
+    through the public builder methods; errors name the file, the section
+    and the entry.
     """
     if not isinstance(data, dict):
         raise ValueError(f"{source}: a model file holds one object (mapping), "
@@ -176,15 +362,11 @@ def from_dict(data, source="model") -> Mechanism:
     version = data.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ValueError(f"{source}: format_version must be an integer "
-                         f"(this natcoord writes {FORMAT_VERSION}), got {version!r}")
+                         f"(this natcoord writes {FORMAT_VERSION}), got {shown(version)}")
     if version > FORMAT_VERSION:
         raise ValueError(f"{source}: format_version {version} is newer than this natcoord "
                          f"reads ({FORMAT_VERSION}); upgrade natcoord")
-    _validate_schema(data, source)
-    unknown = set(data) - {"format", "format_version", "name", "gravity", "scenario",
-                           *_SECTIONS}
-    if unknown:
-        raise ValueError(f"{source}: unknown top-level keys {sorted(unknown)}")
+    _check_schema(data, source)
     try:
         mech = Mechanism(gravity=data.get("gravity", (0.0, 0.0, 0.0)),
                          name=data.get("name", "mechanism"))
@@ -192,24 +374,14 @@ def from_dict(data, source="model") -> Mechanism:
         raise ValueError(f"{source}: {err}") from None
 
     def entries(section):
-        items = data.get(section, [])
-        if not isinstance(items, list):
-            raise ValueError(f"{source}: {section} must be a list")
-        for k, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ValueError(f"{source}: {section}[{k}] must be an object")
+        for k, item in enumerate(data.get(section, [])):
             yield f"{section}[{k}]" + (f" ({item['name']!r})" if "name" in item else ""), \
                 dict(item)
 
     for what, entry in entries("bodies"):
         _replay(mech.add_body, entry, what, source)
     for what, entry in entries("joints"):
-        kind = entry.pop("type", None)
-        joints = sorted(m[len("add_"):] for m in vars(Mechanism) if m.startswith("add_")
-                        and m != "add_body" and m not in FORCE_METHODS.values())
-        if kind not in joints:
-            raise ValueError(f"{source}: {what}: unknown joint type {kind!r}; "
-                             f"known: {joints}")
+        kind = entry.pop("type")
         if entry.get("drive") is not None:
             try:
                 entry["drive"] = Drive.from_spec(entry["drive"])
@@ -217,35 +389,21 @@ def from_dict(data, source="model") -> Mechanism:
                 raise ValueError(f"{source}: {what}: {err}") from None
         _replay(getattr(mech, f"add_{kind}"), entry, what, source)
     for what, entry in entries("forces"):
-        kind = entry.pop("type", None)
-        method = getattr(mech, FORCE_METHODS.get(kind, ""), None)
-        if method is None:
-            raise ValueError(f"{source}: {what}: unknown force type {kind!r}; known: "
-                             f"{[k for k, m in FORCE_METHODS.items() if hasattr(mech, m)]}")
-        _replay(method, entry, what, source)
+        _replay(getattr(mech, FORCE_METHODS[entry.pop("type")]), entry, what, source)
     for what, entry in entries("initial"):
         _replay(mech.set_initial, entry, what, source)
     for what, entry in entries("joint_rates"):
-        if not hasattr(mech, "set_joint_rate"):
-            raise ValueError(f"{source}: {what}: this natcoord has no set_joint_rate")
         _replay(mech.set_joint_rate, entry, what, source)
     scenario = dict(data.get("scenario", {}))
     if "t_end" in scenario:
-        t_end = scenario["t_end"]
-        if isinstance(t_end, bool) or not isinstance(t_end, (int, float)) or not t_end > 0:
-            raise ValueError(f"{source}: scenario.t_end must be a positive number, "
-                             f"got {t_end!r}")
-        scenario["t_end"] = float(t_end)
+        scenario["t_end"] = number(scenario["t_end"], "t_end", f"{source}: scenario", "positive")
     if "output_point" in scenario:
+        body, point = scenario["output_point"]
         try:
-            body, point = scenario["output_point"]
             mech.body(body)
-            point = tuple(float(x) for x in point)
-            assert len(point) == 3
-        except (ValueError, TypeError, AssertionError):
-            raise ValueError(f"{source}: scenario.output_point must be [body name, [x, y, z]] "
-                             f"naming a body, got {scenario['output_point']!r}") from None
-        scenario["output_point"] = (body, point)
+        except ValueError as err:
+            raise ValueError(f"{source}: scenario/output_point: {err}") from None
+        scenario["output_point"] = (body, tuple(float(x) for x in point))
     mech.scenario = {"t_end": 10.0, **scenario}
     return mech
 
@@ -253,22 +411,9 @@ def from_dict(data, source="model") -> Mechanism:
 def load_mechanism(path) -> Mechanism:
     """Read a model file (JSON; YAML for ``.yaml``/``.yml`` when PyYAML is installed).
 
-    Returns the :class:`Mechanism`; call ``.build()`` for the model.
+    Returns the :class:`Mechanism`; call ``.build()`` for the model. Files
+    beyond ``MAX_BYTES`` or nested beyond ``MAX_DEPTH``, and YAML aliases, are
+    refused with an error naming the file.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"cannot read model file {path}: {err.strerror or err}") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        yaml = _yaml(path)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ValueError(f"{path}: not valid YAML: {err}") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON: {err}") from None
-    return from_dict(data, source=str(path))
+    return from_dict(_read(path), source=str(path))

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import joints as J
 from .body import Body, validate_axes, validate_conditioning, validate_mass_properties
-from ..util.checks import float_array, number
+from ..util.checks import float_array, number, shown
 from .expressions import Affine, dot
 from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
 from .frozen import Model
@@ -25,7 +25,7 @@ def _vector(value, what, where, unit=False):
     """3 finite numbers (a unit vector if ``unit``), or an error naming ``where`` and ``what``."""
     v = float_array(value)
     if v is None or v.shape != (3,) or not np.all(np.isfinite(v)):
-        raise ValueError(f"{where}: {what} must be 3 finite numbers, got {value!r}")
+        raise ValueError(f"{where}: {what} must be 3 finite numbers, got {shown(value)}")
     if unit:
         n = np.linalg.norm(v)
         if n < 1e-12:
@@ -110,15 +110,12 @@ class Mechanism:
         if b is None:
             raise ValueError("set_initial: ground does not move")
         where = f"initial state of body {b.name!r}"
-        entry = self._initial.setdefault(b.index, {})
-        if origin is not None:
-            entry["origin"] = _vector(origin, "origin", where)
-        if axes is not None:
-            entry["axes"] = validate_axes(b.name, axes)
-        if velocity is not None:
-            entry["velocity"] = _vector(velocity, "velocity", where)
-        if angular_velocity is not None:
-            entry["angular_velocity"] = _vector(angular_velocity, "angular_velocity", where)
+        given = {"origin": origin, "axes": axes, "velocity": velocity,
+                 "angular_velocity": angular_velocity}
+        checked = {what: validate_axes(b.name, value) if what == "axes" else
+                   _vector(value, what, where)
+                   for what, value in given.items() if value is not None}
+        self._initial.setdefault(b.index, {}).update(checked)
 
     # ------------------------------------------------------------- joints
     def _joint_frames(self, kind, a, b, name):
@@ -348,13 +345,11 @@ class Mechanism:
         if spec.drive is not None:
             raise ValueError(f"{where}: the joint is driven; its rate is the drive's s'(t)")
         rates = dict(rate) if isinstance(rate, dict) else {available[0]: rate}
-        for coordinate, value in rates.items():
-            if coordinate not in available:
-                raise ValueError(f"{where}: coordinate {coordinate!r} not in {available}")
-            value = float(value)
-            if not np.isfinite(value):
-                raise ValueError(f"{where}: rate must be finite, got {value!r}")
-            self.joint_rates[(joint, coordinate)] = value
+        unknown = [c for c in rates if c not in available]
+        if unknown:
+            raise ValueError(f"{where}: coordinate {unknown[0]!r} not in {available}")
+        self.joint_rates.update({(joint, c): number(value, f"rate of {c!r}", where)
+                                 for c, value in rates.items()})
 
     def _load(self, body, what, value, name):
         """The moving body a force or torque acts on, its label and the value."""
@@ -415,6 +410,15 @@ class Mechanism:
 # in ``Mechanism.calls``. ``natcoord.io.modelfile`` writes these calls
 # (``to_dict``/``save_mechanism``) and replays them through the same methods
 # (``from_dict``/``load_mechanism``), so a loaded model passes every check.
+#
+# A call that raises changes nothing, neither the mechanism nor ``calls``
+# (else the model in memory and its saved file differ): every method checks
+# all its arguments first and changes the mechanism only in its last
+# statements, which store values already checked and cannot fail; the wrapper
+# records a call after it returned. The wrapper does not snapshot and restore
+# the mechanism instead: copying it on every call would make building an
+# n-body mechanism O(n²). tests/test_trust_inputs.py fails a call of every
+# wrapped method and compares the mechanism before and after.
 def snapshot(value):
     if value is GROUND:
         return "ground"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 
 import numpy as np
 
@@ -23,11 +24,22 @@ class NonFiniteValue(ValueError, FloatingPointError):
     """
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlong, _SHORT.maxstring, _SHORT.maxother = 40, 80, 80
+
+
+def shown(value) -> str:
+    """``repr(value)`` cut to a readable length for error messages: a 400-digit
+    integer or a megabyte string from a hostile file must not flood the message."""
+    return _SHORT.repr(value)
+
+
 def float_array(value):
-    """``value`` as a float64 array, or None when it is not numeric (``'abc'``, ragged)."""
+    """``value`` as a float64 array, or None when it is not numeric (``'abc'``, ragged,
+    an integer beyond the float range such as a 400-digit mass)."""
     try:
         return np.asarray(value, float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -35,11 +47,11 @@ def number(value, what, where, sign=None) -> float:
     """``value`` as a finite float; ``sign`` ``"positive"`` or ``"non-negative"`` restricts it."""
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         x = math.nan
     if not math.isfinite(x) or (sign == "positive" and x <= 0) or (
             sign == "non-negative" and x < 0):
-        raise ValueError(f"{where}: {what} must be {_SIGNS[sign]}, got {value!r}")
+        raise ValueError(f"{where}: {what} must be {_SIGNS[sign]}, got {shown(value)}")
     return x
 
 
@@ -66,3 +78,13 @@ def finite_triple(value, what, where, t, hint=""):
         raise NonFiniteValue(f"{where}: {what} returned {value!r} at t = {t:g}; "
                              f"it must be finite")
     return a
+
+
+def parse_value(text):
+    """A command-line or CSV value: ``int``, else ``float``, else the text itself."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text

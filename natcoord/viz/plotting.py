@@ -1,7 +1,11 @@
 """Figures of a simulation: output point, constraint residuals, energy drift."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+
+from ..util.atomic import atomic_path
 
 
 def plot_solution(sol, path=None, point=None, proj_tol=None, title=None):
@@ -43,9 +47,28 @@ def plot_solution(sol, path=None, point=None, proj_tol=None, title=None):
                  f"{stats['rejected']} rejected, {stats['wall_time']:.2f} s wall, "
                  f"{len(sol.dropped)} dropped constraint(s)")
     if path is not None:
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        save_figure(fig, path, dpi=120)
     return fig
+
+
+def save_figure(fig, path, **savefig_options):
+    """``fig.savefig`` to ``path`` atomically (:mod:`natcoord.util.atomic`), then close it.
+
+    Written to a temporary file beside ``path`` and renamed, so an interrupted
+    or concurrent save never leaves a truncated image where an older one was.
+    The format is ``path``'s suffix, or Matplotlib's default format without
+    one, named explicitly: Matplotlib would otherwise take it from the
+    temporary file's name. The file written is exactly ``path``. The figure
+    is closed even if saving fails, so a failure leaks no figure.
+    """
+    from ..util.optional import pyplot
+    plt = pyplot("saving a figure")
+    try:
+        with atomic_path(path) as temporary:
+            file_format = Path(path).suffix[1:] or plt.rcParams["savefig.format"]
+            fig.savefig(temporary, format=file_format, **savefig_options)
+    finally:
+        plt.close(fig)
 
 
 def _drives(model):

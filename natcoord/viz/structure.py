@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .symbolic import BODY, structure
+from ..linalg.symbolic import BODY, structure
+from .plotting import save_figure
 
 COLOURS = dict(mass="tab:blue", rigid="tab:cyan", pivot="0.85", coupling="tab:green",
                fill="tab:red")
@@ -81,5 +82,4 @@ def plot_structure(model, path):
                        Patch(color=COLOURS["fill"], label="fill-in")],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    save_figure(fig, path, dpi=150)
