@@ -112,7 +112,7 @@ data: venv
 
 clean:
 	rm -rf $(VENV) out site dist .pytest_cache .hypothesis build *.egg-info
-	rm -f natcoord/core/_core*.so
+	rm -f natcoord/core/engine*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # ---- distribution and documentation (issue 11) ------------------------------

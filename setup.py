@@ -1,4 +1,4 @@
-"""Build of natcoord's compiled core (natcoord/core/src, C99) into natcoord.core._core.
+"""Build of natcoord's compiled core (natcoord/core/src, C99) into natcoord.core.engine.
 
 Metadata and dependencies live in setup.cfg; this file only declares the extension,
 compiled by the machine's C compiler during ``pip install`` (no JIT at run time).
@@ -8,7 +8,7 @@ from glob import glob
 from setuptools import Extension, setup
 
 CORE = Extension(
-    "natcoord.core._core",
+    "natcoord.core.engine",
     sources=sorted(glob("natcoord/core/src/*.c")),
     depends=sorted(glob("natcoord/core/src/*.h")),
     # -O3 lets GCC/Clang vectorize the fixed-size block loops; no -ffast-math, which

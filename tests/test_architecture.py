@@ -27,7 +27,7 @@ def module_name(path):
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 #: the compiled core's extension module (natcoord/core/src, built by setup.py): a
 #: module of the core layer, not a private name
-EXTENSIONS = {"natcoord.core._core"}
+EXTENSIONS = {"natcoord.core.engine"}
 
 
 def layer(module):

@@ -1,6 +1,6 @@
 """Speed of the compiled core: one right-hand side, and whole runs per driver.
 
-``rhs``: one right-hand side of the compiled core (``_core.rhs``: constraints,
+``rhs``: one right-hand side of the compiled core (``engine.rhs``: constraints,
 forces, block factorization and solve) in microseconds, called from Python with
 the stepper's packed arguments (``core``), and through ``DOPRI5.rhs`` (``stepper``:
 plus the Python method and a new output array), for the six-bar and chain(8).
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from natcoord.core import _core
+from natcoord.core import engine
 from natcoord.integrate import simulate as integrate
 from natcoord.integrate.simulate import simulate
 from natcoord.models import chain, hexapod, six_bar
@@ -43,7 +43,7 @@ def rhs_microseconds(model, count=2000, repeat=20):
     for _ in range(repeat):
         t0 = time.perf_counter()
         for _ in range(count):
-            _core.rhs(*st._packed, y, W1, 0, out)
+            engine.rhs(*st._packed, y, W1, 0, out)
         core = min(core, (time.perf_counter() - t0) / count)
         t0 = time.perf_counter()
         for _ in range(count // 10):

@@ -32,7 +32,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..core import _core
+from ..core import engine
 from ..integrate import compiled as cc
 from ..dynamics.linearization import parameter_direction
 from ..model.parameters import loads
@@ -132,9 +132,9 @@ class Sweep:
         self._segments = cc.make_segments(model, steps)
         store = cc.make_store(solver.work, model.n_rows, steps)
         # the sweep's tuples unpacked for the core once, not at every round
-        self._packed = (_core.pack(store, "F"), _core.pack(S, "S"), _core.pack(solver.work, "W"),
-                        _core.pack(directions(model, cc.make_tables(model), thetas), "D"),
-                        _core.pack(B, "K"))
+        self._packed = (engine.pack(store, "F"), engine.pack(S, "S"), engine.pack(solver.work, "W"),
+                        engine.pack(directions(model, cc.make_tables(model), thetas), "D"),
+                        engine.pack(B, "K"))
         self._derivatives = np.zeros((0,) + dy.shape)
 
     def advance(self, args, repeat=True):
@@ -147,7 +147,7 @@ class Sweep:
         records = args[-1]
         if self._derivatives.shape[0] != records.shape[0]:
             self._derivatives = np.zeros((records.shape[0],) + self._B.dy.shape)
-        *out, swept = _core.advance_swept(*args, *self._segments, *self._packed,
+        *out, swept = engine.advance_swept(*args, *self._segments, *self._packed,
                                           self._derivatives, repeat)
         if swept != 0:
             raise np.linalg.LinAlgError(f"compiled sensitivity sweep: factorization status "

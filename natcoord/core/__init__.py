@@ -6,6 +6,6 @@ sensitivity sweep, each implemented once, in C. The kernels read the named
 tuples of arrays the Python layer prepares once per model and run
 (``natcoord/core/src/nc_fields.h``) and write into preallocated buffers.
 """
-from . import _core
+from . import engine
 
-__all__ = ["_core"]
+__all__ = ["engine"]

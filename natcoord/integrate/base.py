@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dynamics.projection import project_state
-from ..core import _core
+from ..core import engine
 
 PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
 #: integration methods of :func:`simulate`: DOPRI5 (explicit) and Radau IIA (implicit,
@@ -25,7 +25,7 @@ EPS_FLOOR = 10 * np.finfo(float).eps
 #: or the whole remainder when ``h`` would leave a sliver below the step-size floor
 #: ``eps_floor · max(|t_bound|, 1)`` (a floating-point remainder that no later step
 #: could cover); the core's (natcoord/core/src/dopri5.c), which its step uses.
-clip_step = _core.clip_step
+clip_step = engine.clip_step
 
 
 class IntegrationError(RuntimeError):

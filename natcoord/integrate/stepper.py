@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import compiled as cc
-from ..core import _core
+from ..core import engine
 from ..dynamics.assembly import assemble
 from .base import EPS_FLOOR, PROJECTIONS, StepRecord, clip_step, initial_step
 from .dormand_prince import DenseOutput
@@ -109,8 +109,8 @@ class DOPRI5:
         n = model.n_coords
         self._S = S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
         # the four named tuples unpacked for the core once, not on every call
-        self._packed = (_core.pack(tables, "T"), _core.pack(S, "S"), _core.pack(self._P, "P"),
-                        _core.pack(self._W, "W"))
+        self._packed = (engine.pack(tables, "T"), engine.pack(S, "S"), engine.pack(self._P, "P"),
+                        engine.pack(self._W, "W"))
         self._mode = cc.MODES[projection]
         self._python_drives = model.n_weights > 1 and model.tables.laws is None
         self._W7 = np.zeros((7, model.n_weights, 3))
@@ -202,7 +202,7 @@ class DOPRI5:
         """``(v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
         out = np.empty(self.model.n_coords * 2)
         y = np.ascontiguousarray(y, float)
-        status = _core.rhs(*self._packed, y,
+        status = engine.rhs(*self._packed, y,
                            self._weights(t, self._W1), self._mode, out)
         if status:
             raise np.linalg.LinAlgError(self._status_message(status, t))
@@ -217,7 +217,7 @@ class DOPRI5:
         """``y`` projected as an output (a new array): factored at ``y`` first, see
         :func:`~natcoord.dynamics.projection.project_state`."""
         y = np.array(y, float)
-        status = _core.project(*self._packed, y,
+        status = engine.project(*self._packed, y,
                                self._weights(t, self._W1), self._mode, self.proj_tol, True)
         if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
             raise ProjectionError(self._status_message(status, t))
@@ -227,7 +227,7 @@ class DOPRI5:
 
     def observe(self, t, y):
         """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
-        return _core.observe(self._T, self._S, np.ascontiguousarray(y, float),
+        return engine.observe(self._T, self._S, np.ascontiguousarray(y, float),
                              self._weights(t, self._W1), False)
 
     # ------------------------------------------------------------ stepping
@@ -245,7 +245,7 @@ class DOPRI5:
         rejected = 0
         eps_floor = EPS_FLOOR
         if not self._python_drives:
-            status, rejected = _core.step(*self._packed, self._W7, self._mode,
+            status, rejected = engine.step(*self._packed, self._W7, self._mode,
                                           max_attempts, eps_floor, self._no_store, 0)
         else:
             status = cc.MAX_ATTEMPTS
@@ -255,7 +255,7 @@ class DOPRI5:
                 for s in range(1, 6):
                     weights(t_old + cc.C_DENSE[s] * h, W7[s])
                 W7[6] = W7[5]                                # c_6 = c_7 = 1
-                status, r = _core.step(*self._packed, W7, self._mode, 1,
+                status, r = engine.step(*self._packed, W7, self._mode, 1,
                                        eps_floor, self._no_store, 0)
                 rejected += r
                 if status != cc.MAX_ATTEMPTS:
@@ -324,7 +324,7 @@ class DOPRI5:
             if self._segments is None or self._segments[0].shape[0] != capacity * dense:
                 self._segments = cc.make_segments(self.model, capacity * dense)
             segments = self._segments
-            status, n, next_out, steps, rejected, m = _core.advance(*args, *segments,
+            status, n, next_out, steps, rejected, m = engine.advance(*args, *segments,
                                                                     self._no_store)
         else:                # steps in rounds that fit the sweep's store (pieces: one round)
             status, n, next_out, steps, rejected, m, segments, derivatives = sweep.advance(

@@ -49,7 +49,7 @@ the final factorization follows (:func:`factor_kernel`). With equal masses
 (``R = 1``) no row is ever in between.
 
 The numeric phase runs in the compiled core (``natcoord/core/src/blockldl.c``:
-``_core.factor_kernel`` and ``_core.solve_kernel``), in buffers allocated once per
+``engine.factor_kernel`` and ``engine.solve_kernel``), in buffers allocated once per
 solver, without Python and without allocating. The Numba kernels below are its
 twins, kept only while :mod:`natcoord.integrate.compiled` still calls them.
 """
@@ -59,7 +59,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..core import _core
+from ..core import engine
 from ..model.frozen import JOINT as JOINT_ROW
 from ..model.frozen import RIGID
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve, unit_mass_blocks
@@ -253,7 +253,7 @@ class BlockLDL(KKTSolver):
         self.structure = structure(model)
         self.plan = BlockPlan(model, self.structure)
         self.work = make_work(self.plan)
-        self._packed = (_core.pack(self.plan.arrays, "P"), _core.pack(self.work, "W"))
+        self._packed = (engine.pack(self.plan.arrays, "P"), engine.pack(self.work, "W"))
         self._none = np.zeros(0, np.int64)
         self._joint_threshold = self.row_threshold[6 * model.n_bodies:]   # a view
         self._G = np.zeros((model.tables.pattern_row.size, 3)) if self.refine else None
@@ -267,7 +267,7 @@ class BlockLDL(KKTSolver):
         if self.refine:
             self._G[:] = G        # the Jacobian of this factorization, for refinement
         self._update_thresholds()
-        status, where, count = _core.factor_kernel(G, self._joint_threshold, *self._packed)
+        status, where, count = engine.factor_kernel(G, self._joint_threshold, *self._packed)
         if status == SINGULAR_FRAME:
             self._fail(where, "singular frame")
         if status == NOT_POSITIVE_DEFINITE:
@@ -289,6 +289,6 @@ class BlockLDL(KKTSolver):
     def _solve_once(self, r, s):
         x = np.empty(self.model.n_coords)
         lam = np.empty(self.model.n_rows)
-        _core.solve_kernel(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
+        engine.solve_kernel(np.ascontiguousarray(r, float), np.ascontiguousarray(s, float),
                            *self._packed, x, lam)
         return x, lam

@@ -5,7 +5,7 @@ The range-space method for ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]``:
     S λ = G M⁻¹ r − s,    x = M⁻¹ (r − Gᵀ λ),
 
 with ``M⁻¹ = blockdiag(J4_i⁻¹ ⊗ I3)``. ``S`` is formed from the Jacobian blocks
-by the compiled core (``_core.range_space``) over a pattern fixed once per model; CHOLMOD's
+by the compiled core (``engine.range_space``) over a pattern fixed once per model; CHOLMOD's
 fill-reducing analysis of that pattern is done once per model too, the
 numeric factorization at every evaluation. Redundant rows make ``S``
 singular: a failed or tiny Cholesky pivot triggers the dense detection of
@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
-from ..core import _core
+from ..core import engine
 from ..model.kernels import jacobian_times, jacobian_transpose_times, mass_times
 from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve
 from .redundancy import redundant_rows
@@ -108,7 +108,7 @@ class CholmodKKT(KKTSolver):
     def factor(self, G):
         plan = self.plan
         self._G[:] = G
-        _core.range_space(self._G, plan.entry_block, plan.entry_slot, plan.block_body,
+        engine.range_space(self._G, plan.entry_block, plan.entry_slot, plan.block_body,
                           plan.Minv, plan.pair_p, plan.pair_q, plan.pair_target, self._Gd,
                           self._U, self._data)
         S = plan.matrix(self._data)

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..util.checks import finite_triple, float_array, integer, number
-from ..core import _core
+from ..core import engine
 
 #: kinds of law
 PIECEWISE, FOURIER = 0, 1
@@ -52,12 +52,12 @@ Laws = namedtuple("Laws", ["weight_kind", "weight_law", "kind", "pieces", "order
 #: by Horner's scheme. ``FOURIER``: ``data = (ω, a_0, a_1, b_1, …, a_K, b_K)``
 #: (K = ``order``), ``s = a_0 + Σ_k a_k cos kωt + b_k sin kωt``, the harmonics by the
 #: angle-addition recurrence.
-law_triple = _core.law_triple
+law_triple = engine.law_triple
 #: ``weight_of(kind, s, ṡ, s̈) -> (w, ẇ, ẅ)`` of a weight ``s``, ``cos s`` or ``sin s``.
-weight_of = _core.weight_of
+weight_of = engine.weight_of
 #: ``fill_weights(laws, t, out)``: ``out[k] = (w_k, ẇ_k, ẅ_k)`` at time t for the
 #: weights of ``laws`` (row 0, the constant 1, is left alone).
-fill_weights = _core.fill_weights
+fill_weights = engine.fill_weights
 
 
 # ------------------------------------------------------------------ laws
@@ -355,7 +355,7 @@ def parameter_weights(weights, drive, key, t):
     laws = pack(weights, {id(drive): complex_law})
     mine = np.array([w.drive is drive for w in weights])
     out = np.zeros((len(weights) + 1, 3), complex)
-    _core.fill_weights_complex(laws._replace(data=laws.data.astype(complex)), float(t), out)
+    engine.fill_weights_complex(laws._replace(data=laws.data.astype(complex)), float(t), out)
     dW = out.imag / COMPLEX_STEP
     dW[1:][~mine] = 0.0
     return dW

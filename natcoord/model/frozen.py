@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ..core._core import pack as pack_for_core
+from ..core.engine import pack as pack_for_core
 from .body import mass_terms
 from .drives import Weight, fill_weights, pack
 from .joints import rigid_body_rows

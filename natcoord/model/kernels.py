@@ -17,6 +17,6 @@ module names them for the layers above. ``constraint_kernel(terms, X, V, W,
 g, g_t, gamma, G)`` takes the model's term arrays as one tuple,
 ``ConstraintTables.terms`` (packed once per model).
 """
-from ..core._core import constraint_kernel, jacobian_times, jacobian_transpose_times, mass_times
+from ..core.engine import constraint_kernel, jacobian_times, jacobian_transpose_times, mass_times
 
 __all__ = ["constraint_kernel", "jacobian_times", "jacobian_transpose_times", "mass_times"]

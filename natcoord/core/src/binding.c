@@ -163,7 +163,7 @@ static void packed_dealloc(Packed *self)
 
 static PyTypeObject PackedType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "natcoord.core._core.Packed",
+    .tp_name = "natcoord.core.engine.Packed",
     .tp_basicsize = sizeof(Packed),
     .tp_dealloc = (destructor)packed_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,

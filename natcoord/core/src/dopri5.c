@@ -134,7 +134,7 @@ static void combine(const double *a, int s, const double *K, int64_t N, double *
 }
 #endif
 
-/* Σ a in NumPy's pairwise order (numpy/_core/src/umath/loops_utils.h.src): blocks of
+/* Σ a in NumPy's pairwise order (numpy/engine/src/umath/loops_utils.h.src): blocks of
  * up to 128 by 8 accumulators, longer ones split at n/2 rounded down to a multiple of
  * 8; so the error norm rounds as the Python path's np.mean does */
 static double pairwise_sum(const double *a, int64_t n)

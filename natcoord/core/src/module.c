@@ -1,4 +1,4 @@
-/* The extension module natcoord.core._core: the method tables of every source
+/* The extension module natcoord.core.engine: the method tables of every source
  * file of the core joined into one module. */
 #include "nc_core.h"
 
@@ -16,12 +16,12 @@ static PyMethodDef *const tables[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_core",
+    PyModuleDef_HEAD_INIT, "engine",
     "natcoord's compiled core (C99): constraints, forces, drives, the block LDL^T, "
     "the DOPRI5 step and the sensitivity sweep.", -1, NULL,
 };
 
-PyMODINIT_FUNC PyInit__core(void)
+PyMODINIT_FUNC PyInit_engine(void)
 {
     static PyMethodDef layout = {"layout", (PyCFunction)py_layout, METH_NOARGS,
                                  "Field names of the named tuples, as compiled in."};
