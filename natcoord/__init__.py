@@ -16,6 +16,7 @@ from .model.frozen import Model, State
 from .io.modelfile import load_mechanism, save_mechanism
 from .dynamics.projection import ProjectionError
 from .integrate.solution import Solution
+from .integrate.data import Data, forward
 from .viz.plotting import plot_solution as plot
 from .viz.animate import animate
 from .study.sweep import sweep
@@ -26,7 +27,7 @@ __all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Dr
            "IntegrationError", "SimulationInterrupted",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",
            "default_solver", "models", "sweep", "box_inertia", "rod_inertia",
-           "cylinder_inertia", "plot", "animate"]
+           "cylinder_inertia", "plot", "animate", "Data", "forward"]
 # model files (docs/model-format.md)
 __all__ += ["load_mechanism", "save_mechanism", "load_urdf", "load_mjcf"]
 

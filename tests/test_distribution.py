@@ -3,7 +3,8 @@
 Builds both with ``python -m build --no-isolation`` (no downloads; skipped when
 the ``build`` package is not installed, it is in the ``test`` extra) and checks
 their contents: every module and every package-data file of ``natcoord/``,
-the LICENSE, and the license metadata. Installing them in clean virtual
+the compiled core in the wheel and its C sources in the sdist, the LICENSE,
+and the license metadata. Installing them in clean virtual
 environments and running a simulation is ``.ci/dist-check`` (``make dist``),
 which is too slow for the test suite.
 """
@@ -51,8 +52,12 @@ def test_wheel_contents(artefacts):
         names = set(z.namelist())
         meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = z.read(meta).decode()
-    missing = [n for n in _package_files() if n not in names]
+    # the core's C sources are compiled into the wheel, not shipped in it
+    missing = [n for n in _package_files() if n not in names
+               and not n.startswith("natcoord/core/src/")]
     assert not missing, f"wheel lacks package files (package_data?): {missing}"
+    assert any(n.startswith("natcoord/core/engine") and n.endswith((".so", ".pyd"))
+               for n in names), "wheel lacks the compiled core natcoord/core/engine"
     assert any(n.endswith("__main__.py") for n in names)
     assert any(n.endswith(("licenses/LICENSE", ".dist-info/LICENSE")) for n in names), \
         sorted(n for n in names if "dist-info" in n)

@@ -1,0 +1,122 @@
+"""Per-run data and the forward dynamics call, as MuJoCo's ``mj_forward(m, d)`` and
+Pinocchio's ``aba(model, data, q, v, tau)``.
+
+A :class:`Data` holds everything one evaluation writes — the state, the
+accelerations, the multipliers, the block factorization and the dropped rows
+with their hysteresis — allocated once, and the model's constant arrays
+unpacked once for the compiled core. Inputs are checked where they enter (the
+``t``, ``p``, ``v`` setters); :func:`forward` then only calls the core::
+
+    data = nc.Data(model, nc.assemble(model).state)
+    nc.forward(model, data)          # fills data.a (12 n,) and data.lam (m,)
+    data.v = new_v                   # checked here, not in forward
+
+The right-hand side is the core's (``engine.rhs``: constraints, built-in forces
+and drives, the block LDLᵀ with constraint partitioning and its solve), the
+one the DOPRI5 stepper evaluates. Models with forces given as Python callables
+have no compiled form: :func:`natcoord.accelerations` evaluates those.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import engine
+from ..linalg import make_solver
+from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..model import validate
+from ..model.frozen import State
+from . import compiled as cc
+
+
+class Data:
+    """The per-run data of ``model`` (see the module docstring).
+
+    ``t``, ``p`` (12 n,), ``v`` (12 n,): the state (setters check shape and
+    finiteness); ``a`` (12 n,) and ``lam`` (m,): what :func:`forward` computed
+    (read-only views, overwritten by the next call); ``dropped``: the rows the
+    last factorization dropped as redundant.
+    """
+
+    def __init__(self, model, state=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+        validate.model(model)
+        tables = cc.make_tables(model)
+        if tables is None:
+            raise ValueError(f"model {model.name!r} has a force given as a Python callable, "
+                             f"which the compiled core cannot evaluate: use "
+                             f"nc.accelerations(model, state) for it")
+        self.model = model
+        n, m = model.n_coords, model.n_rows
+        solver = make_solver(model, "block", drop_tol, hold_tol)
+        self._structure = solver.structure
+        P, W = cc.make_block(solver)
+        self._S = S = cc.make_buffers(model, m - 6 * model.n_bodies)
+        S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
+        S.threshold[:] = solver.drop_tol
+        self._args = (engine.pack(tables, "T"), engine.pack(S, "S"), engine.pack(P, "P"),
+                      engine.pack(W, "W"))
+        self._y, self._out = np.zeros(2 * n), np.zeros(2 * n)
+        self._weights = model.tables.weight_table(0.0, np.zeros((model.n_weights, 3)))
+        self._t = 0.0
+        self.a = self._out[n:].view()
+        self.lam = S.lam.view()
+        for array in (self.a, self.lam):
+            array.flags.writeable = False
+        state = state if state is not None else State(0.0, model.p_guess, model.v_guess)
+        self.t, self.p, self.v = state.t, state.p, state.v
+
+    # -------------------------------------------------------------- state
+    @property
+    def t(self):
+        return self._t
+
+    @t.setter
+    def t(self, value):
+        self._t = validate.finite("t", value)
+        if self.model.n_weights > 1:                  # drives: their weights at t
+            self.model.tables.weight_table(self._t, self._weights)
+
+    @property
+    def p(self):
+        return self._y[:self.model.n_coords]
+
+    @p.setter
+    def p(self, value):
+        self._y[:self.model.n_coords] = validate.coordinates(self.model, "p", value)
+
+    @property
+    def v(self):
+        return self._y[self.model.n_coords:]
+
+    @v.setter
+    def v(self, value):
+        self._y[self.model.n_coords:] = validate.coordinates(self.model, "v", value)
+
+    @property
+    def dropped(self):
+        """Rows dropped as redundant at the last factorization (sorted)."""
+        return np.flatnonzero(self._S.mask)
+
+    def failure(self, status):
+        """The message of a failed evaluation, naming the body."""
+        where = int(self._S.counts[cc.FAIL_WHERE])
+        if status == cc.SINGULAR_FRAME:
+            return (f"forward: body {self.model.bodies[where].name!r}: singular frame; its "
+                    f"axes e1, e2, e3 must stay linearly independent")
+        if status == cc.NOT_POSITIVE_DEFINITE:
+            body = self._structure.index[where]
+            return f"forward: body {self.model.bodies[body].name!r}: pivot not positive definite"
+        if status == cc.NON_FINITE:
+            return "forward: the state or a force is not finite"
+        return f"forward: the factorization failed (status {status})"
+
+
+def forward(model, data):
+    """Accelerations ``data.a`` and multipliers ``data.lam`` at ``data``'s state:
+    ``[[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]`` (docs/method.md#15-descriptor-form) in
+    one call of the core. Raises ``numpy.linalg.LinAlgError`` naming the body
+    when the state is degenerate."""
+    if data.model is not model:
+        raise ValueError("forward: data was made for another model (Data(model))")
+    status = engine.rhs(*data._args, data._y, data._weights, 0, data._out)
+    if status:
+        raise np.linalg.LinAlgError(data.failure(status))
