@@ -33,7 +33,9 @@ from .dormand_prince import A, B, BETA, C, D, E, FAC_MAX, FAC_MIN, SAFETY
 from ..model.kernels import constraint_kernel, jacobian_times
 from ..util.jit import njit
 from ..linalg.blockldl import WorkBuffers, factor_kernel, solve_kernel
-from ..dynamics.projection import CONTRACTION, MARGIN, ROUNDOFF
+from ..linalg.blockldl import FACTORED, SINGULAR_FRAME as FRAME_FAILED, \
+    NOT_POSITIVE_DEFINITE as PIVOT_FAILED, UNPIVOTABLE_JOINT as JOINT_FAILED
+from ..dynamics.projection import CONTRACTION, MARGIN, ROUNDOFF, size_factor
 
 EPS = float(np.finfo(float).eps)
 
@@ -46,9 +48,14 @@ E_DENSE = np.asarray(E, float)
 C_DENSE = np.asarray(C, float)
 D_DENSE = np.asarray(D, float)
 
-#: status codes of a step attempt
+#: status codes of a step attempt (−1: step-size underflow). Every kernel that
+#: factors returns these, never :func:`~natcoord.linalg.blockldl.factor_kernel`'s own
+#: codes (:func:`factor` translates them): a factorization code read as a step code
+#: took a singular frame for an error rejection and an unpivotable joint's node for
+#: a body (an ``IndexError`` in the message)
 ACCEPTED, REJECTED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, NON_FINITE, \
-    POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS, CHECK, FULL, FINISHED = range(11)
+    POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS, CHECK, FULL, FINISHED, \
+    UNPIVOTABLE_JOINT = range(12)
 
 #: projection modes, in the order of ``natcoord.integrate.base.PROJECTIONS``
 PROJECT_POSITIONS_AND_VELOCITIES, PROJECT_VELOCITIES, NO_PROJECTION, BAUMGARTE = range(4)
@@ -72,12 +79,13 @@ Tables = namedtuple("Tables", [
     "pattern_row", "pattern_slot", "J4", "gravity_force",
     "force_kind", "force_index", "aff_ptr", "aff_slot", "aff_coef", "aff_const",
     "pf_aff", "pf_vec", "tq_body", "tq_vec", "sp_a", "sp_b", "sp_k", "sp_l0", "sp_c",
-    "laws"])
+    "laws", "size_factor"])
 
 Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
     "K", "Kacc", "ystage", "ynew", "ynewacc", "yproj", "yprev", "y", "f",
-    "threshold", "dropped", "mask", "rhs_mask", "counts", "ctrl", "tmp", "comb", "sq", "stack", "vals", "scale"])
+    "threshold", "dropped", "mask", "rhs_mask", "counts", "ctrl", "tmp", "comb", "sq", "stack", "vals", "scale",
+    "held"])
 
 #: The stage factorizations of accepted steps, kept for the sensitivity sweep
 #: (:mod:`natcoord.analysis.compiled_sensitivity`): at ``[m, s − 1]`` for step ``m`` and
@@ -87,10 +95,11 @@ FactorStore = namedtuple("FactorStore", ["B", "inv", "E", "F", "Gj", "lam"])
 
 #: ctrl (float64 array): t, h, err_old, last_rejected, err of the last attempt,
 #: h of the last accepted step, t before it, proj_tol, rtol, atol, max_step,
-#: t_bound, drop_tol, hold_tol, baumgarte α, β, residual and target of a failed projection
+#: t_bound, drop_tol, hold_tol, baumgarte α, β, residual and target of a failed
+#: projection, 1 while outputs are projected from the dropped set in ``held``
 (T_NOW, H, ERR_OLD, LAST_REJECTED, ERR, H_ACC, T_PREV, PROJ_TOL, RTOL, ATOL, MAX_STEP,
- T_BOUND, DROP_TOL, HOLD_TOL, ALPHA, BETA_B, FAIL_RESIDUAL, FAIL_TARGET) = range(18)
-N_CTRL = 18
+ T_BOUND, DROP_TOL, HOLD_TOL, ALPHA, BETA_B, FAIL_RESIDUAL, FAIL_TARGET, HOLDING) = range(19)
+N_CTRL = 19
 
 # ------------------------------------------------------------------ set-up
 def compilable(model):
@@ -164,7 +173,8 @@ def _build_tables(model):
     tables = model.tables
     return Tables(*tables.kernel_args(), tables.pattern_row, tables.pattern_slot,
                   np.ascontiguousarray(model.J4), np.ascontiguousarray(model.gravity_force),
-                  **forces, laws=NO_LAWS if tables.laws is None else tables.laws)
+                  **forces, laws=NO_LAWS if tables.laws is None else tables.laws,
+                  size_factor=size_factor(model))
 
 
 def make_block(solver):
@@ -184,7 +194,7 @@ def make_buffers(model, n_joint_rows):
                    mask=np.zeros(m, np.bool_), rhs_mask=np.zeros(m, np.bool_),
                    counts=np.zeros(7, np.int64), ctrl=z(N_CTRL), tmp=z((5, 3)),
                    comb=z(2 * n), sq=z(2 * n), stack=np.zeros((64, 3), np.int64), vals=z(64),
-                   scale=z(m))
+                   scale=z(m), held=np.zeros(m, np.bool_))
 
 
 def make_segments(model, capacity):
@@ -320,16 +330,22 @@ def _velocity_residual(T, S, V):
 def factor(T, S, P, Wk):
     """Block factorization of ``S.G`` with partitioning and its hysteresis.
 
-    Returns 0, or the status of :func:`natcoord.linalg.blockldl.factor_kernel` (1 a
-    singular frame, 2 a body pivot not positive definite; ``counts[FAIL_WHERE]``
-    says where). On success ``S.mask`` marks the dropped rows and the
+    Returns 0, or the failure of :func:`natcoord.linalg.blockldl.factor_kernel` as a
+    step status: ``SINGULAR_FRAME`` (``counts[FAIL_WHERE]`` the body),
+    ``NOT_POSITIVE_DEFINITE`` (a body pivot; the node) or ``UNPIVOTABLE_JOINT``
+    (a joint row kept on geometry that the masses make unpivotable; the joint's
+    node). On success ``S.mask`` marks the dropped rows and the
     thresholds for the next factorization are set as
     ``KKTSolver._update_thresholds`` does: hold_tol on dropped rows, else drop_tol.
     """
     status, where, count = factor_kernel(S.G, S.threshold, P, Wk)
-    if status != 0:
+    if status != FACTORED:
         S.counts[FAIL_WHERE] = where
-        return status
+        if status == FRAME_FAILED:
+            return SINGULAR_FRAME
+        if status == PIVOT_FAILED:
+            return NOT_POSITIVE_DEFINITE
+        return UNPIVOTABLE_JOINT
     n_rigid = S.mask.size - S.threshold.size
     S.mask[:] = False
     S.threshold[:] = S.ctrl[DROP_TOL]
@@ -338,6 +354,44 @@ def factor(T, S, P, Wk):
         S.threshold[Wk.dropped[k]] = S.ctrl[HOLD_TOL]
     S.counts[N_FACT] += 1
     return 0
+
+
+@njit(cache=True)
+def _set_dropped(S, mask):
+    """``S.mask = mask`` with the thresholds :func:`factor` leaves with that dropped set."""
+    n_rigid = S.mask.size - S.threshold.size
+    S.mask[:] = mask
+    for k in range(S.threshold.size):
+        S.threshold[k] = S.ctrl[HOLD_TOL] if mask[n_rigid + k] else S.ctrl[DROP_TOL]
+
+
+@njit(cache=True)
+def hold_for_output(S):
+    """Before an output's projection: start from the dropped set (and hysteresis) of
+    the integrator's last factorization, kept in ``S.held`` at the first output
+    after it; :func:`resume` gives it back to the next step.
+
+    Outputs must neither see each other's dropped sets nor change the steps'.
+    Chained, a row an output dropped at a singular pose stayed dropped from
+    output to output (its pivot below hold_tol) long after it stopped being
+    redundant, and failed the check: the four-bar with 1001 outputs in
+    [0.708, 0.709] at t = 0.70852 (‖G v + g_t‖ 1.05e-10 in top1.1: x), while 101
+    outputs passed; and the step sequence depended on ``t_eval``.
+    """
+    if S.ctrl[HOLDING] == 0.0:
+        S.held[:] = S.mask
+        S.ctrl[HOLDING] = 1.0
+    else:
+        _set_dropped(S, S.held)
+
+
+@njit(cache=True)
+def resume(S):
+    """Before the integrator factors again: its own dropped set back, if outputs were
+    projected since (:func:`hold_for_output`)."""
+    if S.ctrl[HOLDING] != 0.0:
+        _set_dropped(S, S.held)
+        S.ctrl[HOLDING] = 0.0
 
 
 @njit(cache=True)
@@ -442,7 +496,8 @@ def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter, fresh):
 
     ``velocity`` False: the residual is ``g(x)`` (``other`` = v); True:
     ``G v + g_t`` with ``S.G, S.g_t`` as evaluated (``x`` = v). Kept rows are
-    converged to ``MARGIN`` times the tolerance raised to its round-off floor
+    converged to ``MARGIN`` times the tolerance times ``T.size_factor`` (see
+    :func:`~natcoord.dynamics.projection.size_factor`), raised to its round-off floor
     (:func:`_threshold`). Returns ``(status, iterations)``; status 0, a
     factorization status, or −1 when not converged (``ctrl[FAIL_RESIDUAL]``
     holds the residual, ``ctrl[FAIL_TARGET]`` the target). ``fresh``: factor at
@@ -460,7 +515,7 @@ def _newton(T, S, P, Wk, x, other, W, velocity, tol, max_iter, fresh):
             evaluate_constraints(T, S, x.reshape(-1, 3), other.reshape(-1, 3), W)
             r = S.g
         size = _kept_max(S, r)
-        target = MARGIN * _threshold(T, S, x, velocity, tol)
+        target = MARGIN * _threshold(T, S, x, velocity, tol * T.size_factor)
         if size <= target:
             return 0, it
         if size > CONTRACTION * previous:
@@ -488,7 +543,7 @@ def project(T, S, P, Wk, y, W, mode, tol, fresh):
     if mode == PROJECT_POSITIONS_AND_VELOCITIES:
         status, k = _newton(T, S, P, Wk, p, v, W, False, tol, 8, fresh)
         if status != 0:
-            return POSITION_PROJECTION if status < 0 else status + 1
+            return POSITION_PROJECTION if status < 0 else status
         S.counts[N_PROJ] += k
         fresh = fresh and k == 0
     if mode == PROJECT_POSITIONS_AND_VELOCITIES or mode == PROJECT_VELOCITIES:
@@ -496,7 +551,7 @@ def project(T, S, P, Wk, y, W, mode, tol, fresh):
             evaluate_constraints(T, S, p.reshape(-1, 3), v.reshape(-1, 3), W)
         status, k = _newton(T, S, P, Wk, v, p, W, True, tol, 8, fresh)
         if status != 0:
-            return VELOCITY_PROJECTION if status < 0 else status + 1
+            return VELOCITY_PROJECTION if status < 0 else status
         S.counts[N_PROJ] += k
     return 0
 
@@ -655,12 +710,15 @@ def step(T, S, P, Wk, W7, mode, max_attempts, eps_floor, store, m):
     (FSAL: ``f ← K[6]`` with ``ṗ = v`` at the projected state) and sets the
     next h by the PI controller. Returns ``(status, rejected attempts)``;
     status ``MAX_ATTEMPTS`` when none was accepted, −1 on step-size underflow.
-    ``store, m``: where :func:`attempt` keeps the stage factorizations.
+    ``store, m``: where :func:`attempt` keeps the stage factorizations. Starts
+    from the integrator's own dropped set, whatever outputs factored since
+    (:func:`resume`).
     """
     c = S.ctrl
     rejected = 0
     N = S.y.size
     n = N // 2
+    resume(S)
     for _ in range(max_attempts):
         t = c[T_NOW]
         c[H] = clip_step(c[H], t, c[T_BOUND], eps_floor)
@@ -755,7 +813,9 @@ def _record(T, S, W, t, y, kind, n, rec_t, rec_y, rec_obs, rec_kind):
 
 @njit(cache=True)
 def _project_output(T, S, P, Wk, y, W, mode):
-    """:func:`project` of an output, its work counted in ``OUT_FACT`` and ``OUT_PROJ``."""
+    """:func:`project` of an output from the integrator's dropped set
+    (:func:`hold_for_output`), its work counted in ``OUT_FACT`` and ``OUT_PROJ``."""
+    hold_for_output(S)
     fact, proj = S.counts[N_FACT], S.counts[N_PROJ]
     status = project(T, S, P, Wk, y, W, mode, S.ctrl[PROJ_TOL], True)
     S.counts[OUT_FACT] += S.counts[N_FACT] - fact
