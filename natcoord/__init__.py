@@ -10,7 +10,8 @@ from .dynamics.workspace import AccelerationInfo, Workspace, accelerations
 from .integrate.simulate import PROJECTIONS, IntegrationError, SimulationInterrupted, simulate
 from .model.drives import Drive
 from .linalg import available_solvers, default_solver
-from .io.importers import load_mjcf, load_urdf
+from .io.mjcf import load_mjcf
+from .io.urdf import load_urdf
 from .model.mechanism import GROUND, Mechanism
 from .model.frozen import Model, State
 from .io.modelfile import load_mechanism, save_mechanism

@@ -89,3 +89,15 @@ def test_data_of_another_model_and_python_forces_are_refused():
     mech.add_force("crank0", point=(0.0, 0.0, 0.0), force=lambda t, state: (0.0, 1.0, 0.0))
     with pytest.raises(ValueError, match="nc.accelerations"):
         nc.Data(mech.build())
+
+
+def test_a_degenerate_state_names_the_body():
+    """The core's factorization failures arrive as step statuses (before: the block
+    factorization's own code 1, a singular frame, read as status 1 and reported as
+    "the factorization failed (status 1)")."""
+    model = nc.models.four_bar().build()
+    data = nc.Data(model, nc.assemble(model).state)
+    data.p = np.zeros(model.n_coords)                # every frame singular
+    with pytest.raises(np.linalg.LinAlgError,
+                       match=f"body '{model.bodies[0].name}': singular frame"):
+        nc.forward(model, data)

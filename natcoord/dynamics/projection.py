@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from .workspace import Workspace
+from ..model.derived import derived
 from ..model.kernels import jacobian_times
 from ..model.frozen import JOINT
 
 #: simplified Newton refactors when an iteration reduces the residual less than this
 CONTRACTION = 0.01
-#: kept rows are converged a decade past proj_tol: a dropped (redundant) row is
-#: not projected, its residual is an O(1) combination of the kept rows' ones.
+#: kept rows are converged a decade past proj_tol (times :func:`size_factor`): a
+#: dropped (redundant) row is not projected, its residual is an O(1) combination of
+#: the kept rows' ones.
 MARGIN = 0.1
 #: a residual row sums terms of size ``|G| |x|``; within this many machine
 #: epsilons of that scale it is round-off and cannot be reduced (fast bodies at
@@ -33,6 +35,32 @@ def _kept_max(ws, residual):
     keep = np.ones(residual.size, bool)
     keep[ws.dropped] = False
     return float(np.abs(residual[keep]).max(initial=0.0))
+
+
+def size_factor(model):
+    """``min(1, L)`` for the mechanism's size ``L`` in metres (the diagonal of the box
+    around its bodies' origins and centres of mass in the reference configuration;
+    1 if that is 0): the projection converges the kept rows to ``MARGIN · proj_tol``
+    times this factor.
+
+    Why: rows mix units, points in metres and angles (parallel axes, rigid-body
+    rows) without, and a dropped row that is an angle is a combination of point
+    rows with coefficients ~1/L; its velocity residual also grows with the
+    relative position error δp/L. Held to ``MARGIN · proj_tol`` in metres, kept
+    rows left the dropped axis row of ``six_bar(length=1e-3)`` above ``proj_tol``
+    (positions at 5e-12 m, ``G v + g_t`` of the dropped row 1.03e-10 at
+    ``rtol=1e-10``). A mechanism of a metre or more is unchanged.
+    """
+    return derived(model, "projection size factor", lambda: _size_factor(model))
+
+
+def _size_factor(model):
+    X = np.asarray(model.p_reference, float).reshape(-1, 4, 3)
+    J4 = np.asarray(model.J4, float)
+    com = X[:, 0] + np.einsum("ik,ikj->ij", J4[:, 0, 1:] / J4[:, :1, 0], X[:, 1:])
+    points = np.concatenate([X[:, 0], com])
+    size = float(np.linalg.norm(np.ptp(points, axis=0))) if points.size else 0.0
+    return min(1.0, size) if size > 0.0 else 1.0
 
 
 def threshold(ws: Workspace, x, tol, rate=None):
@@ -59,7 +87,8 @@ def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what, fresh=Fa
     and refactors at the current point when an iteration contracts the
     residual by less than ``CONTRACTION``.
     Kept rows are converged to ``MARGIN`` times ``tol`` (``tol(x)``: the
-    tolerance, raised to the round-off floor at ``x``; see :func:`threshold`).
+    tolerance times :func:`size_factor`, raised to the round-off floor at ``x``;
+    see :func:`threshold`).
     Returns ``(x, iterations)``.
     """
     zero = np.zeros(x.size)
@@ -75,8 +104,8 @@ def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what, fresh=Fa
         dx, _ = ws.solve(zero, -r)
         x = x + dx
     raise ProjectionError(f"{what} projection: residual of the kept rows {size:.3e} > "
-                          f"{target:.1e} (= {MARGIN:g} × max(proj_tol, round-off floor)) "
-                          f"after {max_iter} iterations")
+                          f"{target:.1e} (= {MARGIN:g} × max(proj_tol × min(1, size in m), "
+                          f"round-off floor)) after {max_iter} iterations")
 
 
 def project_positions(ws: Workspace, t, p, v, tol, max_iter=8, fresh=False):
@@ -88,6 +117,7 @@ def project_positions(ws: Workspace, t, p, v, tol, max_iter=8, fresh=False):
     def g(p):
         ws.constraints(t, p, v)
         return ws.g
+    tol = tol * size_factor(ws.model)
     return _simplified_newton(ws, p, g, lambda p: threshold(ws, p, tol), max_iter,
                               "position", fresh)
 
@@ -101,6 +131,7 @@ def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False,
     """
     if not evaluated:
         ws.constraints(t, p, v)
+    tol = tol * size_factor(ws.model)
     return _simplified_newton(ws, v, ws.velocity_residual,
                               lambda v: threshold(ws, v, tol, ws.g_t), max_iter, "velocity",
                               fresh)

@@ -88,9 +88,18 @@ class Evaluations:
         self.baumgarte = baumgarte if projection == "baumgarte" else None
         self.n_rhs = self.n_projection_iterations = self.n_active_set_changes = 0
         self._dropped = None
+        self._held = None          # the integrator's dropped set while outputs are projected
+
+    def resume(self):
+        """Give the integrator back its own dropped set (and so its hysteresis), if
+        outputs were projected since its last factorization (see :meth:`project`)."""
+        if self._held is not None:
+            self.ws.dropped = self._held
+            self._held = None
 
     def rhs(self, t, y):
         """``(v, a)`` at ``(t, y)`` (a new array); a change of the dropped rows is counted."""
+        self.resume()
         p, v = y[:self.n], y[self.n:]
         a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
         self.n_rhs += 1
@@ -102,7 +111,21 @@ class Evaluations:
 
     def project(self, t, y, fresh=False):
         """``y`` projected per ``self.projection`` (a new array); ``fresh`` as
-        :func:`~natcoord.dynamics.projection.project_state` (for outputs)."""
+        :func:`~natcoord.dynamics.projection.project_state` (for outputs).
+
+        An output (``fresh``) starts from the dropped set of the integrator's last
+        factorization, kept at the first output after it and given back by
+        :meth:`resume`: chained from output to output, a row dropped at a singular
+        pose stayed dropped (below hold_tol) long after it stopped being redundant
+        and failed the check only with dense ``t_eval``, and the outputs changed
+        the steps (the same in the core: ``hold_for_output`` in natcoord/core/src/dopri5.c).
+        """
+        if not fresh:
+            self.resume()
+        elif self._held is None:
+            self._held = self.ws.dropped.copy()
+        else:
+            self.ws.dropped = self._held
         p, v, k = project_state(self.ws, t, y[:self.n], y[self.n:], self.proj_tol,
                                 self.projection, fresh)
         self.n_projection_iterations += k

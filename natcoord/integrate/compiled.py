@@ -25,6 +25,7 @@ import numpy as np
 from ..model.forces import PointForce, SpringDamper, Torque
 from ..model.derived import derived
 from ..model.drives import NO_LAWS
+from ..dynamics.projection import size_factor
 from .dormand_prince import A, B, C, D, E
 
 EPS = float(np.finfo(float).eps)
@@ -38,9 +39,15 @@ E_DENSE = np.asarray(E, float)
 C_DENSE = np.asarray(C, float)
 D_DENSE = np.asarray(D, float)
 
-#: status codes of a step attempt
+#: status codes of a step attempt (−1: step-size underflow), as dopri5.h numbers
+#: them. Every core function that factors returns these, never the block
+#: factorization's own codes (``factor`` in dopri5.c translates them): a
+#: factorization code read as a step code took a singular frame for an error
+#: rejection and an unpivotable joint's node for a body (an ``IndexError`` in the
+#: message)
 ACCEPTED, REJECTED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, NON_FINITE, \
-    POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS, CHECK, FULL, FINISHED = range(11)
+    POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS, CHECK, FULL, FINISHED, \
+    UNPIVOTABLE_JOINT = range(12)
 
 #: projection modes, in the order of ``natcoord.integrate.base.PROJECTIONS``
 PROJECT_POSITIONS_AND_VELOCITIES, PROJECT_VELOCITIES, NO_PROJECTION, BAUMGARTE = range(4)
@@ -64,12 +71,13 @@ Tables = namedtuple("Tables", [
     "pattern_row", "pattern_slot", "J4", "gravity_force",
     "force_kind", "force_index", "aff_ptr", "aff_slot", "aff_coef", "aff_const",
     "pf_aff", "pf_vec", "tq_body", "tq_vec", "sp_a", "sp_b", "sp_k", "sp_l0", "sp_c",
-    "laws"])
+    "laws", "size_factor"])
 
 Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
     "K", "Kacc", "ystage", "ynew", "ynewacc", "yproj", "yprev", "y", "f",
-    "threshold", "dropped", "mask", "rhs_mask", "counts", "ctrl", "tmp", "comb", "sq", "stack", "vals", "scale"])
+    "threshold", "dropped", "mask", "rhs_mask", "counts", "ctrl", "tmp", "comb", "sq", "stack", "vals", "scale",
+    "held"])
 
 #: The stage factorizations of accepted steps, kept for the sensitivity sweep
 #: (:mod:`natcoord.analysis.compiled_sensitivity`): at ``[m, s − 1]`` for step ``m`` and
@@ -79,10 +87,11 @@ FactorStore = namedtuple("FactorStore", ["B", "inv", "E", "F", "Gj", "lam"])
 
 #: ctrl (float64 array): t, h, err_old, last_rejected, err of the last attempt,
 #: h of the last accepted step, t before it, proj_tol, rtol, atol, max_step,
-#: t_bound, drop_tol, hold_tol, baumgarte α, β, residual and target of a failed projection
+#: t_bound, drop_tol, hold_tol, baumgarte α, β, residual and target of a failed
+#: projection, 1 while outputs are projected from the dropped set in ``held``
 (T_NOW, H, ERR_OLD, LAST_REJECTED, ERR, H_ACC, T_PREV, PROJ_TOL, RTOL, ATOL, MAX_STEP,
- T_BOUND, DROP_TOL, HOLD_TOL, ALPHA, BETA_B, FAIL_RESIDUAL, FAIL_TARGET) = range(18)
-N_CTRL = 18
+ T_BOUND, DROP_TOL, HOLD_TOL, ALPHA, BETA_B, FAIL_RESIDUAL, FAIL_TARGET, HOLDING) = range(19)
+N_CTRL = 19
 
 # ------------------------------------------------------------------ set-up
 def compilable(model):
@@ -156,7 +165,8 @@ def _build_tables(model):
     tables = model.tables
     return Tables(*tables.kernel_args(), tables.pattern_row, tables.pattern_slot,
                   np.ascontiguousarray(model.J4), np.ascontiguousarray(model.gravity_force),
-                  **forces, laws=NO_LAWS if tables.laws is None else tables.laws)
+                  **forces, laws=NO_LAWS if tables.laws is None else tables.laws,
+                  size_factor=size_factor(model))
 
 
 def make_block(solver):
@@ -176,7 +186,7 @@ def make_buffers(model, n_joint_rows):
                    mask=np.zeros(m, np.bool_), rhs_mask=np.zeros(m, np.bool_),
                    counts=np.zeros(7, np.int64), ctrl=z(N_CTRL), tmp=z((5, 3)),
                    comb=z(2 * n), sq=z(2 * n), stack=np.zeros((64, 3), np.int64), vals=z(64),
-                   scale=z(m))
+                   scale=z(m), held=np.zeros(m, np.bool_))
 
 
 def make_segments(model, capacity):

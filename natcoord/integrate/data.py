@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import engine
-from ..linalg import make_solver
-from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..linalg import blockldl, make_solver
+from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model import validate
 from ..model.frozen import State
 from . import compiled as cc
@@ -47,7 +47,7 @@ class Data:
         self.model = model
         n, m = model.n_coords, model.n_rows
         solver = make_solver(model, "block", drop_tol, hold_tol)
-        self._structure = solver.structure
+        self._solver = solver
         P, W = cc.make_block(solver)
         self._S = S = cc.make_buffers(model, m - 6 * model.n_bodies)
         S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
@@ -96,15 +96,17 @@ class Data:
         """Rows dropped as redundant at the last factorization (sorted)."""
         return np.flatnonzero(self._S.mask)
 
+    #: the core's step statuses of a failed factorization and the block solver's codes
+    _FACTOR_FAILURES = {cc.SINGULAR_FRAME: blockldl.SINGULAR_FRAME,
+                        cc.NOT_POSITIVE_DEFINITE: blockldl.NOT_POSITIVE_DEFINITE,
+                        cc.UNPIVOTABLE_JOINT: blockldl.UNPIVOTABLE_JOINT}
+
     def failure(self, status):
-        """The message of a failed evaluation, naming the body."""
-        where = int(self._S.counts[cc.FAIL_WHERE])
-        if status == cc.SINGULAR_FRAME:
-            return (f"forward: body {self.model.bodies[where].name!r}: singular frame; its "
-                    f"axes e1, e2, e3 must stay linearly independent")
-        if status == cc.NOT_POSITIVE_DEFINITE:
-            body = self._structure.index[where]
-            return f"forward: body {self.model.bodies[body].name!r}: pivot not positive definite"
+        """The message of a failed evaluation, naming the body or joint as the block
+        solver's own error does (:meth:`~natcoord.linalg.blockldl.BlockLDL.failure`)."""
+        if status in self._FACTOR_FAILURES:
+            return "forward: " + self._solver.failure(self._FACTOR_FAILURES[status],
+                                                      int(self._S.counts[cc.FAIL_WHERE]))
         if status == cc.NON_FINITE:
             return "forward: the state or a force is not finite"
         return f"forward: the factorization failed (status {status})"
@@ -114,9 +116,11 @@ def forward(model, data):
     """Accelerations ``data.a`` and multipliers ``data.lam`` at ``data``'s state:
     ``[[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]`` (docs/method.md#15-descriptor-form) in
     one call of the core. Raises ``numpy.linalg.LinAlgError`` naming the body
-    when the state is degenerate."""
+    when the state is degenerate (a :class:`~natcoord.linalg.base.MassSpreadError`
+    naming the joint whose rows the spread of the masses makes unpivotable)."""
     if data.model is not model:
         raise ValueError("forward: data was made for another model (Data(model))")
     status = engine.rhs(*data._args, data._y, data._weights, 0, data._out)
     if status:
-        raise np.linalg.LinAlgError(data.failure(status))
+        error = MassSpreadError if status == cc.UNPIVOTABLE_JOINT else np.linalg.LinAlgError
+        raise error(data.failure(status))

@@ -277,6 +277,7 @@ class Radau:
         """
         if self.status != "running":
             raise RuntimeError(f"step() on a {self.status} stepper")
+        self.evaluations.resume()          # the Jacobian factors too: not from an output's set
         t, y = self._t, self._y
         rejected, err, last_rejected = 0, np.nan, False
         for _ in range(max_attempts):

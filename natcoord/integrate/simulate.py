@@ -18,7 +18,7 @@ import numpy as np
 from ..model import validate
 from ..dynamics.assembly import assemble
 from ..dynamics.workspace import Workspace
-from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model.frozen import JOINT
 from ..dynamics.projection import ProjectionError, describe_rows, threshold
 from .base import (EPS_FLOOR, METHODS, PROJECTIONS, Evaluations, IntegrationError,
@@ -27,7 +27,7 @@ from .dormand_prince import A, B, BETA, C, E, FAC_MAX, FAC_MIN, SAFETY, DenseOut
 from .radau import Radau
 from .solution import ContinuousSolution, Solution
 from .stepper import DOPRI5
-from .compiled import OUTPUT_RECORD, compilable
+from .compiled import OUTPUT_RECORD, UNPIVOTABLE_JOINT, compilable
 
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
@@ -165,8 +165,10 @@ class _Run:
         p, v = y[:self.n].copy(), y[self.n:].copy()
         lam = None
         if self.multipliers:
+            dropped = ws.dropped.copy()
             with self.output():
                 _, lam = ws.accelerations(t, p, v, self.baumgarte)
+            ws.dropped = dropped     # a record's factorization does not steer the steps
         if observed is None:
             ws.constraints(t, p, v)
             observed = (model.energy(p, v), np.abs(ws.g).max(initial=0),
@@ -258,7 +260,14 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     ``projection="baumgarte"``; ``drop_tol``/``hold_tol``: relative pivot
     thresholds of constraint partitioning, ``0 < drop_tol ≤ hold_tol < 1``
     (``hold_tol=0`` switches its hysteresis off, see
-    :class:`~natcoord.linalg.KKTSolver`).
+    :class:`~natcoord.linalg.KKTSolver`). ``solver``: the KKT backend
+    (``"block"``, ``"dense"``, ``"superlu"``, ``"cholmod"``), for the run and
+    for the assembly of its initial state; None: ``"block"``, or ``"superlu"``
+    (pivoted LU) where the fixed-order block elimination cannot resolve the
+    spread of the body masses: from the start when they span more than it is
+    trusted with, and by running again (with a ``RuntimeWarning``) when it
+    meets a joint row it cannot pivot (a light body carrying a heavy one near a
+    singular pose); a solver given by name is kept, and such a run fails.
 
     ``initial_state``: a consistent :class:`State` (default
     ``assemble(model, t=t0).state``); its residuals must be within ``proj_tol``,
@@ -299,6 +308,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     so it is off by default. A failed run's ``.solution.sol`` reaches its last
     accepted step.
     """
+    call = dict(locals())                # the arguments as given, for a run again (solver)
     rtol, atol, proj_tol = validate.tolerances(rtol, rtol if atol is None else atol, proj_tol)
     validate.choice("projection", projection, PROJECTIONS)
     validate.choice("method", method, METHODS)
@@ -314,9 +324,12 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     t0 = initial_state.t if initial_state is not None else 0.0 if t0 is None else t0
     t0, t_end = validate.interval(t0, t_end)
     t_eval = validate.output_times(t_eval, t0, t_end)
-    ws = Workspace(model, solver, drop_tol, hold_tol)
+    ws = _workspace(model, solver, drop_tol, hold_tol)
     if initial_state is None:
-        initial_state = assemble(model, t=t0).state
+        # with the run's solver: block (the cached default assembly) refuses masses that
+        # span more than 1e12, for which superlu or dense was chosen
+        initial_state = assemble(model, t=t0, solver=None if ws.solver_name == "block"
+                                 else ws.solver_name).state
     else:
         _consistent(ws, initial_state, proj_tol)
     run = _Run(model, ws, proj_tol, projection, baumgarte, multipliers, drift_tol, method,
@@ -360,10 +373,38 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     except Exception as exc:
         message = str(exc) if isinstance(exc, _Abort) else \
             f"{type(exc).__name__} after t = {run.t:.6g}: {exc}"
+        if solver is None and _sweep is None and _cannot_pivot(run, exc):
+            warnings.warn(f"{message}; running again with solver='superlu' (pivoted LU; "
+                          f"pass it to skip the block attempt)", RuntimeWarning, stacklevel=2)
+            return simulate(**{**call, "solver": "superlu"})
         sol = run.partial(message, t_eval)
         raise IntegrationError(f"{message} (partial solution up to t = {run.t:g} kept on "
                                f"the exception's .solution)", sol) from exc
     return run.solution()
+
+
+def _workspace(model, solver, drop_tol, hold_tol):
+    """The run's :class:`Workspace`; ``solver=None``: block, or superlu when the body
+    masses span more than block resolves (:class:`~natcoord.linalg.base.MassSpreadError`)."""
+    try:
+        return Workspace(model, solver, drop_tol, hold_tol)
+    except MassSpreadError:
+        if solver is not None:
+            raise
+        return Workspace(model, "superlu", drop_tol, hold_tol)
+
+
+def _cannot_pivot(run, exc):
+    """True if the run failed because the block elimination could not pivot a joint
+    row for the spread of the masses (the compiled stepper's status, or a
+    :class:`~natcoord.linalg.base.MassSpreadError` behind the failure)."""
+    if getattr(run.stepper, "failure", None) == UNPIVOTABLE_JOINT:
+        return True
+    while exc is not None:
+        if isinstance(exc, MassSpreadError):
+            return True
+        exc = exc.__cause__
+    return False
 
 
 def _consistent(ws, state, proj_tol):

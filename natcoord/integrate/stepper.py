@@ -34,7 +34,8 @@ from ..dynamics.assembly import assemble
 from .base import EPS_FLOOR, PROJECTIONS, StepRecord, clip_step, initial_step
 from .dormand_prince import DenseOutput
 from ..linalg import make_solver
-from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..linalg import blockldl
+from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..dynamics.projection import ProjectionError
 
 
@@ -87,7 +88,9 @@ class DOPRI5:
     ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
     ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
     ``n_projection_iterations``, ``n_active_set_changes``; ``dropped`` the rows
-    dropped at the last factorization.
+    dropped at the last factorization; ``failure`` the status of the failed step
+    (a :mod:`natcoord.integrate.compiled` code, None before), described by
+    :meth:`status_message`.
     """
 
     compiled = True
@@ -135,7 +138,7 @@ class DOPRI5:
         self.rtol, self.atol, self.proj_tol = rtol, atol, proj_tol
         self.t_bound, self.projection = float(t_bound), projection
         self.n_steps = self.n_rejected = 0
-        self.status, self.message = "running", ""
+        self.status, self.message, self.failure = "running", "", None
         S.f[:] = self.rhs(t0, S.y)
         self.dropped_start = self.dropped
         h = first_step or initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
@@ -178,25 +181,46 @@ class DOPRI5:
         return out
 
     # ------------------------------------------------------------ evaluations
-    def _status_message(self, status, t):
-        S = self._S
-        where = int(S.counts[cc.FAIL_WHERE])
-        if status == cc.SINGULAR_FRAME:
-            return (f"block: body {self.model.bodies[where].name!r}: singular frame; its axes "
-                    f"e1, e2, e3 must stay linearly independent")
-        if status == cc.NOT_POSITIVE_DEFINITE:
-            from ..linalg.symbolic import structure
-            body = structure(self.model).index[where]
-            return (f"block: body {self.model.bodies[body].name!r}: pivot not positive "
-                    f"definite")
-        if status == cc.NON_FINITE:
-            return "non-finite state"
+    #: the step statuses of a failed factorization and the solver's own codes
+    _FACTOR_FAILURES = {cc.SINGULAR_FRAME: blockldl.SINGULAR_FRAME,
+                        cc.NOT_POSITIVE_DEFINITE: blockldl.NOT_POSITIVE_DEFINITE,
+                        cc.UNPIVOTABLE_JOINT: blockldl.UNPIVOTABLE_JOINT}
+
+    def status_message(self, status, t):
+        """One line on a status of :mod:`natcoord.integrate.compiled` (a step
+        attempt's, ``advance``'s, or −1: step-size underflow) at time ``t``; a failed
+        factorization names its body or joint (``counts[FAIL_WHERE]``) as the block
+        solver's own error does."""
+        S, c = self._S, self._S.ctrl
+        if status in self._FACTOR_FAILURES:
+            return self.solver.failure(self._FACTOR_FAILURES[status],
+                                       int(S.counts[cc.FAIL_WHERE]))
         if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
             what = "position" if status == cc.POSITION_PROJECTION else "velocity"
             return (f"{what} projection: residual of the kept rows "
-                    f"{S.ctrl[cc.FAIL_RESIDUAL]:.3e} > {S.ctrl[cc.FAIL_TARGET]:.1e} (= 0.1 × "
-                    f"max(proj_tol, round-off floor)) after 8 iterations")
-        return f"status {status}"
+                    f"{c[cc.FAIL_RESIDUAL]:.3e} > {c[cc.FAIL_TARGET]:.1e} (= 0.1 × "
+                    f"max(proj_tol × min(1, size in m), round-off floor)) after 8 iterations")
+        messages = {
+            cc.ACCEPTED: f"step accepted: t = {t:.6g}",
+            cc.REJECTED: f"step rejected at t = {t:.6g}: error estimate {c[cc.ERR]:.3e} > 1",
+            cc.NON_FINITE: f"non-finite state at t = {t:.6g} (the error estimate is "
+                           f"{c[cc.ERR]:.3e})",
+            cc.MAX_ATTEMPTS: f"no step accepted within the attempts allowed at t = {t:g}",
+            cc.CHECK: f"a recorded state at t = {t:.6g} failed the constraint check",
+            cc.FULL: f"record buffers full at t = {t:.6g} (the next call goes on)",
+            cc.FINISHED: f"t_bound = {c[cc.T_BOUND]:g} reached",
+            -1: f"step size underflow at t = {t:.6g} (h = {min(c[cc.H], c[cc.T_BOUND] - t):.3e})",
+        }
+        return messages.get(status, f"unknown status {status} at t = {t:.6g}")
+
+    def _error(self, status, t):
+        """The exception of a failed evaluation or output projection with ``status``."""
+        message = self.status_message(status, t)
+        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
+            return ProjectionError(message)
+        if status == cc.UNPIVOTABLE_JOINT:
+            return MassSpreadError(message)
+        return np.linalg.LinAlgError(message)
 
     def rhs(self, t, y):
         """``(v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
@@ -205,7 +229,7 @@ class DOPRI5:
         status = engine.rhs(*self._packed, y,
                            self._weights(t, self._W1), self._mode, out)
         if status:
-            raise np.linalg.LinAlgError(self._status_message(status, t))
+            raise self._error(status, t)
         return out
 
     def accelerations(self, t, y):
@@ -215,14 +239,14 @@ class DOPRI5:
 
     def project(self, t, y):
         """``y`` projected as an output (a new array): factored at ``y`` first, see
-        :func:`~natcoord.dynamics.projection.project_state`."""
+        :func:`~natcoord.dynamics.projection.project_state`, from the dropped set of
+        the last step (``hold_for_output`` in natcoord/core/src/dopri5.c)."""
         y = np.array(y, float)
+        engine.hold_for_output(self._packed[1])
         status = engine.project(*self._packed, y,
                                self._weights(t, self._W1), self._mode, self.proj_tol, True)
-        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
-            raise ProjectionError(self._status_message(status, t))
         if status:
-            raise np.linalg.LinAlgError(self._status_message(status, t))
+            raise self._error(status, t)
         return y
 
     def observe(self, t, y):
@@ -271,16 +295,16 @@ class DOPRI5:
         return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", self.message)
 
     def _failed(self, status, max_attempts):
-        """Enter the ``"failed"`` status for a failed step of the core."""
-        c, t = self._S.ctrl, self.t
+        """Enter the ``"failed"`` status for a failed step of the core (``failure``: its
+        status)."""
+        t = self.t
         if status == -1:
-            message = (f"step size underflow at t = {t:.6g} "
-                       f"(h = {min(c[cc.H], c[cc.T_BOUND] - t):.3e})")
+            message = self.status_message(status, t)
         elif status == cc.MAX_ATTEMPTS:
             message = f"no step accepted in {max_attempts} attempts at t = {t:g}"
         else:
-            message = f"evaluation failed at t = {t:.6g}: {self._status_message(status, t)}"
-        self.status, self.message = "failed", message
+            message = f"evaluation failed at t = {t:.6g}: {self.status_message(status, t)}"
+        self.status, self.message, self.failure = "failed", message, status
 
     # ------------------------------------------------------------ many steps
     @property
@@ -346,10 +370,7 @@ class DOPRI5:
             if rec_kind[n] == cc.STEP_RECORD:
                 self.n_steps += 1             # accepted; the caller's check decides
         elif status != cc.FULL and rec_kind[n] == cc.OUTPUT_RECORD:
-            message = self._status_message(status, self.t)
-            chunk.error = ProjectionError(message) if status in (
-                cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION) else \
-                np.linalg.LinAlgError(message)
+            chunk.error = self._error(status, self.t)
         elif status != cc.FULL:
             self._failed(status, max_attempts)
             chunk.status = "failed"

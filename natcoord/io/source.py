@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .. import models
 from ..util.checks import parse_value
-from .importers import load_mjcf, load_urdf
+from .mjcf import load_mjcf
+from .urdf import load_urdf
 from .modelfile import load_mechanism
 
 

@@ -40,6 +40,12 @@ def mass_ratio(J4):
     return masses.max() / masses.min() if masses.size else 1.0
 
 
+class MassSpreadError(np.linalg.LinAlgError):
+    """The body masses span more than a fixed-order backend (block, cholmod) resolves:
+    at construction, or at a factorization (a joint row it cannot pivot). Pivoted
+    LU (``dense``, ``superlu``) solves the same system."""
+
+
 class KKTSolver:
     """Factor and solve ``[[M, Gᵀ], [G, 0]] [x; λ] = [r; s]``.
 
@@ -74,7 +80,7 @@ class KKTSolver:
         self.row_threshold = np.full(model.n_rows, self.drop_tol)
         spread = mass_ratio(model.J4)
         if spread > self.max_mass_ratio:
-            raise np.linalg.LinAlgError(
+            raise MassSpreadError(
                 f"{self.name}: the body masses span a factor {spread:.1e}; this fixed-order "
                 f"elimination loses ~log10 of that in digits and is trusted only up to "
                 f"{self.max_mass_ratio:.0e}: use solver='superlu' or 'dense' (pivoted LU), "

@@ -62,7 +62,8 @@ import numpy as np
 from ..core import engine
 from ..model.frozen import JOINT as JOINT_ROW
 from ..model.frozen import RIGID
-from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve, unit_mass_blocks
+from .base import (DROP_TOL, HOLD_TOL, KKTSolver, MassSpreadError, mass_ratio, refined_solve,
+                   unit_mass_blocks)
 from .symbolic import BODY, BlockStructure, structure
 
 #: The kernels' read-only arrays (fields of :class:`BlockPlan`, documented there),
@@ -258,28 +259,33 @@ class BlockLDL(KKTSolver):
         self._joint_threshold = self.row_threshold[6 * model.n_bodies:]   # a view
         self._G = np.zeros((model.tables.pattern_row.size, 3)) if self.refine else None
 
-    def _fail(self, body, why):
-        raise np.linalg.LinAlgError(
-            f"block: body {self.model.bodies[body].name!r}: {why}; its axes e1, e2, e3 "
-            f"must stay linearly independent (is the state far off the constraints?)")
+    def failure(self, status, where):
+        """The message of a failed :func:`factor_kernel` (``status``, ``where``: a body
+        for SINGULAR_FRAME, else a node), naming the body or joint; the compiled
+        stepper reports its failed factorizations with it too."""
+        if status == UNPIVOTABLE_JOINT:
+            joint = self.model.joints[self.structure.index[where]]
+            return (f"block: the rows of joint {joint.name!r} are independent (decided on "
+                    f"the geometry) but cannot be pivoted in the mass metric: the body "
+                    f"masses span a factor {self.plan.arrays.mass_ratio:.1e}, more than the "
+                    f"fixed elimination order resolves in double precision; use "
+                    f"solver='superlu' or 'dense' (pivoted LU), or rescale the lightest or "
+                    f"heaviest bodies")
+        if status == SINGULAR_FRAME:
+            body, why = where, "singular frame"
+        else:
+            body, why = self.structure.index[where], "pivot not positive definite"
+        return (f"block: body {self.model.bodies[body].name!r}: {why}; its axes e1, e2, e3 "
+                f"must stay linearly independent (is the state far off the constraints?)")
 
     def factor(self, G):
         if self.refine:
             self._G[:] = G        # the Jacobian of this factorization, for refinement
         self._update_thresholds()
         status, where, count = engine.factor_kernel(G, self._joint_threshold, *self._packed)
-        if status == SINGULAR_FRAME:
-            self._fail(where, "singular frame")
-        if status == NOT_POSITIVE_DEFINITE:
-            self._fail(self.structure.index[where], "pivot not positive definite")
-        if status == UNPIVOTABLE_JOINT:
-            joint = self.model.joints[self.structure.index[where]]
-            raise np.linalg.LinAlgError(
-                f"block: the rows of joint {joint.name!r} are independent (decided on the "
-                f"geometry) but cannot be pivoted in the mass metric: the body masses span "
-                f"a factor {self.plan.arrays.mass_ratio:.1e}, more than the fixed "
-                f"elimination order resolves in double precision; use solver='superlu' "
-                f"or 'dense' (pivoted LU), or rescale the lightest or heaviest bodies")
+        if status != FACTORED:
+            error = MassSpreadError if status == UNPIVOTABLE_JOINT else np.linalg.LinAlgError
+            raise error(self.failure(status, where))
         self.dropped = (np.sort(self.work.dropped[:count]) + 6 * self.plan.n_bodies if count
                         else self._none)
 

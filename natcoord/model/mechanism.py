@@ -1,6 +1,8 @@
 """The mutable builder: bodies, joints and forces, validated as they are added."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import joints as J
@@ -34,6 +36,28 @@ def _vector(value, what, where, unit=False):
     return v
 
 
+@dataclass(frozen=True, eq=False)
+class NamedFrame:
+    """A named frame fixed in a body (or in ground): a sensor, a tool flange, a URDF
+    link lumped into its parent (docs/model-format.md).
+
+    ``body``: the body's name (``GROUND`` for a frame fixed in the world);
+    ``origin`` (3,) and ``axes`` (3×3, columns) place the frame in the body
+    frame. A frame adds nothing to the dynamics; it names body-fixed points:
+    ``sol.point(f.body, f.point(x), local=True)`` is the world trajectory of
+    the point ``x`` given in frame ``f``, ``sol.rotation(f.body) @ f.axes``
+    its orientation. On ground, ``point`` gives world coordinates.
+    """
+
+    body: object
+    origin: np.ndarray
+    axes: np.ndarray
+
+    def point(self, local_point=(0.0, 0.0, 0.0)) -> np.ndarray:
+        """Body-frame coordinates (3,) of a point given in this frame."""
+        return self.origin + self.axes @ np.asarray(local_point, float)
+
+
 #: joint coordinates of the axial joints (the first is the default)
 _AXIAL_COORDINATES = {"revolute": ("angle",), "prismatic": ("slide",),
                       "cylindrical": ("slide", "angle")}
@@ -62,6 +86,8 @@ class Mechanism:
         self.joint_rates: dict[str, tuple] = {}
         self._names: set[str] = set()
         self._by_name: dict[str, Body] = {}
+        #: named frames ``{name: NamedFrame}`` (``attach_frame``), a name space of their own
+        self.frames: dict[str, NamedFrame] = {}
 
     # ------------------------------------------------------------- bodies
     def add_body(self, name, mass, com, inertia, origin=(0.0, 0.0, 0.0), axes=None,
@@ -98,6 +124,33 @@ class Mechanism:
             return self._by_name[ref]
         raise ValueError(f"unknown body {ref!r}; known bodies: "
                          f"{[b.name for b in self.bodies] or 'none yet'} (or nc.GROUND)")
+
+    def attach_frame(self, name, body, origin=(0.0, 0.0, 0.0), axes=None, local=False):
+        """Name a frame fixed in ``body`` (or ``GROUND``); returns the name.
+
+        ``origin``/``axes`` (columns) place the frame: in the reference
+        configuration's world coordinates, or in the body frame if ``local``.
+        Frames are looked up in ``frames``; model files do not store them.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"frame name must be a non-empty string, got {shown(name)}")
+        where = f"frame {name!r}"
+        if name in self.frames:
+            raise ValueError(f"{where}: the name is already used; frame names must be unique")
+        try:
+            b = self.body(body)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        x = _vector(origin, "origin", where)
+        try:
+            A = validate_axes(name, np.eye(3) if axes is None else axes)
+        except ValueError:
+            raise ValueError(f"{where}: axes must be an orthonormal right-handed 3×3 matrix "
+                             f"(columns e1, e2, e3), got {shown(axes)}") from None
+        if b is not None and not local:
+            x, A = b.to_local_point(x), b.axes.T @ A
+        self.frames[name] = NamedFrame(GROUND if b is None else b.name, x, A)
+        return name
 
     def set_initial(self, body, origin=None, axes=None, velocity=None,
                     angular_velocity=None):

@@ -25,7 +25,9 @@
 #endif
 #include "nc_core.h"
 
-enum { FACTORED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, UNPIVOTABLE_JOINT };
+enum { FACTORED = NC_FACTORED, SINGULAR_FRAME = NC_FACTOR_SINGULAR_FRAME,
+       NOT_POSITIVE_DEFINITE = NC_FACTOR_NOT_POSITIVE_DEFINITE,
+       UNPIVOTABLE_JOINT = NC_FACTOR_UNPIVOTABLE_JOINT };
 
 /* The plan's arrays and the work buffers of one call, as plain pointers. */
 typedef struct {

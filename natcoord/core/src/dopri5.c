@@ -25,8 +25,9 @@
 #define FAC_MIN 0.2
 #define FAC_MAX 10.0
 /* projection (projection.py): refactor when an iteration contracts less than
- * CONTRACTION; converge kept rows to MARGIN × the tolerance raised to its round-off
- * floor ROUNDOFF ε max_rows |G| |x| */
+ * CONTRACTION; converge kept rows to MARGIN × the tolerance times the mechanism's
+ * size factor min(1, L / 1 m) (Tables.size_factor, projection.size_factor), raised to
+ * its round-off floor ROUNDOFF ε max_rows |G| |x| */
 #define CONTRACTION 0.01
 #define MARGIN 0.1
 #define ROUNDOFF 10.0
@@ -184,15 +185,20 @@ static void velocity_residual(const nc_arr *T, const nc_arr *S, const double *V)
 
 /* Hysteresis of the partitioning (KKTSolver._update_thresholds): a dropped row keeps
  * being dropped until its pivot exceeds hold_tol, a kept one until it falls below
- * drop_tol (docs/method.md#16-linear-solve). */
+ * drop_tol (docs/method.md#16-linear-solve). A failure is returned as a step status,
+ * never as nc_factor_kernel's own code. */
 int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk)
 {
     int64_t where = 0, count = 0;
     int64_t *counts = I64(S[S_counts]);
     int64_t status = nc_factor_kernel(F64(S[S_G]), F64(S[S_threshold]), P, Wk, &where, &count);
-    if (status != 0) {
+    if (status != NC_FACTORED) {
         counts[NC_FAIL_WHERE] = where;
-        return status;
+        if (status == NC_FACTOR_SINGULAR_FRAME)
+            return NC_SINGULAR_FRAME;
+        if (status == NC_FACTOR_NOT_POSITIVE_DEFINITE)
+            return NC_NOT_POSITIVE_DEFINITE;
+        return NC_UNPIVOTABLE_JOINT;
     }
     uint8_t *mask = BOOL(S[S_mask]);
     double *threshold = F64(S[S_threshold]);
@@ -208,6 +214,44 @@ int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk)
     }
     counts[NC_N_FACT]++;
     return 0;
+}
+
+/* S.mask = mask with the thresholds nc_factor leaves with that dropped set (mask may
+ * not be S.mask itself) */
+static void set_dropped(const nc_arr *S, const uint8_t *mask)
+{
+    double *threshold = F64(S[S_threshold]);
+    const double *ctrl = F64(S[S_ctrl]);
+    int64_t n_joint = S[S_threshold].size, n_rigid = S[S_mask].size - n_joint;
+    memcpy(BOOL(S[S_mask]), mask, S[S_mask].size);
+    for (int64_t k = 0; k < n_joint; k++)
+        threshold[k] = mask[n_rigid + k] ? ctrl[CTRL_HOLD_TOL] : ctrl[CTRL_DROP_TOL];
+}
+
+/* Outputs must neither see each other's dropped sets nor change the steps'. Chained, a
+ * row an output dropped at a singular pose stayed dropped from output to output (its
+ * pivot below hold_tol) long after it stopped being redundant, and failed the check:
+ * the four-bar with 1001 outputs in [0.708, 0.709] at t = 0.70852 (‖G v + g_t‖
+ * 1.05e-10 in top1.1: x), while 101 outputs passed; and the step sequence depended on
+ * t_eval. */
+void nc_hold_for_output(const nc_arr *S)
+{
+    double *ctrl = F64(S[S_ctrl]);
+    if (ctrl[CTRL_HOLDING] == 0.0) {
+        memcpy(BOOL(S[S_held]), BOOL(S[S_mask]), S[S_mask].size);
+        ctrl[CTRL_HOLDING] = 1.0;
+    } else {
+        set_dropped(S, BOOL(S[S_held]));
+    }
+}
+
+void nc_resume(const nc_arr *S)
+{
+    double *ctrl = F64(S[S_ctrl]);
+    if (ctrl[CTRL_HOLDING] != 0.0) {
+        set_dropped(S, BOOL(S[S_held]));
+        ctrl[CTRL_HOLDING] = 0.0;
+    }
 }
 
 void nc_stage_work(const nc_arr *Wk, const nc_arr *store, int64_t m, int64_t s, nc_arr *out)
@@ -312,8 +356,10 @@ static double threshold(const nc_arr *T, const nc_arr *S, const double *x, int v
  * g(x) (other = v) or, with `velocity`, G v + g_t with S.G, S.g_t as evaluated
  * (x = v); [[M, Gᵀ], [G, 0]] [Δx; μ] = [0; −r] with the current factorization,
  * refactored at x when an iteration contracts less than CONTRACTION (fresh: before
- * the first solve). Returns 0, a factorization's status, or −1 when not converged
- * (ctrl[FAIL_RESIDUAL], ctrl[FAIL_TARGET]); *iterations the solves. */
+ * the first solve). Kept rows are converged to MARGIN × tol × T.size_factor, raised to
+ * its round-off floor (threshold). Returns 0, a failed factorization's step status, or
+ * −1 when not converged (ctrl[FAIL_RESIDUAL], ctrl[FAIL_TARGET]); *iterations the
+ * solves. */
 static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                       double *x, const double *other, const double *W, int velocity,
                       double tol, int fresh, int64_t *iterations)
@@ -328,7 +374,7 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
         else
             nc_evaluate_constraints(T, S, x, other, W);
         size = kept_max(S, r);
-        target = MARGIN * threshold(T, S, x, velocity, tol);
+        target = MARGIN * threshold(T, S, x, velocity, tol * SCALAR(T[T_size_factor]));
         *iterations = it;
         if (size <= target)
             return 0;
@@ -364,7 +410,7 @@ int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_a
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES) {
         status = newton(T, S, P, Wk, p, v, W, 0, tol, fresh, &k);
         if (status != 0)
-            return status < 0 ? NC_POSITION_PROJECTION : status + 1;
+            return status < 0 ? NC_POSITION_PROJECTION : status;
         counts[NC_N_PROJ] += k;
         fresh = fresh && k == 0;
     }
@@ -373,7 +419,7 @@ int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_a
             nc_evaluate_constraints(T, S, p, v, W);
         status = newton(T, S, P, Wk, v, p, W, 1, tol, fresh, &k);
         if (status != 0)
-            return status < 0 ? NC_VELOCITY_PROJECTION : status + 1;
+            return status < 0 ? NC_VELOCITY_PROJECTION : status;
         counts[NC_N_PROJ] += k;
     }
     return 0;
@@ -474,7 +520,8 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
  * error rejection shrinks h by max(FAC_MIN, SAFETY err^−0.2), a failed evaluation by
  * 0.25 (below 1e-12 max(|t_bound|, 1) its status is returned); an accepted step moves
  * y ← y_proj (FSAL: f ← K[6] with ṗ = v at the projected state) and sets the next h
- * by the PI controller (Gustafsson, β = 0.04). NC_UNDERFLOW: h under the floor. */
+ * by the PI controller (Gustafsson, β = 0.04). NC_UNDERFLOW: h under the floor. Starts
+ * from the integrator's own dropped set, whatever outputs factored since (nc_resume). */
 int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                 const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
                 const nc_arr *store, int64_t m, int64_t *rejected)
@@ -482,6 +529,7 @@ int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr 
     double *c = F64(S[S_ctrl]), *y = F64(S[S_y]), *f = F64(S[S_f]);
     int64_t N = S[S_y].size, n = N / 2;
     *rejected = 0;
+    nc_resume(S);
     for (int64_t k = 0; k < max_attempts; k++) {
         double t = c[CTRL_T_NOW];
         c[CTRL_H] = nc_clip_step(c[CTRL_H], t, c[CTRL_T_BOUND], eps_floor);
@@ -576,10 +624,12 @@ static void record(const nc_arr *T, const nc_arr *S, const double *W, double t,
     observe(T, S, y, W, 1, rec->obs + 3 * k);
 }
 
-/* nc_project of an output, its work counted in OUT_FACT and OUT_PROJ */
+/* nc_project of an output from the integrator's dropped set (nc_hold_for_output), its
+ * work counted in OUT_FACT and OUT_PROJ */
 static int64_t project_output(const nc_arr *T, const nc_arr *S, const nc_arr *P,
                               const nc_arr *Wk, double *y, const double *W, int64_t mode)
 {
+    nc_hold_for_output(S);
     int64_t *counts = I64(S[S_counts]);
     int64_t fact = counts[NC_N_FACT], proj = counts[NC_N_PROJ];
     int64_t status = nc_project(T, S, P, Wk, y, W, mode, F64(S[S_ctrl])[CTRL_PROJ_TOL], 1);
@@ -700,6 +750,16 @@ static int weight_table(const nc_arr *T, const nc_arr *W, int64_t leading,
                            : "the weight table must have shape (n_weights, 3)");
 }
 
+/* Buffers as make_buffers lays them out for this core: ctrl of CTRL_COUNT entries and
+ * held as long as mask (a stale Buffers would be read and written past their ends) */
+static int buffers(const nc_arr *S, const char *function)
+{
+    return require(S[S_ctrl].size >= CTRL_COUNT && S[S_held].size == S[S_mask].size &&
+                   S[S_threshold].size <= S[S_mask].size, function,
+                   "the Buffers do not fit the core (ctrl of N_CTRL entries, held as long "
+                   "as mask: compiled.make_buffers)");
+}
+
 /* a state (2 n,) of the run's buffers */
 static int state(const nc_arr *S, const nc_arr *y, const char *function, const char *what)
 {
@@ -724,6 +784,7 @@ NC_WRAPPER(project)
     nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT];
     nc_value a[9] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
     if (nc_parse(args, nargs, "TSPWddifp", a, "project") < 0 ||
+        buffers(S, "project") < 0 ||
         state(S, &a[4].arr, "project", "y must have 2 n entries") < 0 ||
         weight_table(T, &a[5].arr, 0, "project") < 0)
         return NULL;
@@ -762,7 +823,7 @@ NC_WRAPPER(step)
     nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT], store[FS_COUNT];
     nc_value a[10] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
     a[8].tuple = store;
-    if (nc_parse(args, nargs, "TSPWdiifFi", a, "step") < 0 ||
+    if (nc_parse(args, nargs, "TSPWdiifFi", a, "step") < 0 || buffers(S, "step") < 0 ||
         weight_table(T, &a[4].arr, 7, "step") < 0 ||
         factor_store(store, S, Wk, a[9].i + 1, "step") < 0)
         return NULL;
@@ -780,7 +841,7 @@ NC_WRAPPER(advance)
         return NULL;
     int64_t N = S[S_y].size, rows = a[13].arr.size, steps = a[17].arr.shape[0];
     const nc_arr *seg_t = &a[17].arr, *seg_y = &a[18].arr, *seg_K = &a[19].arr;
-    if (weight_table(T, &a[4].arr, 7, "advance") < 0 ||
+    if (buffers(S, "advance") < 0 || weight_table(T, &a[4].arr, 7, "advance") < 0 ||
         weight_table(T, &a[5].arr, 0, "advance") < 0 ||
         require(rows >= 1 && a[14].arr.size == rows * N && a[15].arr.size == 3 * rows &&
                 a[16].arr.size == rows, "advance",
@@ -801,6 +862,41 @@ NC_WRAPPER(advance)
     return Py_BuildValue("(LLLLLL)", (long long)p.status, (long long)p.records,
                          (long long)p.next_out, (long long)p.steps, (long long)p.rejected,
                          (long long)p.stored);
+}
+
+NC_WRAPPER(factor)
+{
+    nc_arr S[S_COUNT], P[P_COUNT], Wk[WK_COUNT];
+    nc_value a[3] = {{.tuple = S}, {.tuple = P}, {.tuple = Wk}};
+    if (nc_parse(args, nargs, "SPW", a, "factor") < 0 || buffers(S, "factor") < 0 ||
+        require(S[S_G].ndim == 2 && S[S_G].shape[1] == 3 &&
+                S[S_threshold].size == Wk[WK_bound].size &&
+                S[S_dropped].size == Wk[WK_bound].size &&
+                S[S_mask].size == S[S_threshold].size + 6 * P[P_J4].shape[0], "factor",
+                "the Buffers do not fit the solver's plan and work buffers") < 0)
+        return NULL;
+    return PyLong_FromLongLong(nc_factor(S, P, Wk));
+}
+
+NC_WRAPPER(hold_for_output)
+{
+    nc_arr S[S_COUNT];
+    nc_value a[1] = {{.tuple = S}};
+    if (nc_parse(args, nargs, "S", a, "hold_for_output") < 0 ||
+        buffers(S, "hold_for_output") < 0)
+        return NULL;
+    nc_hold_for_output(S);
+    Py_RETURN_NONE;
+}
+
+NC_WRAPPER(resume)
+{
+    nc_arr S[S_COUNT];
+    nc_value a[1] = {{.tuple = S}};
+    if (nc_parse(args, nargs, "S", a, "resume") < 0 || buffers(S, "resume") < 0)
+        return NULL;
+    nc_resume(S);
+    Py_RETURN_NONE;
 }
 
 NC_WRAPPER(clip_step)
@@ -828,6 +924,15 @@ PyMethodDef nc_dopri5_methods[] = {
               "seg_y, seg_K, store) -> (status, records, next_out, steps, rejected, stored): "
               "accepted steps and their checked records (every step, or the t_eval points "
               "by dense output) until finished, full, a failure or budget attempts."),
+    NC_METHOD(factor, "factor(S, P, Wk) -> status: the block factorization of S.G with "
+              "partitioning and hysteresis (S.mask, S.threshold); 0 or a step status "
+              "(SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, UNPIVOTABLE_JOINT; where: "
+              "counts[FAIL_WHERE])."),
+    NC_METHOD(hold_for_output, "hold_for_output(S): before an output's projection, start "
+              "from the dropped set (and hysteresis) of the integrator's last factorization, "
+              "kept in S.held at the first output after it (ctrl[HOLDING] set)."),
+    NC_METHOD(resume, "resume(S): the integrator's own dropped set back, if outputs were "
+              "projected since hold_for_output (step calls it first)."),
     NC_METHOD(clip_step, "clip_step(h, t, t_bound, eps_floor) -> float: h, or the whole "
               "remainder t_bound − t when h would leave a sliver below the step-size floor "
               "eps_floor · max(|t_bound|, 1)."),

@@ -20,11 +20,14 @@ extern const double NC_C_DENSE[7];
 extern const double NC_D_DENSE[7];
 extern const double NC_E_DENSE[7];
 
-/* statuses of a step attempt (compiled.ACCEPTED ...) */
+/* statuses of a step attempt (compiled.ACCEPTED ...). Every function here that
+ * factors returns these, never nc_factor_kernel's own codes (nc_factor translates
+ * them): a factorization code read as a step code took a singular frame for an error
+ * rejection and an unpivotable joint's node for a body. */
 enum {
     NC_ACCEPTED, NC_REJECTED, NC_SINGULAR_FRAME, NC_NOT_POSITIVE_DEFINITE, NC_NON_FINITE,
     NC_POSITION_PROJECTION, NC_VELOCITY_PROJECTION, NC_MAX_ATTEMPTS, NC_CHECK, NC_FULL,
-    NC_FINISHED
+    NC_FINISHED, NC_UNPIVOTABLE_JOINT
 };
 /* step-size underflow (step's status) */
 #define NC_UNDERFLOW (-1)
@@ -39,11 +42,12 @@ enum { NC_STEP_RECORD, NC_OUTPUT_RECORD };
  * changes, where the last failure happened, the outputs' factorizations and iterations */
 enum { NC_N_RHS, NC_N_FACT, NC_N_PROJ, NC_N_ACTIVE, NC_FAIL_WHERE, NC_OUT_FACT,
        NC_OUT_PROJ };
-/* S[S_ctrl] (float64): see compiled.py's ctrl */
+/* S[S_ctrl] (float64): see compiled.py's ctrl (CTRL_HOLDING: 1 while outputs are
+ * projected from the dropped set kept in S[S_held], nc_hold_for_output) */
 enum { CTRL_T_NOW, CTRL_H, CTRL_ERR_OLD, CTRL_LAST_REJECTED, CTRL_ERR, CTRL_H_ACC,
        CTRL_T_PREV, CTRL_PROJ_TOL, CTRL_RTOL, CTRL_ATOL, CTRL_MAX_STEP, CTRL_T_BOUND,
        CTRL_DROP_TOL, CTRL_HOLD_TOL, CTRL_ALPHA, CTRL_BETA_B, CTRL_FAIL_RESIDUAL,
-       CTRL_FAIL_TARGET, CTRL_COUNT };
+       CTRL_FAIL_TARGET, CTRL_HOLDING, CTRL_COUNT };
 
 /* ------------------------------------------------------------------ forces.c */
 /* out = Σ c_s X[s] over the terms of affine point e (its rate part, no constant) */
@@ -63,13 +67,23 @@ void nc_evaluate_constraints(const nc_arr *T, const nc_arr *S, const double *X,
 /* W's driven rows at time t from T's laws (none: W is left alone) */
 void nc_weights_at(const nc_arr *T, double t, double *W);
 /* block factorization of S[S_G] into Wk with partitioning and hysteresis (S[S_mask],
- * S[S_threshold]); 0 or the factorization's status (where: S[S_counts][NC_FAIL_WHERE]).
- * A solve with it is nc_solve_kernel(r, s, P, Wk, x, λ). */
+ * S[S_threshold]); 0 or the failure as a step status: NC_SINGULAR_FRAME
+ * (S[S_counts][NC_FAIL_WHERE] the body), NC_NOT_POSITIVE_DEFINITE (a body pivot; the
+ * node) or NC_UNPIVOTABLE_JOINT (a joint row kept on geometry that the masses make
+ * unpivotable; the joint's node). A solve with it is nc_solve_kernel(r, s, P, Wk, x, λ). */
 int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk);
+/* Before an output's projection: start from the dropped set (and hysteresis) of the
+ * integrator's last factorization, kept in S[S_held] at the first output after it
+ * (ctrl[CTRL_HOLDING] set); nc_resume gives it back to the next step. */
+void nc_hold_for_output(const nc_arr *S);
+/* Before the integrator factors again: its own dropped set back, if outputs were
+ * projected since (nc_hold_for_output). nc_step calls it first. */
+void nc_resume(const nc_arr *S);
 /* out (12 n + 12 n) = (v, a) at y; factors into Wk, S[S_lam] the multipliers; a status */
 int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                const double *y, const double *W, int64_t mode, double *out);
-/* project y in place (fresh: factor at y first, as for outputs); a status */
+/* project y in place (fresh: factor at y first, as for outputs); a step status
+ * (NC_POSITION_PROJECTION, NC_VELOCITY_PROJECTION or a failed factorization's) */
 int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                    double *y, const double *W, int64_t mode, double tol, int fresh);
 /* the dense output of a step (y0, y1, K (7, N), h) at θ into out (N,), which must not

@@ -79,10 +79,18 @@ void nc_jacobian_transpose_times(const int64_t *pattern_row, const int64_t *patt
                                  int64_t n_slots);
 void nc_mass_times(const double *J4, int64_t n_bodies, const double *V, double *out);
 
+/* Statuses of nc_factor_kernel (natcoord.linalg.blockldl.FACTORED ...). They are not
+ * step statuses: nc_factor (dopri5.c) translates them, and every function of the
+ * DOPRI5 step returns step statuses only (dopri5.h). */
+enum { NC_FACTORED, NC_FACTOR_SINGULAR_FRAME, NC_FACTOR_NOT_POSITIVE_DEFINITE,
+       NC_FACTOR_UNPIVOTABLE_JOINT };
+
 /* blockldl.c: the numeric phase with constraint partitioning (docs/method.md#16);
  * G (nnz, 3) Jacobian blocks, threshold the joint rows' relative pivot thresholds;
- * returns the status (FACTORED 0, SINGULAR_FRAME 1, NOT_POSITIVE_DEFINITE 2,
- * UNPIVOTABLE_JOINT 3) and sets *where and *count (dropped rows in Wk[WK_dropped]). */
+ * returns the status (NC_FACTORED 0, NC_FACTOR_SINGULAR_FRAME 1 (*where the body),
+ * NC_FACTOR_NOT_POSITIVE_DEFINITE 2 (a body pivot, *where the node),
+ * NC_FACTOR_UNPIVOTABLE_JOINT 3 (*where the joint's node)) and sets *count (dropped
+ * rows in Wk[WK_dropped]). */
 int64_t nc_factor_kernel(const double *G, const double *threshold, const nc_arr *P,
                          const nc_arr *Wk, int64_t *where, int64_t *count);
 /* (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk; r, x (12 n,), s, λ (m,) */

@@ -1,7 +1,8 @@
 /* Field layout of the named tuples of arrays the Python side passes to the core.
  * Generated from natcoord's namedtuples (Tables, Buffers, PlanArrays, WorkBuffers,
- * FactorStore, Laws); tests/test_core.py checks it against them. A nested tuple's
- * fields follow with the nested name as prefix. Kinds: d float64, q int64, ? bool,
+ * FactorStore, Laws) in their field order; tests/test_core.py checks the names
+ * (engine.layout()) and the kinds against them. A nested tuple's fields follow with the
+ * nested name as prefix (its kinds in parentheses). Kinds: d float64, q int64, ? bool,
  * Z complex128, f a Python float. */
 #ifndef NC_FIELDS_H
 #define NC_FIELDS_H
@@ -48,10 +49,11 @@ enum {
     T_laws_order,
     T_laws_ptr,
     T_laws_data,
+    T_size_factor,
     T_COUNT
 };
-#define NC_TABLES_KINDS "qqqdqqqqqdqqqdqqqddqqqqddqdqdqqddd(qqqqqqd)"
-#define NC_TABLES_NAMES "quad_row,quad_a,quad_b,quad_c,quad_w,quad_ga,quad_gb,lin_row,lin_a,lin_d,lin_w,lin_g,const_row,const_c,const_w,pattern_row,pattern_slot,J4,gravity_force,force_kind,force_index,aff_ptr,aff_slot,aff_coef,aff_const,pf_aff,pf_vec,tq_body,tq_vec,sp_a,sp_b,sp_k,sp_l0,sp_c,laws_weight_kind,laws_weight_law,laws_kind,laws_pieces,laws_order,laws_ptr,laws_data"
+#define NC_TABLES_KINDS "qqqdqqqqqdqqqdqqqddqqqqddqdqdqqddd(qqqqqqd)f"
+#define NC_TABLES_NAMES "quad_row,quad_a,quad_b,quad_c,quad_w,quad_ga,quad_gb,lin_row,lin_a,lin_d,lin_w,lin_g,const_row,const_c,const_w,pattern_row,pattern_slot,J4,gravity_force,force_kind,force_index,aff_ptr,aff_slot,aff_coef,aff_const,pf_aff,pf_vec,tq_body,tq_vec,sp_a,sp_b,sp_k,sp_l0,sp_c,laws_weight_kind,laws_weight_law,laws_kind,laws_pieces,laws_order,laws_ptr,laws_data,size_factor"
 
 enum {
     S_g,
@@ -85,10 +87,11 @@ enum {
     S_stack,
     S_vals,
     S_scale,
+    S_held,
     S_COUNT
 };
-#define NC_BUFFERS_KINDS "ddddddddddddddddddddq??qddddqdd"
-#define NC_BUFFERS_NAMES "g,g_t,gamma,Gv,G,F,s,x,lam,zero,K,Kacc,ystage,ynew,ynewacc,yproj,yprev,y,f,threshold,dropped,mask,rhs_mask,counts,ctrl,tmp,comb,sq,stack,vals,scale"
+#define NC_BUFFERS_KINDS "ddddddddddddddddddddq??qddddqdd?"
+#define NC_BUFFERS_NAMES "g,g_t,gamma,Gv,G,F,s,x,lam,zero,K,Kacc,ystage,ynew,ynewacc,yproj,yprev,y,f,threshold,dropped,mask,rhs_mask,counts,ctrl,tmp,comb,sq,stack,vals,scale,held"
 
 enum {
     P_J4,

@@ -1,0 +1,358 @@
+"""Import URDF robot descriptions as Pinocchio and KDL read them (docs/model-format.md).
+
+The URDF tree at zero joint positions is the reference configuration of the
+natcoord mechanism (body frame = link frame, points and axes in world
+coordinates). As in Pinocchio and KDL, a link on a ``fixed`` joint is no body
+of its own: its mass properties are lumped into its parent's, exactly (the
+parallel-axis theorem, rotated into the parent frame), so the zero or planar
+inertias of sensor, tool and dummy links disappear — and the link stays a
+named frame of the body it was lumped into (``Mechanism.frames``). The root
+link is ground, or with ``floating_base=True`` a free body.
+
+Joints: ``revolute``/``continuous`` (revolute), ``prismatic``, ``fixed``
+(lumped), ``floating`` (a free body). A link without mass after lumping is
+accepted as the cross of a universal joint (between two revolutes at one
+point with perpendicular axes) only. Loops: ``<loop_joint>`` elements
+(revolute, continuous, prismatic, fixed, spherical) inside ``<robot>``, with
+``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
+and ``<axis>``. Every link natcoord cannot take as a body is named in one
+error; ``inertia_repair=True`` projects non-physical inertias to the nearest
+physical ones instead, with a warning. Limits, dynamics, transmissions,
+collision and visual elements are ignored.
+"""
+from __future__ import annotations
+
+import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
+from scipy.optimize import nnls
+
+from ..model.body import validate_mass_properties
+from ..model.mechanism import GROUND, Mechanism
+from .xml_common import combined_mass_properties, floats, located, parse_xml, rpy_matrix
+
+TREE_JOINTS = ("revolute", "continuous", "prismatic", "fixed", "floating")
+LOOP_JOINTS = ("revolute", "continuous", "prismatic", "fixed", "spherical", "ball")
+#: a repaired inertia keeps each principal second moment ``∫ x_k² dm`` at least
+#: this fraction of the polar one ``∫ |r − c|² dm``: a thickness of about 1 % of the
+#: body's extent, so that ``J4`` is regular and well conditioned (§1.2)
+REPAIR_MARGIN = 1e-4
+
+
+def _joint(elem, path, tag):
+    name = elem.get("name")
+    where = f"{path}: <{tag} name=\"{name}\">"
+    if not name:
+        raise ValueError(f"{path}: a <{tag}> has no name attribute")
+    kind = elem.get("type")
+    allowed = TREE_JOINTS if tag == "joint" else LOOP_JOINTS
+    if kind not in allowed:
+        raise ValueError(f"{where}: type {kind!r} is not supported; use one of {allowed}")
+    links = []
+    for role in ("parent", "child"):
+        e = elem.find(role)
+        if e is None or not e.get("link"):
+            raise ValueError(f"{where}: needs <{role} link=\"…\"/>")
+        links.append(e.get("link"))
+    origin = elem.find("origin")
+    xyz = floats(origin, "xyz", 3, (0, 0, 0), f"{where} <origin>")
+    rpy = floats(origin, "rpy", 3, (0, 0, 0), f"{where} <origin>")
+    axis = floats(elem.find("axis"), "xyz", 3, (1, 0, 0), f"{where} <axis>")
+    return dict(name=name, kind=kind, parent=links[0], child=links[1], xyz=xyz,
+                R=rpy_matrix(rpy), axis=axis, where=where, loop=tag == "loop_joint")
+
+
+def _link_inertial(link, where):
+    """``(mass, com, inertia about com)`` in the link frame, or None without ``<inertial>``."""
+    inertial = link.find("inertial")
+    if inertial is None:
+        return None
+    mass_elem = inertial.find("mass")
+    mass = floats(mass_elem, "value", 1, None, f"{where} <inertial><mass>")[0] \
+        if mass_elem is not None else 0.0
+    origin = inertial.find("origin")
+    com = floats(origin, "xyz", 3, (0, 0, 0), f"{where} <inertial><origin>")
+    R = rpy_matrix(floats(origin, "rpy", 3, (0, 0, 0), f"{where} <inertial><origin>"))
+    e = inertial.find("inertia")
+    if e is None:
+        raise ValueError(f"{where}: <inertial> needs <inertia ixx iyy izz ixy ixz iyz/>")
+    i = {k: floats(e, k, 1, (0.0,) if k[1] != k[2] else None,
+                   f"{where} <inertial><inertia>")[0]
+         for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+    I = np.array([[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]],
+                  [i["ixz"], i["iyz"], i["izz"]]])
+    return mass, com, R @ I @ R.T
+
+
+def _loop_joint_element(spec, path):
+    """A ``<loop_joint>`` element from a dict (``load_urdf(loop_joints=…)``)."""
+    known = {"name", "type", "parent", "child", "xyz", "rpy", "axis"}
+    if not isinstance(spec, dict) or not known >= set(spec):
+        raise ValueError(f"{path}: loop_joints entries are dicts with keys {sorted(known)}, "
+                         f"got {spec!r}")
+    e = ET.Element("loop_joint", {k: str(spec[k]) for k in ("name", "type") if k in spec})
+    for role in ("parent", "child"):
+        if role in spec:
+            ET.SubElement(e, role, link=str(spec[role]))
+    ET.SubElement(e, "origin", {k: " ".join(repr(float(x)) for x in spec[k])
+                                for k in ("xyz", "rpy") if k in spec})
+    if "axis" in spec:
+        ET.SubElement(e, "axis", xyz=" ".join(repr(float(x)) for x in spec["axis"]))
+    return e
+
+
+def nearest_physical_inertia(inertia, margin=REPAIR_MARGIN):
+    """The physical central inertia tensor nearest to ``inertia`` (Frobenius norm).
+
+    A central inertia is physical when the second moments along its principal
+    axes, ``s_k = ∫ x_k² dm = ½(λ_i + λ_j − λ_k)`` from the principal moments
+    ``λ``, are non-negative: the positivity and triangle inequalities of the
+    ``λ`` (the density-weighted covariance ``Σ ⪰ 0`` of Wensing, Kim & Slotine,
+    "Linear matrix inequalities for physically consistent inertial parameter
+    identification", IEEE RA-L 3(1), 2018). That set of ``λ`` is the cone
+    ``λ = B s``, ``s ≥ 0``, ``B = 11ᵀ − 1``, invariant under permutations, so
+    the nearest tensor keeps the principal axes and projects ``λ`` onto the
+    cone (Lewis, "Convex analysis on the Hermitian matrices", 1996): a
+    non-negative least-squares problem in ``s``. natcoord needs a volume (a
+    line or plane distribution has a singular ``J4``): every ``s_k`` is kept
+    at least ``margin`` times the polar moment ``Σ s = ½ tr I``.
+
+    ``inertia``: symmetric 3×3 with a positive trace (else ``ValueError``).
+    """
+    I = np.asarray(inertia, float)
+    principal, axes = np.linalg.eigh(0.5 * (I + I.T))
+    if not principal.sum() > 1e-9 * np.abs(principal).sum():
+        raise ValueError(f"principal moments {principal} have no positive sum: a point mass "
+                         f"has no inertia to repair; give the link the inertia of its shape")
+    floor = margin * 0.5 * principal.sum()
+    B = np.ones((3, 3)) - np.eye(3)
+    excess, _ = nnls(B, principal - floor * B.sum(axis=1))
+    return axes @ np.diag(B @ (floor + excess)) @ axes.T
+
+
+def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
+              floating_base=False, inertia_repair=False) -> Mechanism:
+    """A :class:`Mechanism` from a URDF file, with links lumped as Pinocchio and KDL do.
+
+    Every link on a ``fixed`` joint is lumped into its parent: the bodies are
+    the links that move (``floating_base=True`` makes the root link one, on
+    no joint: a free root; else the root is ground), and every other link is
+    a named frame, ``mech.frames[link]``, of the body it was lumped into.
+    URDF has no gravity: ``gravity`` gives it (world frame).
+
+    Closed loops are ``<loop_joint>`` elements in the file (see the module
+    docstring) and/or ``loop_joints``: dicts with the same content,
+    ``{"name", "type", "parent", "child", "xyz", "rpy", "axis"}`` (xyz/rpy of
+    the joint frame in the parent link frame, axis in the joint frame).
+
+    Links that cannot be bodies after lumping (no mass, a non-physical
+    inertia, ``J4`` numerically singular) are all named in one ``ValueError``.
+    ``inertia_repair=True`` replaces each non-physical inertia by the nearest
+    physical one (:func:`nearest_physical_inertia`) and names the links and
+    the size of each change in one ``UserWarning``. Limits, dynamics,
+    transmissions, collision and visual elements are ignored.
+    """
+    path, robot = parse_xml(path, "robot")
+    for spec in loop_joints:
+        robot.append(_loop_joint_element(spec, path))
+    links = {}
+    for link in robot.findall("link"):
+        name = link.get("name")
+        if not name:
+            raise ValueError(f"{path}: a <link> has no name attribute")
+        if name in links:
+            raise ValueError(f"{path}: <link name=\"{name}\"> is defined twice")
+        links[name] = link
+    joints = [_joint(e, path, "joint") for e in robot.findall("joint")]
+    loops = [_joint(e, path, "loop_joint") for e in robot.findall("loop_joint")]
+    parent_joint, children = {}, {name: [] for name in links}
+    for j in joints + loops:
+        for role in ("parent", "child"):
+            if j[role] not in links:
+                raise ValueError(f"{j['where']}: {role} link {j[role]!r} is not a <link>")
+    for j in joints:
+        if j["child"] in parent_joint:
+            raise ValueError(f"{j['where']}: link {j['child']!r} already has parent joint "
+                             f"{parent_joint[j['child']]['name']!r}; a URDF tree gives each "
+                             f"link one parent; close loops with <loop_joint>")
+        parent_joint[j["child"]] = j
+        children[j["parent"]].append(j)
+    roots = [name for name in links if name not in parent_joint]
+    if len(roots) != 1:
+        raise ValueError(f"{path}: the joints must form one tree with a single root link "
+                         f"(ground); root links found: {roots}")
+    root = roots[0]
+    # forward kinematics at zero joint positions: world pose of every link frame
+    pose = {root: (np.zeros(3), np.eye(3))}
+    order = [root]
+    for name in order:
+        x, R = pose[name]
+        for j in children[name]:
+            pose[j["child"]] = (x + R @ j["xyz"], R @ j["R"])
+            order.append(j["child"])
+    unreached = [name for name in links if name not in pose]
+    if unreached:
+        raise ValueError(f"{path}: links {unreached} are not connected to the root link "
+                         f"{root!r} (a cycle of <joint>s? close loops with <loop_joint>)")
+
+    host, placement, mass_properties = _lump_fixed_links(path, links, parent_joint, order)
+    leaving = {h: [] for h in mass_properties}     # moving joints from a host or its lumped links
+    for j in joints:
+        if j["kind"] != "fixed":
+            leaving[host[j["parent"]]].append(j)
+    crosses = {h: parent_joint[h] for h, (m, _, _) in mass_properties.items()
+               if m == 0.0 and h != root
+               and _universal_cross(parent_joint[h], leaving[h], mass_properties, pose)}
+    moving = [h for h in links                      # bodies in the file's order
+              if h in mass_properties and h not in crosses and (h != root or floating_base)]
+    if not moving:
+        raise ValueError(f"{path}: every link is fixed to the root link {root!r} (ground): "
+                         f"nothing moves; pass floating_base=True for a free-flying robot")
+
+    mech = Mechanism(gravity=gravity, name=robot.get("name") or path.stem)
+    problems, repairs = [], []
+    for name in moving:
+        mass, com, inertia = mass_properties[name]
+        where = f"<link name=\"{name}\">"
+        if mass == 0.0:
+            problems.append(
+                f"{where}: has no <inertial> (or zero mass), nor links with mass fixed to it; "
+                f"natcoord needs a mass with a volume. A massless link is accepted only as "
+                f"the cross of a universal joint (between two revolute joints at one point "
+                f"with perpendicular axes, the second leading to a link with mass)")
+            continue
+        try:
+            validate_mass_properties(name, mass, inertia)
+        except ValueError as err:
+            if not inertia_repair:
+                problems.append(f"{where}: {err}")
+                continue
+            try:
+                repaired = nearest_physical_inertia(inertia)
+            except ValueError as why:
+                problems.append(f"{where}: {err}; inertia_repair: {why}")
+                continue
+            repairs.append((name, inertia, repaired))
+            inertia = repaired
+        x, R = pose[name]
+        try:
+            mech.add_body(name, mass=mass, com=com, inertia=inertia, origin=x, axes=R,
+                          local=True)
+        except ValueError as err:
+            problems.append(f"{where}: {err}")
+    if problems:
+        hint = "" if inertia_repair else (
+            "\ninertia_repair=True replaces each non-physical inertia by the nearest "
+            "physical one (with a warning giving the change)")
+        raise ValueError(f"{path}: {len(problems)} link(s) cannot be bodies (after lumping "
+                         f"the links on fixed joints into their parents):\n  "
+                         + "\n  ".join(problems) + hint)
+    if repairs:
+        warnings.warn(_repair_report(path, repairs), UserWarning, stacklevel=2)
+
+    def side(link):
+        """The body a link belongs to (``GROUND`` for the root of a fixed base)."""
+        return GROUND if host[link] == root and not floating_base else host[link]
+
+    bodies = set(moving)
+    for name in links:
+        if name not in bodies and host[name] not in crosses:
+            local_origin, local_axes = placement[name]
+            mech.attach_frame(name, side(name), origin=local_origin, axes=local_axes,
+                              local=True)
+    for j in loops:
+        for role in ("parent", "child"):
+            if host[j[role]] in crosses:
+                raise ValueError(f"{j['where']}: {role} link {j[role]!r} is on the massless "
+                                 f"cross of a universal joint; attach the loop to a body")
+    for j in joints + loops:
+        if not j["loop"] and (j["kind"] in ("fixed", "floating") or j["child"] in crosses):
+            continue                     # lumped; a free body; a cross's first revolute
+        b = side(j["child"])
+        x, R = pose[j["parent"]]
+        point, Rj = x + R @ j["xyz"], R @ j["R"]
+        axis = Rj @ j["axis"]
+        if host[j["parent"]] in crosses:   # second revolute of a universal joint
+            first = crosses[host[j["parent"]]]
+            axis_a = pose[first["parent"]][1] @ first["R"] @ first["axis"]
+            a = side(first["parent"])
+            located(j["where"], lambda: mech.add_universal(
+                a, b, point=point, axis_a=axis_a, axis_b=axis, name=j["name"]))
+            continue
+        a = side(j["parent"])
+        kind = j["kind"]
+        if kind in ("revolute", "continuous"):
+            add = lambda: mech.add_revolute(a, b, point=point, axis=axis, name=j["name"])
+        elif kind == "prismatic":
+            add = lambda: mech.add_prismatic(a, b, point=point, axis=axis, name=j["name"])
+        elif kind == "fixed":
+            add = lambda: mech.add_fixed(a, b, point=point, name=j["name"])
+        else:                            # spherical/ball loop joint
+            add = lambda: mech.add_spherical(a, b, point=point, name=j["name"])
+        located(j["where"], add)
+    mech.scenario = {"t_end": float(t_end)}
+    return mech
+
+
+def _lump_fixed_links(path, links, parent_joint, order):
+    """Links on fixed joints lumped into their parents, as Pinocchio and KDL do.
+
+    Returns ``host`` (link → the link it is lumped into: itself when its
+    joint moves or it is the root), ``placement`` (link → origin and axes in
+    its host's frame, composed from the fixed joints' origins as the parsers
+    do) and ``mass_properties`` (host → mass, centre of mass and central
+    inertia of the host and everything lumped into it, in the host frame).
+    A link without ``<inertial>`` adds nothing.
+    """
+    host, placement, parts = {}, {}, {}
+    for name in order:
+        j = parent_joint.get(name)
+        if j is None or j["kind"] != "fixed":
+            host[name], placement[name] = name, (np.zeros(3), np.eye(3))
+            parts[name] = []
+        else:
+            host[name] = host[j["parent"]]
+            x, R = placement[j["parent"]]
+            placement[name] = (x + R @ j["xyz"], R @ j["R"])
+        inertial = _link_inertial(links[name], f"{path}: <link name=\"{name}\">")
+        if inertial is not None:
+            mass, com, inertia = inertial
+            x, R = placement[name]
+            parts[host[name]].append((mass, x + R @ com, R @ inertia @ R.T))
+    return host, placement, {h: combined_mass_properties(p) for h, p in parts.items()}
+
+
+def _universal_cross(j, leaving, mass_properties, pose):
+    """Whether the massless link on joint ``j`` is the cross of a universal joint.
+
+    ``j`` and the only moving joint leaving the link (or a link lumped into
+    it), ``leaving``, are revolutes through one point with perpendicular
+    axes, and the second leads to a link with mass.
+    """
+    if j["kind"] not in ("revolute", "continuous") or len(leaving) != 1:
+        return False
+    k = leaving[0]
+    if k["kind"] not in ("revolute", "continuous") or mass_properties[k["child"]][0] == 0.0:
+        return False
+    xp, Rp = pose[j["parent"]]
+    xc, Rc = pose[k["parent"]]
+    point_j, point_k = xp + Rp @ j["xyz"], xc + Rc @ k["xyz"]
+    axis_j = Rp @ j["R"] @ j["axis"]
+    axis_k = Rc @ k["R"] @ k["axis"]
+    scale = max(1.0, np.abs(point_j).max())
+    cos = axis_j @ axis_k / (np.linalg.norm(axis_j) * np.linalg.norm(axis_k))
+    return np.abs(point_j - point_k).max() <= 1e-12 * scale and abs(cos) <= 1e-9
+
+
+def _repair_report(path, repairs):
+    """The warning of ``inertia_repair``: each link's principal moments before and
+    after and the change ``‖ΔI‖`` (Frobenius), absolute and relative."""
+    lines = [f"{path}: inertia_repair replaced {len(repairs)} non-physical inertia(s) by "
+             f"the nearest physical one:"]
+    for name, before, after in repairs:
+        change = np.linalg.norm(after - before)
+        lines.append(f"  <link name=\"{name}\">: principal moments "
+                     f"{np.linalg.eigvalsh(before)} -> {np.linalg.eigvalsh(after)} kg m², "
+                     f"change {change:.3g} kg m² ({change / np.linalg.norm(before):.2%})")
+    return "\n".join(lines)
