@@ -160,12 +160,12 @@ def cmd_simulate(args):
 
 
 def cmd_info(args):
+    structure = args.structure and writable(args.structure, PLOT_SUFFIXES, "--structure")
     model = model_from_arguments(args)
     print(describe(model))
-    if args.structure:
+    if structure:
         from .viz.structure import plot_structure
-        Path(args.structure).parent.mkdir(parents=True, exist_ok=True)
-        plot_structure(model, args.structure)
+        plot_structure(model, structure)
         print(f"structure diagram written to {args.structure}")
     return 0
 

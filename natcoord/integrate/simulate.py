@@ -21,6 +21,7 @@ from ..dynamics.workspace import Workspace
 from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model.frozen import JOINT
 from ..dynamics.projection import ProjectionError, describe_rows, threshold
+from ..util.resources import check_memory
 from .base import (EPS_FLOOR, METHODS, PROJECTIONS, Evaluations, IntegrationError,
                    SimulationInterrupted, clip_step, initial_step)
 from .dormand_prince import A, B, BETA, C, E, FAC_MAX, FAC_MIN, SAFETY, DenseOutput
@@ -29,6 +30,9 @@ from .solution import ContinuousSolution, Solution
 from .stepper import DOPRI5
 from .compiled import OUTPUT_RECORD, UNPIVOTABLE_JOINT, compilable
 
+#: copies of every output held at once: the records of the run, the Solution's
+#: arrays and a reserve while the latter are assembled from the former
+OUTPUT_COPIES = 3
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
 LOCKED = 1e-3
@@ -324,6 +328,11 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     t0 = initial_state.t if initial_state is not None else 0.0 if t0 is None else t0
     t0, t_end = validate.interval(t0, t_end)
     t_eval = validate.output_times(t_eval, t0, t_end)
+    if t_eval is not None:      # each output keeps p, v and its measures (Solution arrays)
+        check_memory(t_eval.size * (2 * model.n_coords + 8) * 8 * OUTPUT_COPIES,
+                     f"t_eval with {t_eval.size} points ({model.n_coords} coordinates each)",
+                     "ask for fewer output points, or for sol.sol (dense_output=True) "
+                     "and evaluate it where needed")
     ws = _workspace(model, solver, drop_tol, hold_tol)
     if initial_state is None:
         # with the run's solver: block (the cached default assembly) refuses masses that

@@ -37,6 +37,8 @@ from ..util.atomic import atomic_write
 from ..util.checks import number, shown
 
 FORMAT = "natcoord-mechanism"
+#: most spline knots a sampled drive may store (two numbers each: well within MAX_BYTES)
+MAX_SAMPLES = 100_000
 FORMAT_VERSION = 1
 #: force entries: file ``type`` -> builder method
 FORCE_METHODS = {"spring": "add_spring", "force": "add_force", "torque": "add_torque",
@@ -67,8 +69,15 @@ def _drive_spec(drive, where, sample_drives, t_end):
     dt = float(sample_drives)
     if not dt > 0.0:
         raise ValueError(f"sample_drives must be a positive time step, got {sample_drives!r}")
+    samples = math.ceil(t_end / dt) + 1
+    if samples > MAX_SAMPLES:
+        raise ValueError(f"{where}: sample_drives={sample_drives!r} over t_end = {t_end:g} s "
+                         f"would store {samples:.3g} spline knots, more than a model file "
+                         f"holds ({MAX_SAMPLES}); sample more coarsely (dt >= "
+                         f"{t_end / (MAX_SAMPLES - 1):.3g} s) or give the drive a "
+                         f"declarative form")
     drive = Drive.coerce(drive, where)
-    t = np.linspace(0.0, t_end, max(4, math.ceil(t_end / dt) + 1))
+    t = np.linspace(0.0, t_end, max(4, samples))
     return Drive.spline(t, [drive(ti)[0] for ti in t]).spec
 
 

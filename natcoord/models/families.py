@@ -7,10 +7,13 @@ consistent and away from the singular stretched posture.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..model.body import rod_inertia
 from ..model.mechanism import GROUND, Mechanism
+from ..util.resources import check_memory
 
 MASS, LENGTH, SECTION, ANGLE = 1.0, 0.5, 0.05, 0.1
 JOINT_AXES = (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
@@ -37,6 +40,23 @@ def _add_rod(mech, name, parent, top, R_parent, axis_local, angle):
     return R, bottom
 
 
+#: what building costs per body (measured on chain(4000): 2.3 ms and 32 kB)
+BUILD_SECONDS_PER_BODY, BUILD_BYTES_PER_BODY = 2.5e-3, 32e3
+#: above this estimated build time, a warning says how long to expect
+SLOW_BUILD = 30.0
+
+
+def check_size(n_bodies, what):
+    """Refuse a family member that cannot be built here, warn about a slow one."""
+    check_memory(n_bodies * BUILD_BYTES_PER_BODY, f"{what} with {n_bodies} bodies",
+                 "choose fewer bodies")
+    seconds = n_bodies * BUILD_SECONDS_PER_BODY
+    if seconds > SLOW_BUILD:
+        warnings.warn(f"{what}: building {n_bodies} bodies takes about {seconds / 60:.0f} min "
+                      f"(the builder is Python: ~{BUILD_SECONDS_PER_BODY * 1e3:.1f} ms per body)",
+                      stacklevel=3)
+
+
 def chain(n, loops=0, gravity=9.81):
     """``n`` rods in a chain from a revolute to ground at the origin.
 
@@ -46,6 +66,7 @@ def chain(n, loops=0, gravity=9.81):
     if n < 1 or loops < 0 or (loops and n // loops < 4):
         raise ValueError(f"chain(n={n}, loops={loops}): need n >= 1 and at least 4 rods "
                          f"per loop (each closure removes 3 degrees of freedom)")
+    check_size(n, f"chain(n={n})")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity),
                      name=f"chain({n})" if not loops else f"chain({n}, loops={loops})")
     R, point, parent, bottoms = np.eye(3), np.zeros(3), GROUND, []
@@ -67,6 +88,7 @@ def tree(depth, gravity=9.81):
     """
     if depth < 1:
         raise ValueError(f"tree(depth={depth}): depth must be >= 1")
+    check_size(2**depth - 1, f"tree(depth={depth})")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity), name=f"tree({depth})")
     # Depth-first (pre-order) numbering keeps every subtree contiguous in
     # memory, which the children-first elimination then walks in order.
