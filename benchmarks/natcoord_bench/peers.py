@@ -7,7 +7,7 @@ Three experiments, one run, one CSV (``data/peers.csv``), one figure:
     joint angles 0.1 rad, gravity −z): natcoord ``accelerations`` with a
     reused Workspace and its bare numeric phase (factor + solve; both timed by
     :func:`natcoord_bench.scaling.measure`), the compiled right-hand
-    side that ``simulate`` evaluates (``natcoord-compiled``), Pinocchio's ABA
+    side that ``simulate`` evaluates (``natcoord-forward``), Pinocchio's ABA
     (``pin.aba``) and MuJoCo's ``mj_forward``. The peers' models are built
     here from the same rod data (MuJoCo from an MJCF string; past the XML
     parser's nesting limit the same model through ``mujoco.MjSpec``). Before
@@ -45,6 +45,7 @@ import time
 
 import numpy as np
 
+import natcoord as nc
 from natcoord import models
 from natcoord.model.body import rod_inertia
 from natcoord.dynamics.workspace import accelerations
@@ -220,14 +221,13 @@ def chain_cross_check(n, peers, seed=0):
     return diffs, float(np.abs(qdd).max())
 
 
-def compiled_rhs(model):
-    """One evaluation of ``(v, a)`` by the compiled stepper's kernel (what ``simulate``
-    evaluates per stage), from Python, at the state of :func:`scaling.measure`."""
-    from natcoord.integrate.stepper import DOPRI5
-    stepper = DOPRI5(model, t_bound=1.0)
+def forward_call(model):
+    """One ``nc.forward(model, data)`` — the core's right-hand side on per-run data, the
+    counterpart of ``mj_forward(m, d)`` and ``pin.aba`` — at the state of
+    :func:`scaling.measure`."""
     v = 0.1 * np.random.default_rng(0).standard_normal(model.n_coords)
-    y = np.concatenate([model.p_reference, v])
-    return lambda: stepper.rhs(0.0, y)
+    data = nc.Data(model, State(0.0, model.p_reference, v))
+    return lambda: nc.forward(model, data)
 
 
 def call_rows(ns, peers, repeat, max_seconds, bar):
@@ -244,10 +244,10 @@ def call_rows(ns, peers, repeat, max_seconds, bar):
                          time_median_s=call, time_min_s=call_min, check=0.0, note=nc_check))
         rows.append(dict(common, tool="natcoord-numeric", method="block factor + solve",
                          time_median_s=numeric, time_min_s=numeric_min, check=0.0, note=""))
-        compiled, compiled_min = _timed_median(compiled_rhs(model), repeat)
-        rows.append(dict(common, tool="natcoord-compiled", method="compiled right-hand side "
-                         "(DOPRI5 stepper, as simulate evaluates it)", time_median_s=compiled,
-                         time_min_s=compiled_min, check=0.0, note=""))
+        forward, forward_min = _timed_median(forward_call(model), repeat)
+        rows.append(dict(common, tool="natcoord-forward", method="nc.forward(model, data) "
+                         "(the core's right-hand side, as simulate evaluates it)",
+                         time_median_s=forward, time_min_s=forward_min, check=0.0, note=""))
         q, qd = np.full(n, ANGLE), 0.1 * np.ones(n)
         for name in ("pinocchio", "mujoco"):
             if name not in peers:
