@@ -182,7 +182,7 @@ class _Run:
     def stats(self):
         """Counters: the integrator's work, the outputs' (projections of ``t_eval``
         points, multipliers of the records) apart; ``wall_time`` from after the first
-        evaluation (Numba compilation or cache loading and the symbolic phase excluded)."""
+        evaluation (the symbolic phase and first-touch of the buffers excluded)."""
         st = self.stepper
         output = self.output_work + getattr(st, "output_work", 0)
         rhs, factorizations, projection_iterations = self.work() - output

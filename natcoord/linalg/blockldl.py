@@ -50,8 +50,8 @@ the final factorization follows (:func:`factor_kernel`). With equal masses
 
 The numeric phase runs in the compiled core (``natcoord/core/src/blockldl.c``:
 ``engine.factor_kernel`` and ``engine.solve_kernel``), in buffers allocated once per
-solver, without Python and without allocating. The Numba kernels below are its
-twins, kept only while :mod:`natcoord.integrate.compiled` still calls them.
+solver, without Python and without allocating; the C code and its comments are
+the reference for the kernels' arithmetic.
 """
 from __future__ import annotations
 

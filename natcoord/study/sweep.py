@@ -52,8 +52,8 @@ Dask task and reduces each run, on the worker, to one row of measures::
 
 Timing studies need care. Every run is timed on its worker, one run at a
 time per single-threaded worker (``repeat`` runs give the median, minimum
-and maximum), after a short warm-up run per worker so that Numba
-compilation is not counted; each row records the host and CPU it ran on.
+and maximum), after a short warm-up run per worker so that first-touch
+costs (imports, symbolic phases, caches) are not counted; each row records the host and CPU it ran on.
 But runs on the other workers execute at the same time: on a shared or
 oversubscribed machine they compete for cores, memory bandwidth, caches and
 turbo headroom, so a run's wall time depends on what its neighbours do, and
