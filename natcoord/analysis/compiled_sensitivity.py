@@ -37,8 +37,7 @@ from ..integrate import compiled as cc
 from ..dynamics.linearization import parameter_direction
 from ..model.parameters import loads
 from ..model.forces import Torque
-from ..linalg import make_solver
-from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..linalg.blockldl import make_work
 
 #: memory for the stage factorizations of one round of steps (``advance_swept``):
 #: small enough to be read back from the cache
@@ -111,16 +110,19 @@ class Sweep:
     """The compiled sweep of :func:`natcoord.analysis.sensitivity.sensitivities`, riding along the
     forward run: :meth:`advance` takes the place of :func:`natcoord.integrate.compiled.advance`.
 
-    ``dropped``: the rows the sweep's workspace dropped last, whose hysteresis
-    its own factorizations (at the initial state and at the projected points)
-    continue; ``dy`` (c, 2N) the directions at the initial state, ``thetas``
-    the parameter of each column (None: an initial-state column);
-    ``drop_tol``, ``hold_tol``: the block solver's. The stage factorizations
+    ``solver``: the run's block solver (its plan and tolerances are shared,
+    its buffers not); ``dropped``: the rows the sweep's workspace dropped
+    last, whose hysteresis its own factorizations (at the initial state and at
+    the projected points) continue; ``dy`` (c, 2N) the directions at the
+    initial state, ``thetas`` the parameter of each column (None: an
+    initial-state column). The stage factorizations
     come from the stepper, kept for :data:`STORE_BYTES` worth of steps at a time.
     """
 
-    def __init__(self, model, dropped, dy, thetas, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
-        solver = make_solver(model, "block", drop_tol, hold_tol)
+    def __init__(self, solver, dropped, dy, thetas):
+        # work buffers of its own on the run's block solver's plan: no second symbolic
+        # phase (~1 ms on the six-bar, most of a short run's sweep overhead)
+        model, work = solver.model, make_work(solver.plan)
         S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
         S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
         S.threshold[:] = solver.drop_tol                 # hysteresis: as _update_thresholds
@@ -128,11 +130,11 @@ class Sweep:
         self._B = B = _work(model, len(thetas))
         model.tables.weight_table(0.0, B.W)              # constant rows (all, without drives)
         B.dy[:] = dy
-        steps = max(1, STORE_BYTES // cc.store_bytes(solver.work, model.n_rows))
+        steps = max(1, STORE_BYTES // cc.store_bytes(work, model.n_rows))
         self._segments = cc.make_segments(model, steps)
-        store = cc.make_store(solver.work, model.n_rows, steps)
+        store = cc.make_store(work, model.n_rows, steps)
         # the sweep's tuples unpacked for the core once, not at every round
-        self._packed = (engine.pack(store, "F"), engine.pack(S, "S"), engine.pack(solver.work, "W"),
+        self._packed = (engine.pack(store, "F"), engine.pack(S, "S"), engine.pack(work, "W"),
                         engine.pack(directions(model, cc.make_tables(model), thetas), "D"),
                         engine.pack(B, "K"))
         self._derivatives = np.zeros((0,) + dy.shape)

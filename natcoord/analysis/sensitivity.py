@@ -128,7 +128,7 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
                 and compiled_sensitivity.supported(model, ws.solver, params))
     start = time.perf_counter()
     stats = {"compiled": compiled}
-    tangent = _Tangent(ws, params, tols) if compiled else None
+    tangent = _Tangent(ws, params) if compiled else None
     try:
         if compiled:
             solution = simulate(model, t_end, t_eval=t_eval, _sweep=tangent, **options)
@@ -166,8 +166,8 @@ class _Tangent:
     factorizations the stepper kept (:meth:`advance`, in place of the
     stepper's own chunk call)."""
 
-    def __init__(self, ws, params, tols):
-        self.ws, self.params, self.tols = ws, params, tols
+    def __init__(self, ws, params):
+        self.ws, self.params = ws, params
         self.sweep = None                          # until start()
         self._parts = []
 
@@ -175,8 +175,8 @@ class _Tangent:
         self.t0 = t
         self.columns, self.dy0, thetas, self.basis = _initial_directions(self.ws, t, y,
                                                                          self.params)
-        self.sweep = compiled_sensitivity.Sweep(self.ws.model, self.ws.dropped, self.dy0,
-                                                thetas, *self.tols)
+        self.sweep = compiled_sensitivity.Sweep(self.ws.solver, self.ws.dropped, self.dy0,
+                                                thetas)
 
     def advance(self, args, repeat=True):
         """:meth:`~natcoord.analysis.compiled_sensitivity.Sweep.advance`, keeping the derivatives."""
