@@ -44,3 +44,8 @@ __all__ += ["sensitivities", "Sensitivities"]
 from .analysis.estimation import Estimate, estimate  # noqa: E402
 
 __all__ += ["estimate", "Estimate"]
+
+from .dynamics.joint_space import (  # noqa: E402
+    JointSpace, JointState, inverse_dynamics, joint_space, joint_state)
+
+__all__ += ["joint_state", "JointState", "inverse_dynamics", "joint_space", "JointSpace"]

@@ -409,8 +409,9 @@ def test_joint_rate_errors():
     mech, _ = shafts(30.0, drive=nc.Drive(lambda t: (t, 1.0, 0.0)))
     with pytest.raises(ValueError, match="driven"):
         mech.set_joint_rate("input", 1.0)
+    mech.add_spherical("in", "out", point=(0, 0, 0), name="ball")   # a universal has two
     with pytest.raises(ValueError, match="no joint coordinate"):
-        mech.set_joint_rate("cross", 1.0)
+        mech.set_joint_rate("ball", 1.0)
     with pytest.raises(ValueError, match="both ends are on ground"):
         mech.add_cartesian_spring(nc.GROUND, nc.GROUND, (0, 0, 0), (1, 0, 0), stiffness=1.0)
 

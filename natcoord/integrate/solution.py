@@ -318,7 +318,8 @@ class Solution:
         Revolute: angle (rad), unwrapped, zero in the reference configuration,
         right-handed about the axis (the revolute drive's θ). Prismatic,
         point-on-line: slide (m) along the axis (the prismatic drive's s).
-        Cylindrical: ``coordinate="slide"`` (default) or ``"angle"``.
+        Cylindrical: ``coordinate="slide"`` (default) or ``"angle"``. Universal:
+        ``"angle_a"`` (default) or ``"angle_b"``. All joints at once: :attr:`q`.
         """
         from ..model.kinematics import joint_coordinate
         return joint_coordinate(self.model, joint, self._slots()[0], coordinate)
@@ -328,6 +329,62 @@ class Solution:
         from ..model.kinematics import joint_rate
         X, V = self._slots()
         return joint_rate(self.model, joint, X, V, coordinate)
+
+    # ------------------------------------------------------------------
+    # Joint space: q, q̇, q̈ of the model's spanning tree (natcoord.dynamics.joint_space
+    # does the math; conventions in docs/model-format.md, Pinocchio's for URDF).
+    def _joint_space(self):
+        from ..dynamics.joint_space import joint_space
+        self.model.joints      # a solution loaded without its model says to pass it
+        return joint_space(self.model)
+
+    @property
+    def joint_names(self):
+        """Names of the joints with DOF, in joint-space order (``nc.joint_space``):
+        depth first from ground, a body's joints in the order they were added; a
+        free body's joint is named after the body. The columns of ``q`` are
+        :attr:`q_names`, of ``qd``/``qdd`` :attr:`qd_names` (the joint names
+        themselves for revolute and prismatic joints)."""
+        return list(self._joint_space().joint_names)
+
+    @property
+    def q_names(self):
+        """Column names of :attr:`q` (nq,): ``"j"``, ``"j.slide"``, ``"j.angle_a"``,
+        ``"j.qx"`` … ``"j.qw"``, ``"j.x"`` …"""
+        return list(self._joint_space().q_names)
+
+    @property
+    def qd_names(self):
+        """Column names of :attr:`qd` and :attr:`qdd` (nv,): ``"j"``, ``"j.wx"``, ``"j.vx"`` …"""
+        return list(self._joint_space().v_names)
+
+    @property
+    def q(self):
+        """Joint positions (k, nq) at the outputs, columns :attr:`q_names`.
+
+        Angles (rad) right-handed about the joint axis and zero in the reference
+        configuration, unwrapped along the trajectory from their value in
+        (−π, π] at the first output; slides (m); quaternions ``(x, y, z, w)``
+        sign-continuous. Read exactly from the natural coordinates.
+        """
+        return self._joint_space().positions(self.p, continuous=True)
+
+    @property
+    def qd(self):
+        """Joint velocities (k, nv) at the outputs, columns :attr:`qd_names` (rad/s,
+        m/s; spherical and free joints: angular and linear velocity in body axes)."""
+        return self._joint_space().velocities(self.p, self.v)
+
+    @property
+    def qdd(self):
+        """Joint accelerations (k, nv) at the outputs, columns :attr:`qd_names`.
+
+        From the natural-coordinate accelerations of :meth:`accelerations`
+        (evaluated post hoc once, one KKT solve per output, then kept as ``a``).
+        """
+        if getattr(self, "a", None) is None:
+            self.accelerations()
+        return self._joint_space().accelerations(self.p, self.v, self.a)
 
     def plot(self, path=None, **kwargs):
         """Overview figure: :func:`natcoord.viz.plotting.plot_solution` of this solution."""

@@ -266,7 +266,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
             if host[j[role]] in crosses:
                 raise ValueError(f"{j['where']}: {role} link {j[role]!r} is on the massless "
                                  f"cross of a universal joint; attach the loop to a body")
-    for j in joints + loops:
+    for j in _depth_first(root, children) + loops:
         if not j["loop"] and (j["kind"] in ("fixed", "floating") or j["child"] in crosses):
             continue                     # lumped; a free body; a cross's first revolute
         b = side(j["child"])
@@ -293,6 +293,22 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
         located(j["where"], add)
     mech.scenario = {"t_end": float(t_end)}
     return mech
+
+
+def _depth_first(root, children):
+    """The tree joints in Pinocchio's order: depth first from the root link, a link's
+    child joints sorted by name (urdfdom keeps joints in a ``std::map``). The joint
+    space (``nc.joint_space``) follows the order joints are added, so natcoord's ``q``
+    is Pinocchio's."""
+    def name(j):
+        return j["name"]
+
+    ordered, stack = [], sorted(children[root], key=name, reverse=True)
+    while stack:
+        j = stack.pop()
+        ordered.append(j)
+        stack += sorted(children[j["child"]], key=name, reverse=True)
+    return ordered
 
 
 def _lump_fixed_links(path, links, parent_joint, order):

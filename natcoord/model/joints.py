@@ -173,6 +173,36 @@ def universal_rows(name, fi, fj, x, u_i, u_j, cos_angle=0.0):
                 + Quadratic(const=-float(cos_angle)))])
 
 
+def universal_coordinates(fi, fj, u_i, u_j):
+    """Joint coordinates ``("angle_a", ...), ("angle_b", ...)`` of a universal joint.
+
+    The relative rotation of body j is ``Rot(u_i, θa) Rot(u_j, θb)`` (reference
+    world axes): first about the cross axis ``u_i`` fixed in body i, then
+    about ``u_j`` fixed in body j — two revolute joints in series through a
+    massless cross, as Pinocchio's ``JointModelUniversal``. Both angles are zero
+    in the reference configuration and right-handed about their axes.
+
+    ``θa``: ``u_j`` rotates about ``u_i`` only by θa, so
+    ``θa = atan2(u_j · v2_i, u_j · v1_i)`` with ``v1 ∥`` the part of ``u_j``
+    perpendicular to ``u_i`` and ``v2 = u_i × v1``, fixed in body i.
+    ``θb``: seen from body j, ``u_i`` rotates about ``u_j`` by −θb, so
+    ``θb = atan2(−u_i · w2_j, u_i · w1_j)`` with ``w1 ∥`` the part of ``u_i``
+    perpendicular to ``u_j`` and ``w2 = u_j × w1``, fixed in body j. Each is
+    a quotient of bilinear forms, as the revolute angle (:func:`axial_coordinates`).
+    """
+    def across(u, w):
+        """Unit part of ``w`` perpendicular to unit ``u``, and ``u ×`` that."""
+        v1 = w - (w @ u) * u
+        v1 = v1 / np.linalg.norm(v1)
+        return v1, cross(u, v1)
+
+    v1, v2 = across(u_i, u_j)
+    w1, w2 = across(u_j, u_i)
+    a_j, b_i = fj.direction(u_j), fi.direction(u_i)
+    return (("angle_a", (dot(a_j, fi.direction(v1)), dot(a_j, fi.direction(v2)))),
+            ("angle_b", (dot(b_i, fj.direction(w1)), -1.0 * dot(b_i, fj.direction(w2)))))
+
+
 def point_on_line_rows(name, fi, fj, x, u):
     """A point x of body j stays on the line (x, u) fixed in body i (2 rows).
 

@@ -20,7 +20,8 @@ def _coordinate(model, joint, coordinate=None):
     available = dict(spec.coordinates)
     if not available:
         raise ValueError(f"{spec.kind} joint {joint!r} has no joint coordinate (revolute, "
-                         f"prismatic, cylindrical and point-on-line joints have one)")
+                         f"prismatic, cylindrical, universal and point-on-line joints "
+                         f"have one)")
     name = spec.coordinates[0][0] if coordinate is None else coordinate
     if name not in available:
         raise ValueError(f"joint {joint!r} has coordinates {list(available)}, not {name!r}")

@@ -230,6 +230,11 @@ class Mechanism:
         kept: ``u_a · u_b = cos α₀`` (90° for the standard Cardan joint; other
         angles model a non-perpendicular cross). Parallel axes are rejected:
         the angle constraint is then stationary (rank-deficient).
+
+        Joint coordinates ``"angle_a"`` (about ``axis_a``, first) and
+        ``"angle_b"`` (about ``axis_b``): b's rotation relative to a is
+        ``Rot(axis_a, θa) Rot(axis_b, θb)``, two hinges through a massless cross
+        (:func:`natcoord.model.joints.universal_coordinates`).
         """
         label, where, fi, fj = self._joint_frames("universal", a, b, name)
         x = self._world(fi, fj, point, "point", where, local)
@@ -243,7 +248,8 @@ class Mechanism:
                              f"(angle {np.degrees(np.arccos(min(abs(cos_angle), 1.0))):.3g}°); "
                              f"cross axes need an angle of at least 1°, usually 90°")
         return self._add("universal", label, fi, fj,
-                         J.universal_rows(label, fi, fj, x, ua, ub, cos_angle))
+                         J.universal_rows(label, fi, fj, x, ua, ub, cos_angle),
+                         coordinates=J.universal_coordinates(fi, fj, ua, ub))
 
     def add_point_on_line(self, a, b, point, axis, name=None, local=False):
         """Point-on-line joint (2 rows): ``point`` of b stays on the line (point, axis) of a.
@@ -380,10 +386,12 @@ class Mechanism:
 
         Revolute: angle rate θ̇ (rad/s, right-handed about the axis, body b
         relative to body a); prismatic, cylindrical, point-on-line: slide rate
-        ṡ (m/s). For a cylindrical joint pass ``rate={"slide": ṡ, "angle": θ̇}``
-        to set either or both. Assembly adds ``θ̇(p, v) = rate`` to the velocity
-        constraints of the M-orthogonal velocity projection (the consistent
-        velocity nearest to the ``set_initial`` guess with that joint rate).
+        ṡ (m/s). For a cylindrical joint pass ``rate={"slide": ṡ, "angle": θ̇}``,
+        for a universal joint ``rate={"angle_a": θ̇a, "angle_b": θ̇b}``, to set
+        either or both (a single number sets the first). Assembly adds
+        ``θ̇(p, v) = rate`` to the velocity constraints of the M-orthogonal
+        velocity projection (the consistent velocity nearest to the
+        ``set_initial`` guess with that joint rate).
         """
         spec = next((j for j in self.joints if j.name == joint), None)
         if spec is None:
@@ -393,8 +401,8 @@ class Mechanism:
         available = [c for c, _ in spec.coordinates]
         if not available:
             raise ValueError(f"{where}: the joint has no joint coordinate; rates can be "
-                             f"set for revolute, prismatic, cylindrical and point-on-line "
-                             f"joints")
+                             f"set for revolute, prismatic, cylindrical, universal and "
+                             f"point-on-line joints")
         if spec.drive is not None:
             raise ValueError(f"{where}: the joint is driven; its rate is the drive's s'(t)")
         rates = dict(rate) if isinstance(rate, dict) else {available[0]: rate}

@@ -1,0 +1,1164 @@
+"""Joint space in and out: ``q, q̇, q̈`` and joint torques ``τ`` of a natural-coordinate
+model (issue 23, item 5; docs/guide.md#joint-space, conventions in docs/model-format.md).
+
+natcoord integrates body coordinates; a robotics researcher thinks in joint
+positions, rates, accelerations and torques. This module maps between the two
+exactly, for the joints of a *spanning tree* of the mechanism:
+
+* **The tree.** Joints are taken in the order they were added; a joint of a
+  kind with a joint space (revolute, prismatic, cylindrical, universal,
+  spherical, fixed: :data:`TREE_DOF`) that links two bodies not yet connected
+  is a *tree joint*, every other joint a *cut* (loop-closing) joint — what
+  URDF calls a ``<loop_joint>``, natcoord imports last. A set of bodies with no
+  tree path to ground hangs on a *free joint* (6 DOF, named after its root,
+  the set's first body), as Pinocchio's ``root_joint`` of a floating base.
+* **Order.** Depth first from ground (then from each free root, in body
+  order), a body's child joints in the order they were added: a joint comes
+  before the joints beyond it, as in Pinocchio and MuJoCo.
+* **Coordinates.** Every joint moves its body ``b`` relative to its body ``a``
+  (the order of ``add_revolute(a, b, ...)``), and ``q = 0`` (identity
+  quaternions) is the reference configuration. Revolute: the angle θ,
+  right-handed about the axis (natcoord's ``joint_coordinate``). Prismatic:
+  the slide s along the axis. Cylindrical: ``(s, θ)``. Universal:
+  ``(θa, θb)``, b relative to a is ``Rot(axis_a, θa) Rot(axis_b, θb)``.
+  Spherical: the unit quaternion ``(x, y, z, w)`` (scalar last, Pinocchio's
+  order) of b's rotation relative to a in b's body axes, and ``q̇`` the
+  relative angular velocity in b's body axes (3). Free: the position of the
+  body frame's origin and its orientation quaternion, both relative to the
+  reference placement in its body axes, ``(x, y, z, qx, qy, qz, qw)``, and
+  ``q̇ = (v, ω)``: the origin's velocity and the angular velocity in body axes
+  (Pinocchio's ``JointModelFreeFlyer``). For a URDF model (body frame = link
+  frame, reference = zero joint positions) these are Pinocchio's ``q``, ``v``,
+  ``a`` and ``τ``.
+
+**Kinematics** (the recursion of Featherstone's RNEA in world coordinates).
+A body's placement is the rigid map ``Φ(y) = D y + d`` of its reference
+points, its velocity the twist ``V = (ω, v_O)`` (angular velocity, velocity
+of the body point at the world origin), so that a point r moves with
+``v_O + ω × r``. A joint's relative twist is ``V_b − V_a = Ξ(q) q̇``, with the
+columns of ``Ξ`` the unit twists of its DOF in world coordinates, and
+``A_b − A_a = V_a ×ₘ Ξ q̇ + Ξ q̈ + Ξ̇_rel q̇`` (``×ₘ`` the motion cross product;
+``Ξ̇_rel`` is non-zero only for the universal joint, whose second axis turns
+with the first). Natural coordinates follow exactly: ``o = Φ(o_ref)``,
+``e_k = D A_ref e_k``, ``ȯ = v_O + ω × o``, ``ė_k = ω × e_k``, and the
+accelerations alike. Read back, ``ω = ½ Σ e_k × ė_k`` (docs/method.md#11-coordinates)
+gives the twists and ``q̇ = Ξ⁺ (V_b − V_a)``.
+
+**Joint geometry** is read from the model's constraints, not stored twice:
+at the reference configuration the relative twists a joint's rows allow form
+the null space of its Jacobian (a revolute joint's is the rotation about its
+axis line), scaled and signed by the rates of the joint's coordinates
+(``natcoord.model.kinematics.rate_row``), which fix the user's axis direction.
+
+**Loops** (:func:`joint_state`): tree joints are exact by construction; the
+cut joints' rows ``g_c(q) = 0`` are closed by Newton's method in joint space,
+each step the smallest change in the joint-space mass norm ``‖δ‖_{SᵀMS}``
+(``S = ∂v/∂q̇``: the mass norm of the body motion, unit-consistent across
+angles and slides) of the joints not kept, and ``q̇`` (and ``q̈``) projected
+likewise onto ``G_c S q̇ + g_t = 0`` (the M-orthogonal velocity projection of
+:mod:`natcoord.dynamics.projection`, restricted to the tree). The change is
+returned and warned about.
+
+**Inverse dynamics** (:func:`inverse_dynamics`): with ``a`` from ``(q, q̇, q̈)``,
+the equations ``M a + Gᵀ λ = f + C τ`` projected onto the tree's motions
+(``Sᵀ G_treeᵀ = 0``, ``Sᵀ C = 1``) give ``τ = Sᵀ (M a − f) + (G_c S)ᵀ λ_c``:
+Kane's equations (virtual power), evaluated in O(n) by summing each subtree's
+wrench about the world origin and pairing it with the joint's twists — RNEA's
+backward pass. Loops: τ of the joints not actuated is zero, which determines
+the cut joints' multipliers ``λ_c`` and with them the loop-closure reactions.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from ..model import validate
+from ..model.derived import derived
+from ..model.frozen import State
+from ..model.joints import perpendicular_basis
+from ..model.kinematics import rate_row
+from ..util.checks import shown
+from .assembly import ASSEMBLY_TOL, AssemblyError
+from .projection import describe_rows, threshold
+from .reactions import joint_reaction
+from .workspace import Workspace
+
+#: joint kinds that can be tree joints, with their degrees of freedom (entries of q̇)
+TREE_DOF = {"fixed": 0, "revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2,
+            "spherical": 3}
+#: entries of ``q`` and ``q̇`` per kind, and their column suffixes
+_COLUMNS = {
+    "fixed": ((), ()),
+    "revolute": (("",), ("",)),
+    "prismatic": (("",), ("",)),
+    "cylindrical": ((".slide", ".angle"), (".slide", ".angle")),
+    "universal": ((".angle_a", ".angle_b"), (".angle_a", ".angle_b")),
+    "spherical": ((".qx", ".qy", ".qz", ".qw"), (".wx", ".wy", ".wz")),
+    "free": ((".x", ".y", ".z", ".qx", ".qy", ".qz", ".qw"),
+             (".vx", ".vy", ".vz", ".wx", ".wy", ".wz")),
+}
+#: a given unit quaternion may be off by this much in norm (it is normalized)
+QUATERNION_TOL = 1e-6
+#: loop closure or a drive changed an input by more than this (relative to
+#: ``max(1, |input|∞)``): warned about
+CHANGE_TOL = 1e-8
+
+
+# ---------------------------------------------------------------- rotations
+def _skew(w):
+    """``[w]×`` (..., 3, 3)."""
+    z = np.zeros_like(w[..., 0])
+    return np.stack([np.stack([z, -w[..., 2], w[..., 1]], -1),
+                     np.stack([w[..., 2], z, -w[..., 0]], -1),
+                     np.stack([-w[..., 1], w[..., 0], z], -1)], -2)
+
+
+def rotation_about(axis, angle):
+    """``Rot(axis, θ)`` (..., 3, 3) for a unit axis (3,) and angles (...): Rodrigues."""
+    angle = np.asarray(angle, float)
+    K = _skew(np.broadcast_to(axis, angle.shape + (3,)))
+    c, s = np.cos(angle)[..., None, None], np.sin(angle)[..., None, None]
+    return np.eye(3) + s * K + (1.0 - c) * (K @ K)
+
+
+def rotation_vector_matrix(w):
+    """``exp([w]×)`` (..., 3, 3) of rotation vectors w (..., 3)."""
+    w = np.asarray(w, float)
+    angle = np.linalg.norm(w, axis=-1)
+    safe = np.where(angle > 0.0, angle, 1.0)
+    return rotation_about(w / safe[..., None], angle)
+
+
+def quaternion_matrix(quat):
+    """Rotation matrices (..., 3, 3) of unit quaternions ``(x, y, z, w)`` (..., 4)."""
+    x, y, z, w = np.moveaxis(np.asarray(quat, float), -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)],
+        -2)
+
+
+def matrix_quaternion(R):
+    """Unit quaternions ``(x, y, z, w)`` (..., 4) of rotation matrices, ``w ≥ 0``.
+
+    Shepperd's method: from the largest of ``w² , x², y², z²`` (each ``¼(1 ± …)``
+    of the diagonal), so no division by a small number.
+    """
+    R = np.asarray(R, float)
+    d0, d1, d2 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
+    squares = np.stack([1 + d0 - d1 - d2, 1 - d0 + d1 - d2, 1 - d0 - d1 + d2,
+                        1 + d0 + d1 + d2], -1)       # 4x², 4y², 4z², 4w²
+    k = np.argmax(squares, axis=-1)
+    root = np.sqrt(np.take_along_axis(squares, k[..., None], -1))[..., 0]
+    # 4 w x, 4 w y, 4 w z and 4 y z, 4 x z, 4 x y
+    r = {(i, m): R[..., i, m] for i in range(3) for m in range(3)}
+    wx, wy, wz = r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]
+    yz, xz, xy = r[2, 1] + r[1, 2], r[0, 2] + r[2, 0], r[1, 0] + r[0, 1]
+    candidates = np.stack([np.stack([root, xy / root, xz / root, wx / root], -1),
+                           np.stack([xy / root, root, yz / root, wy / root], -1),
+                           np.stack([xz / root, yz / root, root, wz / root], -1),
+                           np.stack([wx / root, wy / root, wz / root, root], -1)], -2)
+    quat = 0.5 * np.take_along_axis(candidates, k[..., None, None], -2)[..., 0, :]
+    return np.where(quat[..., 3:] < 0.0, -quat, quat)
+
+
+def _motion_cross(V, W):
+    """Motion cross product ``V ×ₘ W`` of twists ``(ω, v_O)`` (..., 6)."""
+    w, v = V[..., :3], V[..., 3:]
+    return np.concatenate([np.cross(w, W[..., :3]),
+                           np.cross(w, W[..., 3:]) + np.cross(v, W[..., :3])], -1)
+
+
+def _apply(Xi, x):
+    """``Ξ x``: (..., 6, d) times (..., d)."""
+    return np.einsum("...ij,...j->...i", Xi, x)
+
+
+# ---------------------------------------------------------------- the tree
+@dataclass(frozen=True, eq=False)
+class TreeJoint:
+    """One joint of the spanning tree: how it places its child body.
+
+    ``kind``: a key of :data:`TREE_DOF` or ``"free"``; ``index``: the model
+    joint (−1 for a free joint); ``a``, ``b``: the joint's bodies (−1
+    ground), its coordinates move b relative to a; ``child``: the body it
+    places (b, or a when the tree reaches the joint from b). Geometry in the
+    reference configuration (world): ``point`` on the axes, ``axes`` (k, 3)
+    (revolute, prismatic, cylindrical: ``[u]``; universal: ``[u_a, u_b]``),
+    ``frame`` the reference axes of body b (columns; identity for ground).
+    ``q``, ``v``: slices of the joint's entries in ``q`` and ``q̇``.
+    """
+
+    name: str
+    kind: str
+    index: int
+    a: int
+    b: int
+    child: int
+    point: np.ndarray
+    axes: np.ndarray
+    frame: np.ndarray
+    q: slice
+    v: slice
+    drive: object = None
+
+    @property
+    def nq(self):
+        return self.q.stop - self.q.start
+
+    @property
+    def nv(self):
+        return self.v.stop - self.v.start
+
+    @property
+    def reversed(self):
+        """The tree reaches this joint from its body b: it places body a."""
+        return self.child == self.a
+
+
+class JointSpace:
+    """The joint space of a model: its tree, cut joints, the layout of q and q̇.
+
+    Build it with :func:`joint_space` (computed once per model). Attributes:
+    ``joint_names`` (the joints with DOF, in q order), ``q_names`` (nq,) and
+    ``v_names`` (nv,) the columns of ``q`` and of ``q̇``/``q̈``/``τ``,
+    ``nq``, ``nv``, ``cut_joints`` (names of the loop-closing joints),
+    ``tree`` (:class:`TreeJoint`, fixed joints included, in q order).
+    Methods map natural coordinates to joint space (``positions``,
+    ``velocities``, ``accelerations``, batched over leading axes) and back
+    (``forward``).
+    """
+
+    def __init__(self, model):
+        self.n_bodies = model.n_bodies
+        self.origins = np.array([b.origin for b in model.bodies]).reshape(-1, 3)
+        self.frames = np.array([b.axes for b in model.bodies]).reshape(-1, 3, 3)
+        tree_edges, cut = _spanning_tree(model)
+        self.tree = _ordered_tree(model, tree_edges, self.origins, self.frames)
+        self.cut_joints = tuple(model.joints[j].name for j in cut)
+        self.cut_rows = np.array([r for j in cut for r in range(*model.joint_rows[j])],
+                                 np.int64)
+        moving = [j for j in self.tree if j.nv > 0]
+        self.joints = tuple(moving)
+        self.joint_names = tuple(j.name for j in moving)
+        self.nq = sum(j.nq for j in moving)
+        self.nv = sum(j.nv for j in moving)
+        self.q_names = tuple(j.name + s for j in moving for s in _COLUMNS[j.kind][0])
+        self.v_names = tuple(j.name + s for j in moving for s in _COLUMNS[j.kind][1])
+        self._by_name = {j.name: j for j in moving}
+        self._fixed_names = {j.name: j.kind for j in self.tree if j.nv == 0}
+        #: q columns that are angles, and the first columns of quaternions (x, y, z, w)
+        angles = {"revolute": (0,), "cylindrical": (1,), "universal": (0, 1)}
+        self.angle_columns = np.array([j.q.start + k for j in moving
+                                       for k in angles.get(j.kind, ())], np.int64)
+        self.quaternion_columns = np.array([j.q.stop - 4 for j in moving
+                                            if j.kind in ("spherical", "free")], np.int64)
+
+    def __repr__(self):
+        return (f"<natcoord.JointSpace: {len(self.joints)} joints, nq = {self.nq}, "
+                f"nv = {self.nv}, cut joints {list(self.cut_joints)}>")
+
+    def neutral(self):
+        """``q`` (nq,) of the reference configuration: zeros, identity quaternions."""
+        q = np.zeros(self.nq)
+        for j in self.joints:
+            if j.kind in ("spherical", "free"):
+                q[j.q.stop - 1] = 1.0
+        return q
+
+    def joint(self, name):
+        """The :class:`TreeJoint` of a joint with DOF (``ValueError`` naming the others)."""
+        if name not in self._by_name:
+            raise ValueError(self._unknown(name, "joint"))
+        return self._by_name[name]
+
+    def _unknown(self, name, what):
+        if name in self.cut_joints:
+            return (f"{what} {name!r} closes a loop (a cut joint): its coordinates follow "
+                    f"from the tree joints {list(self.joint_names)}")
+        if name in self._fixed_names:
+            return f"{what} {name!r} is a {self._fixed_names[name]} joint: it has no DOF"
+        return f"unknown {what} {name!r}; joints with DOF (in order): {list(self.joint_names)}"
+
+    # ------------------------------------------------------------ arguments
+    def vector(self, values, what, size_of="v"):
+        """``(values, given)``: ``values`` as a checked (nq,) or (nv,) array — from an
+        array in joint-space order or a dict ``{joint name or column name: value(s)}``
+        (columns left out neutral: zero, identity quaternion) — and the mask of the
+        columns given. ``None``: all neutral, none given."""
+        n, names, sl = ((self.nq, self.q_names, "q") if size_of == "q"
+                        else (self.nv, self.v_names, "v"))
+        given = np.zeros(n, bool)
+        if values is None:
+            return (self.neutral() if size_of == "q" else np.zeros(n)), given
+        if isinstance(values, dict):
+            out = self.neutral() if size_of == "q" else np.zeros(n)
+            for key, value in values.items():
+                joint = self._by_name.get(key)
+                if joint is None and key in names:           # one column by its name
+                    out[names.index(key)] = _number(value, f"{what}[{key!r}]")
+                    given[names.index(key)] = True
+                    continue
+                if joint is None:
+                    raise ValueError(f"{what}: " + self._unknown(key, "joint"))
+                s = getattr(joint, sl)
+                entry = np.atleast_1d(_floats(value, f"{what}[{key!r}]"))
+                if entry.shape != (s.stop - s.start,):
+                    raise ValueError(f"{what}[{key!r}]: the {joint.kind} joint takes "
+                                     f"{s.stop - s.start} number(s) "
+                                     f"({', '.join(names[s])}), got shape {entry.shape}")
+                out[s] = entry
+                given[s] = True
+        else:
+            out = _floats(values, what)
+            if out.shape != (n,):
+                raise ValueError(f"{what} must have shape ({n},): one entry per column "
+                                 f"{list(names)}, or be a dict by joint name; got shape "
+                                 f"{out.shape}")
+            out = out.copy()
+            given[:] = True
+        bad = np.flatnonzero(~np.isfinite(out))
+        if bad.size:
+            raise ValueError(f"{what} is NaN or infinite at {[names[i] for i in bad[:5]]}")
+        if size_of == "q":
+            for j in self.joints:
+                if j.kind in ("spherical", "free"):
+                    quat = out[j.q.stop - 4:j.q.stop]
+                    norm = np.linalg.norm(quat)
+                    if abs(norm - 1.0) > QUATERNION_TOL:
+                        raise ValueError(f"{what}: the quaternion (x, y, z, w) of {j.kind} "
+                                         f"joint {j.name!r} has norm {norm:.9g}; give a unit "
+                                         f"quaternion")
+                    out[j.q.stop - 4:j.q.stop] = quat / norm
+        return out, given
+
+    # ------------------------------------------------------------ forward
+    def placements(self, q):
+        """Body placements ``(D, d)`` (..., n + 1, 3, 3) and (..., n + 1, 3), the last
+        entry ground (index −1), of joint positions q (..., nq)."""
+        q = np.asarray(q, float)
+        lead = q.shape[:-1]
+        D = np.broadcast_to(np.eye(3), lead + (self.n_bodies + 1, 3, 3)).copy()
+        d = np.zeros(lead + (self.n_bodies + 1, 3))
+        for j in self.tree:
+            Drel, shift = self._relative(j, q[..., j.q])
+            c = j.point
+            parent = j.b if j.reversed else j.a
+            Dp, dp = D[..., parent, :, :], d[..., parent, :]
+            # Φ_rel(y) = Drel (y − c) + c + shift: the joint's motion of b relative to a
+            if not j.reversed:       # Φ_b = Φ_a ∘ Φ_rel
+                D[..., j.b, :, :] = Dp @ Drel
+                d[..., j.b, :] = _mv(Dp, c + shift - _mv(Drel, c)) + dp
+            else:                    # Φ_a = Φ_b ∘ Φ_rel⁻¹
+                Dt = np.swapaxes(Drel, -1, -2)
+                D[..., j.a, :, :] = Dp @ Dt
+                d[..., j.a, :] = _mv(Dp, c - _mv(Dt, c + shift)) + dp
+        return D, d
+
+    def _relative(self, j, qj):
+        """``(D_rel, shift)`` of b relative to a in reference world coordinates."""
+        lead = qj.shape[:-1]
+        eye = np.broadcast_to(np.eye(3), lead + (3, 3))
+        zero = np.zeros(lead + (3,))
+        if j.kind == "revolute":
+            return rotation_about(j.axes[0], qj[..., 0]), zero
+        if j.kind == "prismatic":
+            return eye, qj[..., :1] * j.axes[0]
+        if j.kind == "cylindrical":
+            return rotation_about(j.axes[0], qj[..., 1]), qj[..., :1] * j.axes[0]
+        if j.kind == "universal":
+            return (rotation_about(j.axes[0], qj[..., 0])
+                    @ rotation_about(j.axes[1], qj[..., 1])), zero
+        A = j.frame
+        if j.kind == "spherical":
+            return A @ quaternion_matrix(qj) @ A.T, zero
+        if j.kind == "free":
+            return A @ quaternion_matrix(qj[..., 3:]) @ A.T, _mv(A, qj[..., :3])
+        return eye, zero
+
+    def _twists(self, j, D, d):
+        """``Ξ`` (..., 6, nv_j): the world unit twists (ω, v_O) of the joint's DOF."""
+        Da = D[..., j.a, :, :]
+        c = _mv(Da, j.point) + d[..., j.a, :]        # the joint point, on body a
+
+        def turning(w):
+            return np.concatenate([w, -np.cross(w, c)], -1)
+
+        def sliding(u):
+            return np.concatenate([np.zeros_like(u), u], -1)
+
+        if j.kind == "revolute":
+            cols = [turning(_mv(Da, j.axes[0]))]
+        elif j.kind == "prismatic":
+            cols = [sliding(_mv(Da, j.axes[0]))]
+        elif j.kind == "cylindrical":
+            u = _mv(Da, j.axes[0])
+            cols = [sliding(u), turning(u)]
+        elif j.kind == "universal":
+            cols = [turning(_mv(Da, j.axes[0])), turning(_mv(D[..., j.b, :, :], j.axes[1]))]
+        elif j.kind == "spherical":
+            R = D[..., j.b, :, :] @ j.frame
+            cols = [turning(R[..., :, k]) for k in range(3)]
+        elif j.kind == "free":
+            R = D[..., j.b, :, :] @ j.frame
+            x = _mv(D[..., j.b, :, :], j.point) + d[..., j.b, :]      # point = origin
+            cols = [sliding(R[..., :, k]) for k in range(3)]
+            cols += [np.concatenate([R[..., :, k], -np.cross(R[..., :, k], x)], -1)
+                     for k in range(3)]
+        else:
+            return np.zeros(D.shape[:-3] + (6, 0))
+        return np.stack(cols, -1)
+
+    @staticmethod
+    def _bias(j, Xi, qdj):
+        """``Ξ̇_rel q̇`` (..., 6): the universal joint's second axis turns with the first,
+        ``θ̇a θ̇b Ξ_a ×ₘ Ξ_b`` (a rotation ``θ̇a θ̇b ω_a × ω_b`` about the joint
+        point); zero for the other kinds (the spherical and free joints' axes are
+        body b's, which turn with the joint's own ω: ``ω × ω = 0``)."""
+        if j.kind != "universal":
+            return 0.0
+        return ((qdj[..., 0] * qdj[..., 1])[..., None]
+                * _motion_cross(Xi[..., :, 0], Xi[..., :, 1]))
+
+    def forward(self, q, qd=None, qdd=None):
+        """Natural coordinates ``(p, v, a)`` (..., 12 n) of joint-space ``(q, q̇, q̈)``.
+
+        ``q̇`` and ``q̈`` default to zero; the result is exact (no projection):
+        every tree joint's rows hold to round-off.
+        """
+        q = np.asarray(q, float)
+        lead = q.shape[:-1]
+        qd = np.zeros(lead + (self.nv,)) if qd is None else np.asarray(qd, float)
+        lead = np.broadcast_shapes(lead, qd.shape[:-1])
+        D, d = self.placements(q)
+        V = np.zeros(lead + (self.n_bodies + 1, 6))
+        A = None
+        if qdd is not None:
+            qdd = np.asarray(qdd, float)
+            A = np.zeros(lead + (self.n_bodies + 1, 6))
+        for j in self.tree:
+            if j.nv == 0:
+                parent = j.b if j.reversed else j.a
+                V[..., j.child, :] = V[..., parent, :]
+                if A is not None:
+                    A[..., j.child, :] = A[..., parent, :]
+                continue
+            Xi = self._twists(j, D, d)
+            rel = _apply(Xi, qd[..., j.v])
+            if not j.reversed:
+                V[..., j.b, :] = V[..., j.a, :] + rel
+            else:
+                V[..., j.a, :] = V[..., j.b, :] - rel
+            if A is not None:
+                change = (_motion_cross(V[..., j.a, :], rel) + _apply(Xi, qdd[..., j.v])
+                          + self._bias(j, Xi, qd[..., j.v]))
+                if not j.reversed:
+                    A[..., j.b, :] = A[..., j.a, :] + change
+                else:
+                    A[..., j.a, :] = A[..., j.b, :] - change
+        X = self._coordinates(D, d)
+        out = (X.reshape(X.shape[:-2] + (-1,)),
+               _natural_velocity(X, V[..., :-1, :]).reshape(lead + (-1,)))
+        if A is not None:
+            out += (_natural_acceleration(X, V[..., :-1, :], A[..., :-1, :])
+                    .reshape(lead + (-1,)),)
+        return out
+
+    def _coordinates(self, D, d):
+        """Slot vectors (..., 4 n, 3) of the bodies placed by ``(D, d)``."""
+        Dn = D[..., :-1, :, :]
+        o = np.einsum("...ij,...j->...i", Dn, self.origins) + d[..., :-1, :]
+        R = Dn @ self.frames
+        X = np.concatenate([o[..., None, :], np.swapaxes(R, -1, -2)], -2)
+        return X.reshape(X.shape[:-3] + (-1, 3))
+
+    def jacobian(self, q):
+        """``S = ∂v/∂q̇`` (12 n, nv) at joint positions ``q`` (nq,)."""
+        _, v = self.forward(q, np.eye(self.nv))
+        return v.T.copy()
+
+    # ------------------------------------------------------------ read back
+    def _poses(self, X):
+        """``(D, d)`` of slot vectors X (..., 4 n, 3), ground appended."""
+        lead = X.shape[:-2]
+        B = X.reshape(lead + (self.n_bodies, 4, 3))
+        R = np.swapaxes(B[..., 1:, :], -1, -2)
+        D = np.broadcast_to(np.eye(3), lead + (self.n_bodies + 1, 3, 3)).copy()
+        d = np.zeros(lead + (self.n_bodies + 1, 3))
+        D[..., :-1, :, :] = R @ np.swapaxes(self.frames, -1, -2)
+        d[..., :-1, :] = B[..., 0, :] - np.einsum("...ij,...j->...i", D[..., :-1, :, :],
+                                                  self.origins)
+        return D, d
+
+    def positions(self, p, continuous=False):
+        """Joint positions ``q`` (..., nq) of coordinates ``p`` (..., 12 n).
+
+        Angles in (−π, π]; quaternions with ``w ≥ 0``. ``continuous``: ``p`` is a
+        trajectory (k, 12 n) and q follows it: angles unwrapped along it (as
+        ``Solution.joint_coordinate``), each quaternion the sign nearer its
+        predecessor (the first with ``w ≥ 0``).
+        """
+        q = self._positions(p)
+        if continuous and q.ndim == 2 and q.shape[0]:
+            q[:, self.angle_columns] = np.unwrap(q[:, self.angle_columns], axis=0)
+            for start in self.quaternion_columns:
+                quat = q[:, start:start + 4]
+                flips = np.einsum("ki,ki->k", quat[1:], quat[:-1]) < 0.0
+                sign = np.concatenate([[1.0], np.where(np.cumsum(flips) % 2, -1.0, 1.0)])
+                q[:, start:start + 4] = quat * sign[:, None]
+        return q
+
+    def _positions(self, p):
+        X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
+        D, d = self._poses(X)
+        q = np.zeros(X.shape[:-2] + (self.nq,))
+        for j in self.joints:
+            Da, Db = D[..., j.a, :, :], D[..., j.b, :, :]
+            Drel = np.swapaxes(Da, -1, -2) @ Db
+            c = j.point
+            shift = _mv(np.swapaxes(Da, -1, -2), _mv(Db, c) + d[..., j.b, :] - d[..., j.a, :]) - c
+            q[..., j.q] = self._coordinates_of(j, Drel, shift)
+        return q
+
+    def _coordinates_of(self, j, Drel, shift):
+        def angle(u, Rm):
+            h1, h2 = perpendicular_basis(u)
+            r = _mv(Rm, h1)
+            return np.arctan2(r @ h2, r @ h1)
+
+        if j.kind == "revolute":
+            return angle(j.axes[0], Drel)[..., None]
+        if j.kind == "prismatic":
+            return (shift @ j.axes[0])[..., None]
+        if j.kind == "cylindrical":
+            return np.stack([shift @ j.axes[0], angle(j.axes[0], Drel)], -1)
+        if j.kind == "universal":
+            ua, ub = j.axes
+            v1, v2 = _across(ua, ub)
+            w1, w2 = _across(ub, ua)
+            sb = _mv(Drel, ub)
+            sa = _mv(np.swapaxes(Drel, -1, -2), ua)
+            return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)],
+                            -1)
+        Q = matrix_quaternion(j.frame.T @ Drel @ j.frame)
+        if j.kind == "spherical":
+            return Q
+        return np.concatenate([_mv(j.frame.T, shift), Q], -1)
+
+    def velocities(self, p, v):
+        """Joint velocities ``q̇`` (..., nv) of coordinates and velocities (..., 12 n)."""
+        return self._rates(p, v)[0]
+
+    def accelerations(self, p, v, a):
+        """Joint accelerations ``q̈`` (..., nv) of coordinates, velocities and
+        accelerations (..., 12 n) (``a`` from :func:`natcoord.accelerations`)."""
+        return self._rates(p, v, a)[1]
+
+    def _rates(self, p, v, a=None):
+        X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
+        lead = X.shape[:-2]
+        Vn = np.asarray(v, float).reshape(X.shape)
+        D, d = self._poses(X)
+        V = np.zeros(lead + (self.n_bodies + 1, 6))
+        V[..., :-1, :] = _body_twists(X, Vn)
+        if a is not None:
+            A = np.zeros_like(V)
+            A[..., :-1, :] = _body_accelerations(X, Vn, np.asarray(a, float).reshape(X.shape))
+        qd = np.zeros(lead + (self.nv,))
+        qdd = np.zeros(lead + (self.nv,)) if a is not None else None
+        for j in self.joints:
+            Xi = self._twists(j, D, d)
+            rel = V[..., j.b, :] - V[..., j.a, :]
+            qd[..., j.v] = _least_squares(Xi, rel)
+            if a is not None:
+                fitted = _apply(Xi, qd[..., j.v])
+                rhs = (A[..., j.b, :] - A[..., j.a, :] - _motion_cross(V[..., j.a, :], fitted)
+                       - self._bias(j, Xi, qd[..., j.v]))
+                qdd[..., j.v] = _least_squares(Xi, rhs)
+        return qd, qdd
+
+    # ------------------------------------------------------------ loops and dynamics
+    def retract(self, q, dv):
+        """``q`` moved by a tangent step ``dv`` (nv,): angles and slides add, rotations
+        turn by ``exp(δω)`` in body axes (and free origins move by ``R δv``)."""
+        q = np.array(q, float)
+        for j in self.joints:
+            step = dv[j.v]
+            if j.kind == "spherical":
+                q[j.q] = matrix_quaternion(quaternion_matrix(q[j.q])
+                                           @ rotation_vector_matrix(step))
+            elif j.kind == "free":
+                Q = quaternion_matrix(q[j.q][3:])
+                q[j.q.start:j.q.start + 3] += Q @ step[:3]
+                q[j.q.start + 3:j.q.stop] = matrix_quaternion(Q @ rotation_vector_matrix(step[3:]))
+            else:
+                q[j.q] += step
+        return q
+
+    def subtree_forces(self, X, Y):
+        """Joint forces ``τ`` (nv,) that balance generalized forces ``Y`` (4 n, 3) on the
+        bodies: ``τ = Sᵀ y``, by summing wrenches down the tree (RNEA's backward pass).
+
+        A body's share of ``Y`` is the wrench ``(T_O, F)`` about the world origin,
+        ``F = Y_o``, ``T_O = Σ e_k × Y_ek + o × F`` (its power at a twist ``(ω, v_O)``
+        is ``ω·T_O + v_O·F``); a joint's τ pairs its twists with the wrench of the
+        subtree it carries (minus, when the tree reaches it from body b).
+        """
+        B, Yb = X.reshape(-1, 4, 3), Y.reshape(-1, 4, 3)
+        W = np.zeros((self.n_bodies + 1, 6))
+        W[:-1, 3:] = Yb[:, 0]
+        W[:-1, :3] = np.cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + np.cross(B[:, 0], Yb[:, 0])
+        D, d = self._poses(X)
+        tau = np.zeros(self.nv)
+        for j in reversed(self.tree):
+            if j.nv:
+                Xi = self._twists(j, D, d)
+                tau[j.v] = (-1.0 if j.reversed else 1.0) * (Xi.T @ W[j.child])
+            W[j.b if j.reversed else j.a] += W[j.child]
+        return tau
+
+
+def _mv(M, x):
+    return np.einsum("...ij,...j->...i", M, x)
+
+
+def _across(u, w):
+    """Unit part of ``w`` perpendicular to unit ``u``, and ``u ×`` that (the universal
+    joint's angle bases, as ``natcoord.model.joints.universal_coordinates``)."""
+    v1 = w - (w @ u) * u
+    v1 = v1 / np.linalg.norm(v1)
+    return v1, np.cross(u, v1)
+
+
+def _least_squares(Xi, rhs):
+    """``Ξ⁺ rhs`` (..., d) by the normal equations (Ξ has full column rank)."""
+    if Xi.shape[-1] == 0:
+        return np.zeros(rhs.shape[:-1] + (0,))
+    XtX = np.swapaxes(Xi, -1, -2) @ Xi
+    return np.linalg.solve(XtX, np.einsum("...ji,...j->...i", Xi, rhs)[..., None])[..., 0]
+
+
+def _body_twists(X, V):
+    """Twists ``(ω, v_O)`` (..., n, 6) of the bodies: ``ω = ½ Σ e_k × ė_k``,
+    ``v_O = ȯ − ω × o``."""
+    lead = X.shape[:-2]
+    B, Bv = X.reshape(lead + (-1, 4, 3)), V.reshape(lead + (-1, 4, 3))
+    w = 0.5 * np.cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
+    return np.concatenate([w, Bv[..., 0, :] - np.cross(w, B[..., 0, :])], -1)
+
+
+def _body_accelerations(X, V, A):
+    """Spatial accelerations ``(α, a_O)`` (..., n, 6): ``α = ½ Σ e_k × ë_k``,
+    ``a_O = ö − α × o − ω × ȯ``."""
+    lead = X.shape[:-2]
+    B, Bv, Ba = (Z.reshape(lead + (-1, 4, 3)) for Z in (X, V, A))
+    w = 0.5 * np.cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
+    alpha = 0.5 * np.cross(B[..., 1:, :], Ba[..., 1:, :]).sum(axis=-2)
+    a_O = Ba[..., 0, :] - np.cross(alpha, B[..., 0, :]) - np.cross(w, Bv[..., 0, :])
+    return np.concatenate([alpha, a_O], -1)
+
+
+def _natural_velocity(X, T):
+    """Slot velocities (..., 4 n, 3) of twists T (..., n, 6): ``ȯ = v_O + ω × o``,
+    ``ė_k = ω × e_k``."""
+    B = X.reshape(X.shape[:-2] + (-1, 4, 3))
+    lead = np.broadcast_shapes(B.shape[:-2], T.shape[:-1])
+    B = np.broadcast_to(B, lead + (4, 3))
+    w = T[..., None, :3]
+    out = np.cross(w, B)
+    out[..., 0, :] += T[..., 3:]
+    return out.reshape(lead[:-1] + (-1, 3))
+
+
+def _natural_acceleration(X, T, A):
+    """Slot accelerations of twists T and spatial accelerations A (..., n, 6):
+    ``ö = a_O + α × o + ω × ȯ``, ``ë_k = α × e_k + ω × ė_k``."""
+    B = X.reshape(X.shape[:-2] + (-1, 4, 3))
+    lead = np.broadcast_shapes(B.shape[:-2], T.shape[:-1], A.shape[:-1])
+    B = np.broadcast_to(B, lead + (4, 3))
+    w, alpha = T[..., None, :3], A[..., None, :3]
+    Bv = np.cross(w, B)
+    Bv[..., 0, :] += T[..., 3:]
+    out = np.cross(alpha, B) + np.cross(w, Bv)
+    out[..., 0, :] += A[..., 3:]
+    return out.reshape(lead[:-1] + (-1, 3))
+
+
+def _spanning_tree(model):
+    """``(tree edges, cut joints)``: joints in model order; one of a kind in
+    :data:`TREE_DOF` joining two unconnected parts is a tree edge (union–find,
+    ground a node), every other joint is cut."""
+    n = model.n_bodies
+    root = list(range(n + 1))          # node n is ground
+
+    def find(i):
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    tree, cut = [], []
+    for j, spec in enumerate(model.joints):
+        a, b = (int(x) if x >= 0 else n for x in spec.bodies)
+        if spec.kind in TREE_DOF and find(a) != find(b):
+            root[find(a)] = find(b)
+            tree.append(j)
+        else:
+            cut.append(j)
+    return tree, cut
+
+
+def _ordered_tree(model, edges, origins, frames):
+    """The :class:`TreeJoint` list, depth first from ground and then from each free
+    root (body order), children in model order; ``q``/``q̇`` slices assigned."""
+    adjacent = {}
+    for j in edges:
+        a, b = (int(x) for x in model.joints[j].bodies)
+        adjacent.setdefault(a, []).append(j)
+        adjacent.setdefault(b, []).append(j)
+    placed, ordered, reached_by = {-1}, [], {}   # ordered: (model joint or None, child)
+
+    def visit(start):
+        """Depth first (pre-order) from ``start``, children in model order."""
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            if node != start:
+                ordered.append((reached_by[node], node))
+            children = []
+            for j in adjacent.get(node, ()):
+                a, b = (int(x) for x in model.joints[j].bodies)
+                other = b if a == node else a
+                if other not in placed:
+                    placed.add(other)
+                    reached_by[other] = j
+                    children.append(other)
+            stack.extend(reversed(children))
+
+    visit(-1)
+    # A part with no path to ground hangs on a free joint at its root: the first of its
+    # bodies (body order) that no tree joint has as its second body b — a URDF or MJCF
+    # root link — else its first body.
+    children = {int(model.joints[j].bodies[1]) for j in edges}
+    for body in range(model.n_bodies):
+        if body in placed:
+            continue
+        part, stack = {body}, [body]
+        while stack:
+            for j in adjacent.get(stack.pop(), ()):
+                for other in (int(x) for x in model.joints[j].bodies):
+                    if other not in part:
+                        part.add(other)
+                        stack.append(other)
+        roots = sorted(part - children)
+        root = roots[0] if roots else body
+        placed.add(root)
+        ordered.append((None, root))
+        visit(root)
+    reference = np.asarray(model.p_reference, float).reshape(-1, 3)
+    tree, iq, iv = [], 0, 0
+    for j, child in ordered:
+        if j is None:
+            name, kind, a, b, index = model.bodies[child].name, "free", -1, child, -1
+            point, axes, drive = origins[child], np.zeros((0, 3)), None
+        else:
+            spec = model.joints[j]
+            name, kind, index, drive = spec.name, spec.kind, j, spec.drive
+            a, b = (int(x) for x in spec.bodies)
+            point, axes = _geometry(model, j, reference)
+        nq, nv = len(_COLUMNS[kind][0]), len(_COLUMNS[kind][1])
+        frame = np.eye(3) if b < 0 else frames[b]
+        for arr in (point, axes, frame):
+            arr.setflags(write=False)
+        tree.append(TreeJoint(name, kind, index, a, b, child, point, axes, frame,
+                              slice(iq, iq + nq), slice(iv, iv + nv), drive))
+        iq, iv = iq + nq, iv + nv
+    return tuple(tree)
+
+
+def _geometry(model, j, X):
+    """``(point, axes)`` of tree joint j from its rows at the reference configuration X.
+
+    The relative twists ``ξ = (ω, v_O)`` of b with respect to a that keep the
+    joint's rows (drive rows aside) are the null space of ``K = G_J E``, ``E``
+    the 6 body velocity fields of unit twists (when b is ground, a moves by −ξ).
+    The joint coordinates' rates ``C ξ`` (``rate_row``) scale and sign that
+    basis, ``N = null (C null)⁻¹``: a revolute joint's column is its axis
+    ``(u, −u × x)``, a prismatic joint's ``(0, u)``. The joint point is where
+    the rotational columns move nothing, ``ω × x = −v_O`` (least squares).
+    """
+    spec = model.joints[j]
+    a, b = (int(x) for x in spec.bodies)
+    moving, sign = (b, 1.0) if b >= 0 else (a, -1.0)
+    s = 4 * moving
+    fields = []
+    for k in range(6):
+        twist = sign * np.eye(6)[k]
+        V = np.zeros_like(X)
+        V[s] = twist[3:] + np.cross(twist[:3], X[s])
+        V[s + 1:s + 4] = np.cross(twist[:3], X[s + 1:s + 4])
+        fields.append(V)
+    rows = [row for r, row in enumerate(spec.rows) if r != spec.drive_row]
+    K = np.array([[sum(part.rate(X, V) for _, part in row.parts) for V in fields]
+                  for row in rows]).reshape(len(rows), 6)
+    dof = TREE_DOF[spec.kind]
+    _, sv, Vt = np.linalg.svd(np.vstack([K, np.zeros((6, 6))]))
+    rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0)))
+    if rank != 6 - dof:
+        raise ValueError(f"{spec.kind} joint {spec.name!r}: its rows allow {6 - rank} "
+                         f"relative motions at the reference configuration, a {spec.kind} "
+                         f"joint {dof}; the joint space cannot use it as a tree joint")
+    origin = X[s]
+    if dof == 0:
+        return origin.copy(), np.zeros((0, 3))
+    null = Vt[rank:].T
+    if spec.coordinates:
+        C = np.array([[rate_row(model, spec.name, X, name) @ V.ravel() for V in fields]
+                      for name, _ in spec.coordinates])
+        N = null @ np.linalg.inv(C @ null)
+    else:
+        N = null
+    if spec.kind == "prismatic":
+        return origin.copy(), _unit(N[3:, 0], spec)[None]
+    turning = [N[:, k] for k in range(dof)]
+    if spec.kind == "cylindrical":      # coordinates (slide, angle)
+        turning = turning[1:]
+    if spec.kind in ("revolute", "cylindrical"):
+        # the axis point nearest to the moving body's origin r: x = r + u × v(r)
+        u = _unit(turning[0][:3], spec)
+        x = origin + np.cross(u, turning[0][3:] + np.cross(turning[0][:3], origin))
+        return x, u[None]
+    # the point the rotations leave in place: ω × x = −v_O for every column
+    lhs = np.vstack([_skew(col[:3]) for col in turning])
+    rhs = -np.concatenate([col[3:] for col in turning])
+    point = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+    if spec.kind == "universal":
+        return point, np.array([_unit(col[:3], spec) for col in turning])
+    return point, np.zeros((0, 3))        # spherical
+
+
+def _unit(w, spec):
+    norm = np.linalg.norm(w)
+    if abs(norm - 1.0) > 1e-6:
+        raise ValueError(f"{spec.kind} joint {spec.name!r}: its coordinate rates and rows "
+                         f"disagree at the reference configuration (axis length {norm:.6g})")
+    return w / norm
+
+
+def joint_space(model) -> JointSpace:
+    """The :class:`JointSpace` of a model (its tree, cut joints, q and q̇ layout),
+    computed once per model."""
+    model = validate.model(model)
+    return derived(model, "joint space", lambda: JointSpace(model))
+
+
+def _floats(value, what):
+    """``value`` as a float array, or ``TypeError`` naming ``what``."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):     # ragged
+        raw = None
+    if raw is None or raw.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got {shown(value)}")
+    return raw.astype(float)
+
+
+def _number(value, what):
+    out = _floats(value, what)
+    if out.shape not in ((), (1,)):
+        raise ValueError(f"{what}: one number, got shape {out.shape}")
+    return float(out.reshape(-1)[0])
+
+
+# ---------------------------------------------------------------- joint space in
+@dataclass(frozen=True)
+class JointState(State):
+    """A consistent :class:`~natcoord.model.frozen.State` made from joint space.
+
+    ``t, p, v`` as any state; ``q`` (nq,) and ``qd`` (nv,) the joint positions
+    and velocities it realizes, ``q_change``/``qd_change`` how far loop
+    closure moved them from the values given (zero for a tree).
+    Column names: ``nc.joint_space(model).q_names`` / ``.v_names``.
+    """
+
+    q: np.ndarray
+    qd: np.ndarray
+    q_change: np.ndarray
+    qd_change: np.ndarray
+
+
+def joint_state(model, q=None, qd=None, t=0.0, keep=(), tol=ASSEMBLY_TOL,
+                max_iter=50) -> JointState:
+    """The consistent natural-coordinate state of joint positions ``q`` and rates ``qd``.
+
+    ``q``: an array (nq,) in joint-space order (``nc.joint_space(model).q_names``:
+    depth first from ground, a body's joints in the order they were added) or
+    a dict ``{joint name: value}`` (a number for one DOF, an array for more;
+    a column name such as ``"u.angle_b"`` sets one entry); joints left out
+    are at their reference value (zero, identity quaternion). ``qd``: the
+    same for rates (nv,), zero when left out. Conventions in the module
+    docstring and docs/model-format.md (Pinocchio's for URDF models).
+
+    Bodies are placed by forward kinematics along the spanning tree from
+    ground, exactly. Driven tree joints take their drive's ``s(t), ṡ(t)``
+    (a given value must agree). Loop-closing joints are then closed by
+    Newton's method in joint space (module docstring) changing the joints
+    not named in ``keep`` as little as possible in the mass norm, and the
+    rates are projected likewise; the change is the result's ``q_change``
+    and ``qd_change`` and a ``UserWarning`` names the joints moved most when
+    it exceeds ``CHANGE_TOL`` relative. Loops that cannot be closed raise
+    :class:`~natcoord.AssemblyError` naming the rows.
+
+    Returns a :class:`JointState` (a :class:`~natcoord.State`, usable as
+    ``simulate(..., initial_state=...)``).
+    """
+    model = validate.model(model)
+    t = validate.finite("t", t)
+    tol = validate.positive("tol", tol)
+    js = joint_space(model)
+    q, qd, _, kept = _driven(js, t, js.vector(q, "q", "q"), js.vector(qd, "qd"), None, keep)
+    given_q, given_qd = q.copy(), qd.copy()
+    ws = Workspace(model)
+    if js.cut_rows.size:
+        q = _close_positions(js, model, ws, t, q, kept, tol, max_iter)
+        qd = _close_rates(js, model, ws, t, q, qd, kept)
+    _report(js, "joint_state", given_q, q, given_qd, qd)
+    p, v = js.forward(q, qd)
+    _check_constraints(model, ws, t, p, v)
+    return JointState(t, p, v, q, qd, q - given_q, qd - given_qd)
+
+
+def _driven(js, t, q, qd, qdd, keep):
+    """``(q, qd, qdd, kept)``: the drives' ``s, ṡ, s̈`` on driven tree joints, and the
+    mask (nv,) of the joints loop closure holds (``keep`` and the driven ones).
+
+    ``q``, ``qd``, ``qdd``: ``(values, given mask)`` from :meth:`JointSpace.vector`
+    (``qdd`` may be None); a given value that is not the drive's raises.
+    """
+    kept = np.zeros(js.nv, bool)
+    for name in (keep,) if isinstance(keep, str) else keep:
+        kept[js.joint(name).v] = True
+    out = [None if x is None else x[0].copy() for x in (q, qd, qdd)]
+    for j in js.joints:
+        if j.drive is None:
+            continue
+        law = [float(x) for x in j.drive(t)]
+        # a driven revolute or prismatic joint: one coordinate (q index = v index)
+        for what, pair, values, value in zip(("q", "qd", "qdd"), (q, qd, qdd), out, law):
+            if pair is None:
+                continue
+            index = j.q.start if what == "q" else j.v.start
+            if pair[1][index] and abs(values[index] - value) > CHANGE_TOL * max(1.0, abs(value)):
+                raise ValueError(f"{what}: joint {j.name!r} is driven: its {what} at t = "
+                                 f"{t:g} is the drive's {value!r}, not {float(values[index])!r} "
+                                 f"(leave it out of a dict, or give the drive's value)")
+            values[index] = value
+        kept[j.v] = True
+    return (*out, kept)
+
+
+def _report(js, where, q0, q1, qd0, qd1, qdd0=None, qdd1=None):
+    """Warn when loop closure or drives moved the given joint-space values."""
+    lines = []
+    for what, before, after, names in (("q", q0, q1, js.q_names), ("qd", qd0, qd1, js.v_names),
+                                       ("qdd", qdd0, qdd1, js.v_names)):
+        if before is None:
+            continue
+        change = np.abs(after - before)
+        limit = CHANGE_TOL * max(1.0, np.abs(before).max(initial=0.0))
+        if change.max(initial=0.0) > limit:
+            worst = np.argsort(-change)[:3]
+            lines.append(f"{what} by up to {change.max():.3g} (" + ", ".join(
+                f"{names[i]}: {before[i]:.6g} -> {after[i]:.6g}" for i in worst
+                if change[i] > limit) + ")")
+    if lines:
+        warnings.warn(f"{where}: closing the loops (cut joints {list(js.cut_joints)}) "
+                      "changed " + "; ".join(lines) + ". Give consistent values, or name "
+                      "the joints to hold with keep=[...]", UserWarning, stacklevel=3)
+
+
+def _cut_system(js, model, ws, t, q, v=None):
+    """``(p, g_c, J = G_c S, S)`` at ``q`` (and rates ``v``, for ``ws.g_t``): the cut
+    rows' residuals and their joint-space Jacobian; ``ws`` holds the evaluation."""
+    p, vv = js.forward(q, None if v is None else v)
+    ws.constraints(t, p, vv)
+    S = js.jacobian(q)
+    J = (model.tables.csr(ws.G)[js.cut_rows] @ S)
+    return p, ws.g[js.cut_rows].copy(), np.asarray(J), S
+
+
+def _metric_solve(model, S, J, r, free):
+    """Smallest step ``δ`` (nv,) in the mass norm ``‖δ‖_{SᵀMS}`` over the ``free`` DOF
+    with ``J δ = r`` (least squares when r is out of reach, minimum norm when J has
+    dependent rows: the redundant rows of a planar loop)."""
+    delta = np.zeros(S.shape[1])
+    if not free.any():
+        return delta
+    Sf = S[:, free]
+    W = Sf.T @ (model.mass_matrix @ Sf)
+    L = np.linalg.cholesky(W)
+    K = solve_triangular(L, J[:, free].T, lower=True).T       # J_f L⁻ᵀ
+    y = np.linalg.lstsq(K, r, rcond=1e-10)[0]
+    delta[free] = solve_triangular(L.T, y, lower=False)
+    return delta
+
+
+def _close_positions(js, model, ws, t, q, kept, tol, max_iter):
+    """Newton in joint space on the cut rows ``g_c(q) = 0`` (step halving)."""
+    free = ~kept
+    for _ in range(max_iter):
+        p, g, J, S = _cut_system(js, model, ws, t, q)
+        residual = np.abs(g).max(initial=0.0)
+        target = threshold(ws, p, tol)
+        if residual <= target:
+            return q
+        delta = _metric_solve(model, S, J, -g, free)
+        step = 1.0
+        while True:
+            trial = js.retract(q, step * delta)
+            p, _ = js.forward(trial)
+            ws.constraints(t, p, np.zeros_like(p))
+            if np.abs(ws.g[js.cut_rows]).max() < residual or step < 1e-3:
+                break
+            step *= 0.5
+        q = trial
+    p, g, _, _ = _cut_system(js, model, ws, t, q)
+    worst = js.cut_rows[np.argsort(-np.abs(g))[:5]]
+    held = [js.joints[i].name for i in range(len(js.joints)) if kept[js.joints[i].v].any()]
+    raise AssemblyError(
+        f"the loops of {model.name!r} did not close from the given q in {max_iter} Newton "
+        f"iterations: largest residuals of the cut joints\n"
+        f"{describe_rows(model, ws.g, worst)}\n"
+        f"Check that the joint positions can close the loops"
+        + (f" with {held} held" if held else "") + ".")
+
+
+def _close_rates(js, model, ws, t, q, qd, kept):
+    """``q̇`` projected onto ``G_c S q̇ + g_t = 0`` in the mass norm (held joints kept)."""
+    p, _, J, S = _cut_system(js, model, ws, t, q, qd)
+    residual = J @ qd + ws.g_t[js.cut_rows]
+    return qd + _linear_closure(js, model, S, J, residual, kept, "qd", "G v + g_t")
+
+
+def _close_accelerations(js, model, ws, t, q, qd, qdd, kept):
+    """``q̈`` projected onto the cut rows' acceleration constraint ``G_c a = γ_c``."""
+    p, v, a = js.forward(q, qd, qdd)
+    ws.constraints(t, p, v)
+    S = js.jacobian(q)
+    Gc = model.tables.csr(ws.G)[js.cut_rows]
+    J = np.asarray(Gc @ S)
+    residual = Gc @ a - ws.gamma[js.cut_rows]
+    return qdd + _linear_closure(js, model, S, J, residual, kept, "qdd", "G a − γ")
+
+
+def _linear_closure(js, model, S, J, residual, kept, what, rows):
+    """The change of ``what`` that zeroes the cut rows' ``residual`` (velocity or
+    acceleration level), or ``AssemblyError`` when the joints not kept cannot."""
+    delta = _metric_solve(model, S, J, -residual, ~kept)
+    left = np.abs(J @ delta + residual).max(initial=0.0)
+    if left > 1e-9 * max(1.0, np.abs(residual).max(initial=0.0), np.abs(J).max(initial=0.0)):
+        held = [j.name for j in js.joints if kept[j.v].any()]
+        raise AssemblyError(f"{what} cannot close the loops (cut joints {list(js.cut_joints)}) "
+                            f"with {held} held: {rows} of the cut rows stays {left:.3g}; hold "
+                            f"fewer joints or give consistent values")
+    return delta
+
+
+def _check_constraints(model, ws, t, p, v):
+    """Every constraint holds at the state made (a guard against a wrong geometry)."""
+    ws.constraints(t, p, v)
+    limit = threshold(ws, p, 1e-9)
+    rows = np.flatnonzero(np.abs(ws.g) > limit)
+    if rows.size:
+        raise AssertionError(f"joint space of {model.name!r}: the state made violates\n"
+                             f"{describe_rows(model, ws.g, rows[:5])}")
+
+
+# ---------------------------------------------------------------- torques out
+def inverse_dynamics(model, q=None, qd=None, qdd=None, t=0.0, actuated=None, keep=(),
+                     reactions=False):
+    """Joint forces ``τ`` (nv,) that produce joint accelerations ``qdd`` at ``(q, qd)``.
+
+    ``q``, ``qd``, ``qdd`` as in :func:`joint_state` (arrays in joint-space order
+    or dicts by joint name; rates and accelerations zero when left out). τ is in
+    the units of q̇'s columns: N·m for angles, N for slides; a spherical
+    joint's torque and a free joint's force and torque in body b's axes (as
+    Pinocchio's ``rnea``). It balances gravity and every force of the model
+    (springs, applied forces and torques) at time ``t``; τ of a driven joint
+    is its drive's force (``sol.drive_force``).
+
+    Method (module docstring): natural-coordinate accelerations ``a`` from
+    forward kinematics of ``(q, q̇, q̈)``, then ``τ = Sᵀ (M a − f)`` summed down
+    the tree in O(n) (RNEA's backward pass in natural coordinates).
+
+    Loops: the motion must close the loops (``q``, ``qd`` and ``qdd`` are
+    projected onto them, keeping ``keep``, with a warning, as in
+    :func:`joint_state`), and the torques are determined only once it is said
+    which joints are driven: ``actuated`` names them (driven joints count
+    always); the others get ``τ = 0``, which fixes the cut joints' multipliers
+    ``λ_c`` in ``τ = Sᵀ (M a − f) + (G_c S)ᵀ λ_c``. ``actuated`` on a tree
+    checks that the passive joints need no torque. A motion the actuated
+    joints cannot produce raises ``ValueError``. ``reactions=True`` returns
+    ``(τ, {cut joint: natcoord.Reaction})``: the force and torque each
+    loop-closing joint exerts on its body b (as :func:`natcoord.joint_reaction`).
+    """
+    model = validate.model(model)
+    t = validate.finite("t", t)
+    js = joint_space(model)
+    q, qd, qdd, kept = _driven(js, t, js.vector(q, "q", "q"), js.vector(qd, "qd"),
+                               js.vector(qdd, "qdd"), keep)
+    given_q, given_qd, given_qdd = q.copy(), qd.copy(), qdd.copy()
+    active = np.zeros(js.nv, bool)
+    if actuated is None and js.cut_rows.size:
+        raise ValueError(
+            f"inverse_dynamics: {model.name!r} has loops (cut joints {list(js.cut_joints)}): "
+            f"the joint torques are determined only with the driven joints named: pass "
+            f"actuated=[...] (joints {list(js.joint_names)}), as many DOF as the "
+            f"mechanism has")
+    if actuated is None:
+        active[:] = True
+    else:
+        for name in [actuated] if isinstance(actuated, str) else actuated:
+            active[js.joint(name).v] = True
+        for j in js.joints:
+            if j.drive is not None:
+                active[j.v] = True
+    ws = Workspace(model)
+    if js.cut_rows.size:
+        q = _close_positions(js, model, ws, t, q, kept, ASSEMBLY_TOL, 50)
+        qd = _close_rates(js, model, ws, t, q, qd, kept)
+        qdd = _close_accelerations(js, model, ws, t, q, qd, qdd, kept)
+    _report(js, "inverse_dynamics", given_q, q, given_qd, qd, given_qdd, qdd)
+    p, v, a = js.forward(q, qd, qdd)
+    X = p.reshape(-1, 3)
+    Y = np.einsum("iab,ibk->iak", model.J4, a.reshape(-1, 4, 3)).reshape(-1, 3) \
+        - ws.forces(t, p, v).reshape(-1, 3)
+    tau = js.subtree_forces(X, Y)             # Sᵀ (M a − f)
+    scale = max(1.0, np.abs(tau).max(initial=0.0))
+    lam_cut = np.zeros(js.cut_rows.size)
+    if js.cut_rows.size:
+        ws.constraints(t, p, v)
+        J = np.asarray(model.tables.csr(ws.G)[js.cut_rows] @ js.jacobian(q))
+        # passive joints: 0 = τ_tree + J_pᵀ λ  →  λ; actuated: τ = τ_tree + J_aᵀ λ
+        lam_cut = np.linalg.lstsq(J[:, ~active].T, -tau[~active], rcond=1e-10)[0]
+        tau = tau + J.T @ lam_cut
+    passive = ~active
+    if passive.any() and np.abs(tau[passive]).max() > 1e-8 * scale:
+        worst = np.flatnonzero(passive)[np.argsort(-np.abs(tau[passive]))[:3]]
+        raise ValueError(
+            "inverse_dynamics: the actuated joints cannot produce this motion: the passive "
+            "joints would need " + ", ".join(f"{js.v_names[i]}: {tau[i]:.6g}" for i in worst)
+            + "; actuate more joints (as many DOF as the mechanism has) or give a motion "
+            "they can produce")
+    tau[passive] = 0.0
+    if not reactions:
+        return tau
+    state = State(t, p, v)
+    lam = np.zeros(model.n_rows)
+    lam[js.cut_rows] = lam_cut
+    return tau, {name: joint_reaction(model, state, name, multipliers=lam)
+                 for name in js.cut_joints}
