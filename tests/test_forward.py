@@ -101,3 +101,30 @@ def test_a_degenerate_state_names_the_body():
     with pytest.raises(np.linalg.LinAlgError,
                        match=f"body '{model.bodies[0].name}': singular frame"):
         nc.forward(model, data)
+
+
+def test_joint_space_views_of_the_data_match_the_double_pendulum_equations():
+    """Two rods hinged about z in the x-y plane, gravity −y: q̈ from forward equals
+    the textbook M(q) q̈ = τ − h of the double pendulum (rods of length 1, mass 1)."""
+    mech = nc.Mechanism(gravity=(0.0, -9.81, 0.0))
+    inertia = nc.rod_inertia(1.0, 1.0, 0.01)
+    mech.add_body("rod1", mass=1.0, com=(0.5, 0, 0), inertia=inertia)
+    mech.add_body("rod2", mass=1.0, com=(1.5, 0, 0), inertia=inertia, origin=(1, 0, 0))
+    mech.add_revolute(nc.GROUND, "rod1", point=(0, 0, 0), axis=(0, 0, 1), name="shoulder")
+    mech.add_revolute("rod1", "rod2", point=(1, 0, 0), axis=(0, 0, 1), name="elbow")
+    model = mech.build()
+    data = nc.Data(model)
+    q, qd = np.array([0.3, -0.5]), np.array([0.7, 0.2])
+    data.set_joints(q, qd)
+    nc.forward(model, data)
+    np.testing.assert_allclose(data.q, q, atol=1e-12)
+    np.testing.assert_allclose(data.qd, qd, atol=1e-12)
+    I = inertia[2, 2] + 0.25                    # a rod about its end
+    c2, s2 = np.cos(q[1]), np.sin(q[1])
+    M = np.array([[2 * I + 1 + c2, I + 0.5 * c2],      # m l1 lc2 = 0.5
+                  [I + 0.5 * c2, I]])
+    h = np.array([-0.5 * s2 * (2 * qd[0] * qd[1] + qd[1] ** 2),
+                  0.5 * s2 * qd[0] ** 2])
+    g = 9.81 * np.array([1.5 * np.cos(q[0]) + 0.5 * np.cos(q[0] + q[1]),
+                         0.5 * np.cos(q[0] + q[1])])
+    np.testing.assert_allclose(data.qdd, np.linalg.solve(M, -h - g), rtol=1e-9, atol=1e-9)

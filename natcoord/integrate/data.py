@@ -23,6 +23,7 @@ import numpy as np
 from ..core import engine
 from ..linalg import blockldl, make_solver
 from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
+from ..dynamics.joint_space import joint_space, joint_state
 from ..model import validate
 from ..model.frozen import State
 from . import compiled as cc
@@ -34,7 +35,8 @@ class Data:
     ``t``, ``p`` (12 n,), ``v`` (12 n,): the state (setters check shape and
     finiteness); ``a`` (12 n,) and ``lam`` (m,): what :func:`forward` computed
     (read-only views, overwritten by the next call); ``dropped``: the rows the
-    last factorization dropped as redundant.
+    last factorization dropped as redundant. In joint space: ``q``, ``qd``,
+    ``qdd`` (read) and :meth:`set_joints` (write).
     """
 
     def __init__(self, model, state=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
@@ -90,6 +92,28 @@ class Data:
     @v.setter
     def v(self, value):
         self._y[self.model.n_coords:] = validate.coordinates(self.model, "v", value)
+
+    # -------------------------------------------------------- joint space
+    @property
+    def q(self):
+        """Joint positions (``nc.joint_space(model).q_names``, Pinocchio's conventions)."""
+        return joint_space(self.model).positions(self.p)
+
+    @property
+    def qd(self):
+        """Joint velocities (``nc.joint_space(model).qd_names``)."""
+        return joint_space(self.model).velocities(self.p, self.v)
+
+    @property
+    def qdd(self):
+        """Joint accelerations of the last :func:`forward` (``qd_names`` order)."""
+        return joint_space(self.model).accelerations(self.p, self.v, self.a)
+
+    def set_joints(self, q, qd=None):
+        """Set ``p``, ``v`` from joint positions and rates (:func:`natcoord.joint_state`
+        at this data's ``t``: loops closed, the change reported there)."""
+        state = joint_state(self.model, q, qd, t=self._t)
+        self.p, self.v = state.p, state.v
 
     @property
     def dropped(self):
