@@ -11,9 +11,13 @@ CORE = Extension(
     "natcoord.core.engine",
     sources=sorted(glob("natcoord/core/src/*.c")),
     depends=sorted(glob("natcoord/core/src/*.h")),
-    # -O3 lets GCC/Clang vectorize the fixed-size block loops; no -ffast-math, which
-    # would reorder sums and change results between machines and compilers
-    extra_compile_args=["-std=c99", "-O3", "-Wall", "-Wno-unused-function"],
+    # -O3 unrolls the fixed-size block loops; the kernels' AVX2 variants are chosen at
+    # run time (natcoord/core/src/nc_simd.h), not by -march, so the wheel runs on any
+    # x86-64. No -ffast-math, which would reorder sums, and no contraction into fused
+    # multiply-adds (-ffp-contract=off; an AVX2 variant could contract): results do not
+    # change between machines, compilers or the variant taken
+    extra_compile_args=["-std=c99", "-O3", "-ffp-contract=off", "-Wall",
+                        "-Wno-unused-function"],
 )
 
 setup(ext_modules=[CORE])

@@ -24,6 +24,7 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 #include "nc_core.h"
+#include "nc_simd.h"
 
 enum { FACTORED = NC_FACTORED, SINGULAR_FRAME = NC_FACTOR_SINGULAR_FRAME,
        NOT_POSITIVE_DEFINITE = NC_FACTOR_NOT_POSITIVE_DEFINITE,
@@ -159,23 +160,28 @@ static double twist_bound(double J4_min, const double *E)
 /* In-place lower Cholesky of a 6×6 body pivot A, inv = 1/diag(L). A pivot below floor
  * (a lower bound of λ_min(A) in exact arithmetic) is round-off and raised to it. 0 if
  * not positive definite. */
-static inline int cholesky6(double *A, double *inv, double floor)
+NC_INLINE int cholesky6(double *restrict A, double *restrict inv, double floor)
 {
+#pragma GCC unroll 6
     for (int r = 0; r < 6; r++) {
         double s = A[7 * r];
+#pragma GCC unroll 6
         for (int c = 0; c < r; c++)
             s -= A[6 * r + c] * A[6 * r + c];
         if (s < floor)
             s = floor;
         if (!(s > 0.0))
             return 0;
-        A[7 * r] = sqrt(s);
-        inv[r] = 1.0 / A[7 * r];
+        const double d = sqrt(s), id = 1.0 / d;
+        A[7 * r] = d;
+        inv[r] = id;
+#pragma GCC unroll 6
         for (int i = r + 1; i < 6; i++) {
             double t = A[6 * i + r];
+#pragma GCC unroll 6
             for (int c = 0; c < r; c++)
                 t -= A[6 * i + c] * A[6 * r + c];
-            A[6 * i + r] = t * inv[r];
+            A[6 * i + r] = t * id;
         }
     }
     return 1;
@@ -265,7 +271,7 @@ static int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const
 /* ------------------------------------------------------------ numeric phase */
 /* Body pivots TᵀMT, joint couplings G T (twist form) and the bounds of the reference
  * pivots. Returns a body with a singular frame, or −1. */
-static int64_t assemble(const double *G, const ldl *s)
+NC_INLINE int64_t assemble(const double *G, const ldl *s)
 {
     double *B = s->B, *E = s->E;
     memset(B, 0, 36 * s->n_blocks * sizeof(double));
@@ -275,7 +281,12 @@ static int64_t assemble(const double *G, const ldl *s)
             return i;
         spatial_inertia(s->J4 + 16 * i, E + 9 * i, B + 36 * s->body_node[i]);
     }
-    for (int64_t t = 0; t < s->n_jp; t++) {      /* twist form (g_o, Σ_k e_k × g_k) */
+    /* twist form (g_o, Σ_k e_k × g_k) of the joint blocks, added into the couplings: a
+     * run of blocks into the same three entries (a row's origin, then its axes) is
+     * summed in registers, in the same order */
+    int64_t run = -1, run_st = 0;
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0;
+    for (int64_t t = 0; t < s->n_jp; t++) {
         const double *g = G + 3 * s->jp[t];
         double g0 = g[0], g1 = g[1], g2 = g[2];
         s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
@@ -286,21 +297,35 @@ static int64_t assemble(const double *G, const ldl *s)
             g1 = e[2] * g[0] - e[0] * g[2];
             g2 = e[0] * g[1] - e[1] * g[0];
         }
-        B[o] += g0;
-        B[o + st] += g1;
-        B[o + 2 * st] += g2;
+        /* the plan's offset o = 36 block + 6 row + column is into a row-major block; the
+         * couplings are stored transposed */
+        int64_t rem = o % 36;
+        o += 5 * (rem % 6) - 5 * (rem / 6);
+        st = 7 - st;
+        if (o != run || st != run_st) {
+            if (run >= 0)
+                B[run] = a0, B[run + run_st] = a1, B[run + 2 * run_st] = a2;
+            run = o, run_st = st;
+            a0 = B[o], a1 = B[o + st], a2 = B[o + 2 * st];
+        }
+        a0 += g0, a1 += g1, a2 += g2;
     }
-    for (int64_t i = 0; i < s->n; i++)      /* λ_min(TᵀM̃T) ≥ λ_min(TᵀMT) ≥ 1 / bound */
-        s->floor[s->body_node[i]] = 1.0 / twist_bound(s->J4_min[i], E + 9 * i);
+    if (run >= 0)
+        B[run] = a0, B[run + run_st] = a1, B[run + 2 * run_st] = a2;
+    /* λ_min(TᵀM̃T) ≥ λ_min(TᵀMT) ≥ 1 / bound; the bounds kept in ap (free until a solve) */
+    double *body_bound = s->ap;
+    for (int64_t i = 0; i < s->n; i++) {
+        body_bound[i] = twist_bound(s->J4_min[i], E + 9 * i);
+        s->floor[s->body_node[i]] = 1.0 / body_bound[i];
+    }
     memset(s->bound, 0, s->m_joint * sizeof(double));   /* ref ≤ Σ_i |ĉ_i|² ‖(TᵀM_iT)⁻¹‖ */
     for (int64_t t = 0; t < s->n_side; t++) {
         const double *blk = B + 36 * s->side_block[t];
-        int64_t i = s->side_body[t];
-        double inverse_bound = twist_bound(s->J4_min[i], E + 9 * i);
+        double inverse_bound = body_bound[s->side_body[t]];
         for (int64_t r = 0; r < s->side_size[t]; r++) {
             double norm = 0.0;
             for (int a = 0; a < 6; a++) {
-                double c = s->side_trans[t] ? blk[6 * a + r] : blk[6 * r + a];
+                double c = s->side_trans[t] ? blk[6 * r + a] : blk[6 * a + r];
                 norm += c * c;
             }
             s->bound[s->side_row0[t] + r] += norm * inverse_bound;
@@ -309,17 +334,43 @@ static int64_t assemble(const double *G, const ldl *s)
     return -1;
 }
 
-/* V ← V L⁻ᵀ for a coupling block V and the factor L of its column's pivot. Transposed
- * inside so that each step updates a whole column of 6 independent rows (vectorized);
- * every entry sees the operations of the row-by-row Numba loop in the same order. */
-static inline void coupling_solve(double *restrict V, const double *restrict L,
-                                  const double *restrict inv)
+/* Padding. A joint node of size d < 6 leaves rows and columns d..5 of its blocks, and of
+ * the couplings it is a row or column node of, exactly +0: assembly writes none of them,
+ * a Schur update adds σ·(+0) to them (a sum that starts at +0 and adds products with a
+ * zero factor stays +0), a coupling's padded column is (+0 − Σ (·)·0)·0 = +0 (the
+ * padded rows of L are +0 and inv is 0 there). The kernels below therefore skip them:
+ * a padded column c of the sum over c adds ±0 to a partial sum that is never −0, and a
+ * padded row or column of a target would receive −σ·(+0): skipping either changes no
+ * bit of any result. */
+
+/* V ← V L⁻ᵀ for a coupling V stored transposed (Vt[6 c + i] = V_ic) and the factor L of
+ * its column's pivot, of size d (columns r ≥ d are padding): each step updates a whole
+ * column of V, 6 independent rows (vectorized); every entry sees the operations of the
+ * row-by-row loop V_ir = (V_ir − Σ_{c<r} V_ic L_rc) · (1 / L_rr) in the same order. */
+NC_INLINE void coupling_solve_d(double *restrict Vt, const double *restrict L,
+                                const double *restrict inv, int d)
 {
-    double Vt[36];
-    for (int i = 0; i < 6; i++)
-        for (int c = 0; c < 6; c++)
-            Vt[6 * c + i] = V[6 * i + c];
-    for (int r = 0; r < 6; r++) {
+#ifdef NC_VECTOR
+    v4 a[6];
+    v2 b[6];
+#pragma GCC unroll 6
+    for (int r = 0; r < d; r++) {
+        a[r] = LD4(Vt + 6 * r);
+        b[r] = LD2(Vt + 6 * r + 4);
+#pragma GCC unroll 6
+        for (int c = 0; c < r; c++) {
+            const double l = L[6 * r + c];
+            a[r] -= a[c] * BC4(l);
+            b[r] -= b[c] * BC2(l);
+        }
+        const double ir = inv[r];
+        a[r] *= BC4(ir);
+        b[r] *= BC2(ir);
+        ST4(Vt + 6 * r, a[r]);
+        ST2(Vt + 6 * r + 4, b[r]);
+    }
+#else
+    for (int r = 0; r < d; r++) {
         double *col = Vt + 6 * r;
         for (int c = 0; c < r; c++) {
             const double l = L[6 * r + c], *vc = Vt + 6 * c;
@@ -329,45 +380,88 @@ static inline void coupling_solve(double *restrict V, const double *restrict L,
         for (int i = 0; i < 6; i++)
             col[i] *= inv[r];
     }
-    for (int i = 0; i < 6; i++)
-        for (int c = 0; c < 6; c++)
-            V[6 * i + c] = Vt[6 * c + i];
+#endif
 }
 
-/* T −= σ Vq Vpᵀ (on a diagonal target the upper triangle, never read, is updated too). */
-static inline void schur_update(double *restrict T, const double *restrict Vq,
-                                const double *restrict Vp, double sigma)
+NC_INLINE void coupling_solve(double *restrict Vt, const double *restrict L,
+                              const double *restrict inv, int d)
 {
-    double Pt[36];
-    for (int j = 0; j < 6; j++)
-        for (int c = 0; c < 6; c++)
-            Pt[6 * c + j] = Vp[6 * j + c];
-    for (int i = 0; i < 6; i++) {
-        double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-        for (int c = 0; c < 6; c++)
-            for (int j = 0; j < 6; j++)
-                acc[j] += Vq[6 * i + c] * Pt[6 * c + j];
-        for (int j = 0; j < 6; j++)
-            T[6 * i + j] -= sigma * acc[j];
+    if (d == 6)                                  /* bodies, 6-row joints: unrolled */
+        coupling_solve_d(Vt, L, inv, 6);
+    else
+        coupling_solve_d(Vt, L, inv, d);
+}
+
+/* T_xy −= σ Σ_{c<dk} X_xc Y_yc (x < dx, y < dy) for row-major T and transposed X, Y
+ * (Xt[6 c + x] = X_xc): the Schur update A_qp −= σ V_q V_pᵀ of a diagonal target
+ * (X = Y = V_q; the upper triangle, never read, is updated too) or, on a coupling target
+ * stored transposed, its transpose (X = V_p, Y = V_q). dx, dy, dk: the sizes of the
+ * nodes of X, Y and of the column (the rest is padding). Each sum starts at 0 and adds
+ * by ascending c. */
+NC_INLINE void schur_update_d(double *restrict T, const double *restrict Xt,
+                              const double *restrict Yt, double sigma, int dx, int dy,
+                              int dk)
+{
+#ifdef NC_VECTOR
+    const v4 s4 = BC4(sigma);
+    const v2 s2 = BC2(sigma);
+#pragma GCC unroll 6
+    for (int x = 0; x < dx; x++) {
+        v4 acc4 = {0.0, 0.0, 0.0, 0.0};
+        v2 acc2 = {0.0, 0.0};
+#pragma GCC unroll 6
+        for (int c = 0; c < dk; c++) {
+            const double v = Xt[6 * c + x];
+            acc4 += BC4(v) * LD4(Yt + 6 * c);
+            if (dy > 4)
+                acc2 += BC2(v) * LD2(Yt + 6 * c + 4);
+        }
+        ST4(T + 6 * x, LD4(T + 6 * x) - s4 * acc4);
+        if (dy > 4)
+            ST2(T + 6 * x + 4, LD2(T + 6 * x + 4) - s2 * acc2);
     }
+#else
+    for (int x = 0; x < dx; x++) {
+        double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        for (int c = 0; c < dk; c++) {
+            const double v = Xt[6 * c + x];
+            for (int y = 0; y < dy; y++)
+                acc[y] += v * Yt[6 * c + y];
+        }
+        for (int y = 0; y < dy; y++)
+            T[6 * x + y] -= sigma * acc[y];
+    }
+#endif
+}
+
+NC_INLINE void schur_update(double *restrict T, const double *restrict Xt,
+                            const double *restrict Yt, double sigma, int dx, int dy, int dk)
+{
+    if (dx == 6 && dy == 6 && dk == 6)          /* between bodies and 6-row joints */
+        schur_update_d(T, Xt, Yt, sigma, 6, 6, 6);
+    else
+        schur_update_d(T, Xt, Yt, sigma, dx, dy, dk);
 }
 
 /* The couplings and Schur updates of the column of node k (its pivot factored). */
-static void eliminate_column(const ldl *s, int64_t k)
+NC_INLINE void eliminate_column(const ldl *s, int64_t k)
 {
     const double *L = s->B + 36 * k, *iv = s->inv + 6 * k, sigma = s->sign[k];
     double *C = s->B + 36 * s->N;
+    const int dk = (int)s->size[k];
     for (int64_t e = s->col_ptr[k]; e < s->col_ptr[k + 1]; e++)
-        coupling_solve(C + 36 * e, L, iv);
-    for (int64_t u = s->upd_ptr[k]; u < s->upd_ptr[k + 1]; u++)
-        schur_update(s->B + 36 * s->upd_t[u], C + 36 * s->upd_q[u], C + 36 * s->upd_p[u],
-                     sigma);
+        coupling_solve(C + 36 * e, L, iv, dk);
+    for (int64_t u = s->upd_ptr[k]; u < s->upd_ptr[k + 1]; u++) {
+        const int64_t q = s->upd_q[u], p = s->upd_p[u];
+        schur_update(s->B + 36 * s->upd_t[u], C + 36 * p, C + 36 * q, sigma,
+                     (int)s->size[s->col_node[p]], (int)s->size[s->col_node[q]], dk);
+    }
 }
 
 /* Block LDLᵀ in place: diagonal blocks become L_k, couplings V_qk = A_qk L_k⁻ᵀ. Returns
  * the failing node or −1; sets the dropped rows (from the first joint row) in s->dropped,
  * their number and the ambiguous decisions. */
-static int64_t eliminate(const double *G, const double *threshold, double ratio, int forced,
+NC_INLINE int64_t eliminate(const double *G, const double *threshold, double ratio, int forced,
                          const ldl *s, int64_t *count, int64_t *ambiguous)
 {
     *count = *ambiguous = 0;
@@ -395,9 +489,9 @@ static int64_t eliminate(const double *G, const double *threshold, double ratio,
 /* One assembly and elimination in the metric of the mass blocks J4 (minimal eigenvalues
  * J4_min): FACTORED, SINGULAR_FRAME (body *where), NOT_POSITIVE_DEFINITE (a body pivot,
  * node *where) or, when forced, UNPIVOTABLE_JOINT (joint node *where). */
-static int64_t factor_pass(const double *G, const double *J4, const double *J4_min,
-                           const double *threshold, double ratio, int forced, ldl *s,
-                           int64_t *where, int64_t *count, int64_t *ambiguous)
+NC_INLINE int64_t factor_pass(const double *G, const double *J4, const double *J4_min,
+                              const double *threshold, double ratio, int forced, ldl *s,
+                              int64_t *where, int64_t *count, int64_t *ambiguous)
 {
     s->J4 = J4, s->J4_min = J4_min;
     *count = *ambiguous = 0;
@@ -413,46 +507,128 @@ static int64_t factor_pass(const double *G, const double *J4, const double *J4_m
 /* Factor in the true metric; a joint row whose keep/drop decision could differ in the
  * mass-free metric (unit-mass blocks) triggers a pass in that metric, whose decision the
  * final factorization in the true metric follows. Bodies of equal mass never need it. */
-int64_t nc_factor_kernel(const double *G, const double *threshold, const nc_arr *P,
-                         const nc_arr *Wk, int64_t *where, int64_t *count)
+NC_INLINE int64_t nc_factor_kernel_body(const double *G, const double *threshold,
+                                        const nc_arr *P, const nc_arr *Wk, int64_t *where,
+                                        int64_t *count)
 {
     ldl s = ldl_of(P, Wk);
-    int64_t ambiguous;
-    int64_t status = factor_pass(G, F64(P[P_J4]), F64(P[P_J4_min]), threshold,
-                                 SCALAR(P[P_mass_ratio]), 0, &s, where, count, &ambiguous);
-    if (status != FACTORED || ambiguous == 0)
-        return status;
-    status = factor_pass(G, F64(P[P_unit_J4]), F64(P[P_unit_J4_min]), threshold, 1.0, 0, &s,
-                         where, count, &ambiguous);
-    if (status != FACTORED)
-        return status;
-    uint8_t *decided = BOOL(Wk[WK_decided]);
-    memset(decided, 0, s.m_joint);
-    for (int64_t i = 0; i < *count; i++)
-        decided[s.dropped[i]] = 1;
-    return factor_pass(G, F64(P[P_J4]), F64(P[P_J4_min]), threshold, 1.0, 1, &s, where, count,
-                       &ambiguous);
-}
-
-/* x ← L⁻¹ x; a dropped or padded row (inv = 0) gives 0 */
-static inline void forward(const double *L, const double *inv, double *x)
-{
-    for (int r = 0; r < 6; r++) {
-        double t = x[r];
-        for (int c = 0; c < r; c++)
-            t -= L[6 * r + c] * x[c];
-        x[r] = t * inv[r];
+    int64_t ambiguous, status;
+    for (int pass = 0;; pass++) {        /* true metric, mass-free, true metric forced */
+        int unit = pass == 1;
+        status = factor_pass(G, F64(P[unit ? P_unit_J4 : P_J4]),
+                             F64(P[unit ? P_unit_J4_min : P_J4_min]), threshold,
+                             pass == 0 ? SCALAR(P[P_mass_ratio]) : 1.0, pass == 2, &s, where,
+                             count, &ambiguous);
+        if (status != FACTORED || (pass == 0 && ambiguous == 0) || pass == 2)
+            return status;
+        if (pass == 1) {
+            uint8_t *decided = BOOL(Wk[WK_decided]);
+            memset(decided, 0, s.m_joint);
+            for (int64_t i = 0; i < *count; i++)
+                decided[s.dropped[i]] = 1;
+        }
     }
 }
 
-/* x ← L⁻ᵀ x; a dropped or padded row gives 0 */
-static inline void backward(const double *L, const double *inv, double *x)
+NC_DISPATCH(int64_t, nc_factor_kernel,
+            (const double *G, const double *threshold, const nc_arr *P, const nc_arr *Wk,
+             int64_t *where, int64_t *count),
+            (G, threshold, P, Wk, where, count))
+
+/* x ← L⁻¹ x over the node's d rows (a dropped row, inv = 0, gives 0; padded rows are left
+ * alone: the couplings' padded rows and columns are zero, so they reach no result).
+ * Unrolled on registers: only the last product of each row waits for the row before. */
+NC_INLINE void forward_d(const double *restrict L, const double *restrict inv,
+                         double *restrict x, int d)
 {
-    for (int r = 5; r >= 0; r--) {
+    double v[6];
+#pragma GCC unroll 6
+    for (int r = 0; r < d; r++) {
         double t = x[r];
-        for (int i = r + 1; i < 6; i++)
-            t -= L[6 * i + r] * x[i];
-        x[r] = t * inv[r];
+#pragma GCC unroll 6
+        for (int c = 0; c < r; c++)
+            t -= L[6 * r + c] * v[c];
+        v[r] = t * inv[r];
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < d; r++)
+        x[r] = v[r];
+}
+
+/* x ← σ L⁻ᵀ x over the node's d rows (σ = ±1, the node's sign) */
+NC_INLINE void backward_d(const double *restrict L, const double *restrict inv,
+                          double sigma, double *restrict x, int d)
+{
+    double v[6];
+#pragma GCC unroll 6
+    for (int r = d - 1; r >= 0; r--) {
+        double t = x[r];
+#pragma GCC unroll 6
+        for (int i = r + 1; i < d; i++)
+            t -= L[6 * i + r] * v[i];
+        v[r] = t * inv[r];
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < d; r++)
+        x[r] = v[r] * sigma;
+}
+
+NC_INLINE void forward(const double *restrict L, const double *restrict inv,
+                       double *restrict x, int d)
+{
+    if (d == 6)
+        forward_d(L, inv, x, 6);
+    else
+        forward_d(L, inv, x, d);
+}
+
+NC_INLINE void backward(const double *restrict L, const double *restrict inv, double sigma,
+                        double *restrict x, int d)
+{
+    if (d == 6)
+        backward_d(L, inv, sigma, x, 6);
+    else
+        backward_d(L, inv, sigma, x, d);
+}
+
+/* z_q −= σ V z_k for a coupling stored transposed, over the column node's dk entries
+ * (vectorized over the rows) */
+NC_INLINE void coupling_times(const double *restrict Vt, const double *restrict zk,
+                              double sigma, double *restrict zq, int dk)
+{
+#ifdef NC_VECTOR
+    v4 acc4 = {0.0, 0.0, 0.0, 0.0};
+    v2 acc2 = {0.0, 0.0};
+#pragma GCC unroll 6
+    for (int c = 0; c < dk; c++) {
+        const double zc = zk[c];
+        acc4 += LD4(Vt + 6 * c) * BC4(zc);
+        acc2 += LD2(Vt + 6 * c + 4) * BC2(zc);
+    }
+    ST4(zq, LD4(zq) - BC4(sigma) * acc4);
+    ST2(zq + 4, LD2(zq + 4) - BC2(sigma) * acc2);
+#else
+    double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int c = 0; c < dk; c++)
+        for (int i = 0; i < 6; i++)
+            acc[i] += Vt[6 * c + i] * zk[c];
+    for (int i = 0; i < 6; i++)
+        zq[i] -= sigma * acc[i];
+#endif
+}
+
+/* z_k −= Vᵀ x_q for a coupling stored transposed: dk dot products of the row node's dq
+ * entries, each summed by ascending row */
+NC_INLINE void coupling_transpose_times(const double *restrict Vt, const double *restrict xq,
+                                        double *restrict zk, int dk, int dq)
+{
+#pragma GCC unroll 6
+    for (int c = 0; c < dk; c++) {
+        double acc = 0.0;
+#pragma GCC unroll 6
+        for (int i = 0; i < dq; i++)
+            acc += Vt[6 * c + i] * xq[i];
+        zk[c] -= acc;
     }
 }
 
@@ -460,8 +636,8 @@ static inline void backward(const double *L, const double *inv, double *x)
  * overlap): the rigid-body rows by a particular solution a_p, the reduced system by
  * forward and backward substitution over the nodes, then a = a_p + T ξ and the
  * rigid-body multipliers μ from G_RCᵀ μ = r − M a − G_Jᵀ λ_J. */
-void nc_solve_kernel(const double *r, const double *s_, const nc_arr *P, const nc_arr *Wk,
-                     double *x, double *lam)
+NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_arr *P,
+                                    const nc_arr *Wk, double *x, double *lam)
 {
     const ldl s = ldl_of(P, Wk);
     const int64_t n = s.n, N = s.N;
@@ -503,34 +679,27 @@ void nc_solve_kernel(const double *r, const double *s_, const nc_arr *P, const n
     }
     const double *C = B + 36 * N;
     for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */
+        const int dk = (int)s.size[k];
         const double *zk = z + 6 * k;
-        forward(B + 36 * k, s.inv + 6 * k, z + 6 * k);
+        forward(B + 36 * k, s.inv + 6 * k, z + 6 * k, dk);
         for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
-            const double *V = C + 36 * e;
-            double *zq = z + 6 * s.col_node[e];
-            for (int i = 0; i < 6; i++) {
-                double acc = 0.0;
-                for (int c = 0; c < 6; c++)
-                    acc += V[6 * i + c] * zk[c];
-                zq[i] -= s.sign[k] * acc;
-            }
+            if (dk == 6)
+                coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], 6);
+            else
+                coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], dk);
         }
     }
     for (int64_t k = N - 1; k >= 0; k--) {  /* backward substitution */
-        double *zk = z + 6 * k, acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        const int dk = (int)s.size[k];
+        double *zk = z + 6 * k;
         for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
-            const double *V = C + 36 * e, *xq = z + 6 * s.col_node[e];
-            for (int c = 0; c < 6; c++)
-                acc[c] = 0.0;
-            for (int i = 0; i < 6; i++)     /* row by row: vectorized over c */
-                for (int c = 0; c < 6; c++)
-                    acc[c] += V[6 * i + c] * xq[i];
-            for (int c = 0; c < 6; c++)
-                zk[c] -= acc[c];
+            const int dq = (int)s.size[s.col_node[e]];
+            if (dk == 6 && dq == 6)
+                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, 6, 6);
+            else
+                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, dk, dq);
         }
-        backward(B + 36 * k, s.inv + 6 * k, zk);
-        for (int c = 0; c < 6; c++)
-            zk[c] *= s.sign[k];
+        backward(B + 36 * k, s.inv + 6 * k, s.sign[k], zk, dk);
     }
     for (int64_t row = 0; row < s.n_row_z; row++)
         lam[6 * n + row] = z[s.row_z[row]];
@@ -566,6 +735,11 @@ void nc_solve_kernel(const double *r, const double *s_, const nc_arr *P, const n
             }
     }
 }
+
+NC_DISPATCH_VOID(nc_solve_kernel,
+                 (const double *r, const double *s, const nc_arr *P, const nc_arr *Wk,
+                  double *x, double *lam),
+                 (r, s, P, Wk, x, lam))
 
 /* ------------------------------------------------------------ range space (CHOLMOD) */
 /* data of S = G M⁻¹ Gᵀ (lower triangle) from the Jacobian blocks G (nnz, 3): row blocks
@@ -604,10 +778,11 @@ static void range_space(const double *G, const int64_t *entry_block, const int64
 /* ------------------------------------------------------------------ wrappers */
 NC_WRAPPER(factor_kernel)
 {
-    nc_arr P[P_COUNT], Wk[WK_COUNT];
-    nc_value a[4] = {[2] = {.tuple = P}, [3] = {.tuple = Wk}};
+    nc_arr p[P_COUNT], w[WK_COUNT];
+    nc_value a[4] = {[2] = {.tuple = p}, [3] = {.tuple = w}};
     if (nc_parse(args, nargs, "ddPW", a, "factor_kernel") < 0)
         return NULL;
+    const nc_arr *P = a[2].tuple, *Wk = a[3].tuple;
     /* the last Jacobian block the plan reads: its last joint block, else its last axis */
     const nc_arr *jp = &P[P_jp], *e_index = &P[P_e_index];
     int64_t last = jp->size ? I64(*jp)[jp->size - 1] : I64(*e_index)[e_index->size - 1];
@@ -625,10 +800,11 @@ NC_WRAPPER(factor_kernel)
 
 NC_WRAPPER(solve_kernel)
 {
-    nc_arr P[P_COUNT], Wk[WK_COUNT];
-    nc_value a[6] = {[2] = {.tuple = P}, [3] = {.tuple = Wk}};
+    nc_arr p[P_COUNT], w[WK_COUNT];
+    nc_value a[6] = {[2] = {.tuple = p}, [3] = {.tuple = w}};
     if (nc_parse(args, nargs, "ddPWdd", a, "solve_kernel") < 0)
         return NULL;
+    const nc_arr *P = a[2].tuple, *Wk = a[3].tuple;
     int64_t n = P[P_J4].shape[0], m = 6 * n + Wk[WK_bound].size;
     if (a[0].arr.size != 12 * n || a[4].arr.size != 12 * n || a[1].arr.size != m
         || a[5].arr.size != m) {

@@ -15,6 +15,10 @@ static inline double dot3(const double *a, const double *b)
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 
+/* The terms of each kind come sorted by row (ConstraintTables): a row's g, g_t and γ are
+ * summed in registers while its terms last and stored when the row changes (any order
+ * works: a row met again is loaded back), each sum in the order of the terms, as the
+ * read-modify-write per term summed them. */
 void nc_constraints(const nc_arr *T, const double *X, const double *V, const double *W,
                     double *g, double *g_t, double *gamma, double *G, int64_t m, int64_t nnz)
 {
@@ -22,57 +26,83 @@ void nc_constraints(const nc_arr *T, const double *X, const double *V, const dou
     memset(g_t, 0, m * sizeof(double));
     memset(gamma, 0, m * sizeof(double));
     memset(G, 0, 3 * nnz * sizeof(double));
+    int64_t cur = -1;                       /* the row whose sums are in registers */
+    double sg = 0.0, st = 0.0, sgam = 0.0;
+#define SWITCH_ROW(r)                                                                     \
+    if ((r) != cur) {                                                                     \
+        if (cur >= 0)                                                                     \
+            g[cur] = sg, g_t[cur] = st, gamma[cur] = sgam;                                \
+        cur = (r);                                                                        \
+        sg = g[cur], st = g_t[cur], sgam = gamma[cur];                                    \
+    }
     const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
     const int64_t *qw = I64(T[T_quad_w]), *ga = I64(T[T_quad_ga]), *gb = I64(T[T_quad_gb]);
     const double *qc = F64(T[T_quad_c]);
     for (int64_t k = 0; k < T[T_quad_row].size; k++) {
-        int64_t r = row[k];
+        SWITCH_ROW(row[k])
         const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
         const double *va = V + 3 * qa[k], *vb = V + 3 * qb[k], *w = W + 3 * qw[k];
         double c = qc[k], xx = dot3(xa, xb), vv = dot3(va, vb);
-        g[r] += w[0] * c * xx;
-        gamma[r] -= c * (2.0 * w[0] * vv + w[2] * xx);
+        sg += w[0] * c * xx;
+        sgam -= c * (2.0 * w[0] * vv + w[2] * xx);
         if (w[1] != 0.0) {
             double xv = 0.0;
             for (int j = 0; j < 3; j++)
                 xv += xa[j] * vb[j] + xb[j] * va[j];
-            g_t[r] += w[1] * c * xx;
-            gamma[r] -= 2.0 * w[1] * c * xv;
+            st += w[1] * c * xx;
+            sgam -= 2.0 * w[1] * c * xv;
         }
+        double *Ga = G + 3 * ga[k], *Gb = G + 3 * gb[k];
         for (int j = 0; j < 3; j++) {
-            G[3 * ga[k] + j] += w[0] * c * xb[j];
-            G[3 * gb[k] + j] += w[0] * c * xa[j];
+            Ga[j] += w[0] * c * xb[j];
+            Gb[j] += w[0] * c * xa[j];
         }
     }
     const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
     const int64_t *lg = I64(T[T_lin_g]);
     const double *ld = F64(T[T_lin_d]);
     for (int64_t k = 0; k < T[T_lin_row].size; k++) {
-        int64_t r = lrow[k];
+        SWITCH_ROW(lrow[k])
         const double *d = ld + 3 * k, *w = W + 3 * lw[k];
         double dx = dot3(d, X + 3 * la[k]), dv = dot3(d, V + 3 * la[k]);
-        g[r] += w[0] * dx;
-        g_t[r] += w[1] * dx;
-        gamma[r] -= 2.0 * w[1] * dv + w[2] * dx;
+        sg += w[0] * dx;
+        st += w[1] * dx;
+        sgam -= 2.0 * w[1] * dv + w[2] * dx;
+        double *Gk = G + 3 * lg[k];
         for (int j = 0; j < 3; j++)
-            G[3 * lg[k] + j] += w[0] * d[j];
+            Gk[j] += w[0] * d[j];
     }
     const int64_t *crow = I64(T[T_const_row]), *cw = I64(T[T_const_w]);
     const double *cc = F64(T[T_const_c]);
     for (int64_t k = 0; k < T[T_const_row].size; k++) {
+        SWITCH_ROW(crow[k])
         const double *w = W + 3 * cw[k];
-        g[crow[k]] += w[0] * cc[k];
-        g_t[crow[k]] += w[1] * cc[k];
-        gamma[crow[k]] -= w[2] * cc[k];
+        sg += w[0] * cc[k];
+        st += w[1] * cc[k];
+        sgam -= w[2] * cc[k];
     }
+#undef SWITCH_ROW
+    if (cur >= 0)
+        g[cur] = sg, g_t[cur] = st, gamma[cur] = sgam;
 }
 
 void nc_jacobian_times(const int64_t *pattern_row, const int64_t *pattern_slot, int64_t nnz,
                        const double *G, const double *V, double *out, int64_t m)
 {
     memset(out, 0, m * sizeof(double));
-    for (int64_t k = 0; k < nnz; k++)
-        out[pattern_row[k]] += dot3(G + 3 * k, V + 3 * pattern_slot[k]);
+    int64_t cur = -1;                   /* a run of one row summed in a register */
+    double sum = 0.0;
+    for (int64_t k = 0; k < nnz; k++) {
+        if (pattern_row[k] != cur) {
+            if (cur >= 0)
+                out[cur] = sum;
+            cur = pattern_row[k];
+            sum = out[cur];
+        }
+        sum += dot3(G + 3 * k, V + 3 * pattern_slot[k]);
+    }
+    if (cur >= 0)
+        out[cur] = sum;
 }
 
 void nc_jacobian_transpose_times(const int64_t *pattern_row, const int64_t *pattern_slot,
@@ -104,11 +134,11 @@ void nc_mass_times(const double *J4, int64_t n_bodies, const double *V, double *
 /* ------------------------------------------------------------------ wrappers */
 NC_WRAPPER(constraint_kernel)
 {
-    nc_arr T[T_COUNT];
-    nc_value a[8] = {{.tuple = T}};
+    nc_arr t[T_COUNT];
+    nc_value a[8] = {{.tuple = t}};
     if (nc_parse(args, nargs, "Cddddddd", a, "constraint_kernel") < 0)
         return NULL;
-    nc_constraints(T, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
+    nc_constraints(a[0].tuple, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
                    F64(a[5].arr), F64(a[6].arr), F64(a[7].arr), a[4].arr.size,
                    a[7].arr.shape[0]);
     Py_RETURN_NONE;

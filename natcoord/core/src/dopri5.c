@@ -328,28 +328,55 @@ static double kept_max(const nc_arr *S, const double *r)
     return size;
 }
 
-/* projection.threshold: max(tol, ROUNDOFF ε max_rows(|G| |x| (+ |g_t|))), the tolerance
- * a residual summing terms of size |G| |x| can be held to */
-static double threshold(const nc_arr *T, const nc_arr *S, const double *x, int velocity,
-                        double tol)
+/* max_rows |G| |x| (+ |g_t|): the size of the terms a residual row sums. Rows in order
+ * (the tables keep the pattern sorted by row), each row's sum in a register; a pattern
+ * out of row order is summed through S.scale as it comes. The sums round alike. */
+static double threshold_top(const nc_arr *T, const nc_arr *S, const double *x, int velocity)
 {
-    double *scale = F64(S[S_scale]);
     const double *G = F64(S[S_G]), *g_t = F64(S[S_g_t]);
     const int64_t *row = I64(T[T_pattern_row]), *slot = I64(T[T_pattern_slot]);
-    int64_t m = S[S_scale].size;
+    int64_t m = S[S_scale].size, nnz = T[T_pattern_row].size, k = 0;
+    double top = 0.0;
+    for (int64_t r = 0; r < m; r++) {
+        double sum = 0.0;
+        for (; k < nnz && row[k] == r; k++) {
+            const double *Gk = G + 3 * k, *xs = x + 3 * slot[k];
+            sum += fabs(Gk[0]) * fabs(xs[0]) + fabs(Gk[1]) * fabs(xs[1])
+                   + fabs(Gk[2]) * fabs(xs[2]);
+        }
+        if (velocity)
+            sum += fabs(g_t[r]);
+        top = py_max(top, sum);
+    }
+    if (k == nnz)
+        return top;
+    double *scale = F64(S[S_scale]);                  /* not sorted by row */
     memset(scale, 0, m * sizeof(double));
-    for (int64_t k = 0; k < T[T_pattern_row].size; k++) {
+    for (k = 0; k < nnz; k++) {
         const double *Gk = G + 3 * k, *xs = x + 3 * slot[k];
         scale[row[k]] += fabs(Gk[0]) * fabs(xs[0]) + fabs(Gk[1]) * fabs(xs[1])
                          + fabs(Gk[2]) * fabs(xs[2]);
     }
-    double top = 0.0;
+    top = 0.0;
     for (int64_t r = 0; r < m; r++) {
         if (velocity)
             scale[r] += fabs(g_t[r]);
         top = py_max(top, scale[r]);
     }
+    return top;
+}
+
+/* projection.threshold: max(tol, ROUNDOFF ε top), top = threshold_top: the tolerance a
+ * residual summing terms of size |G| |x| can be held to */
+static inline double threshold_of(double top, double tol)
+{
     return py_max(tol, ROUNDOFF * DBL_EPSILON * top);
+}
+
+static double threshold(const nc_arr *T, const nc_arr *S, const double *x, int velocity,
+                        double tol)
+{
+    return threshold_of(threshold_top(T, S, x, velocity), tol);
 }
 
 /* Simplified Newton (projection._simplified_newton) on x (n,) in place: the residual
@@ -362,7 +389,7 @@ static double threshold(const nc_arr *T, const nc_arr *S, const double *x, int v
  * solves. */
 static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                       double *x, const double *other, const double *W, int velocity,
-                      double tol, int fresh, int64_t *iterations)
+                      double tol, int fresh, int64_t *iterations, double *top)
 {
     int64_t n = S[S_x].size, m = S[S_s].size;
     double *s = F64(S[S_s]), *dx = F64(S[S_x]), *ctrl = F64(S[S_ctrl]);
@@ -374,7 +401,8 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
         else
             nc_evaluate_constraints(T, S, x, other, W);
         size = kept_max(S, r);
-        target = MARGIN * threshold(T, S, x, velocity, tol * SCALAR(T[T_size_factor]));
+        *top = threshold_top(T, S, x, velocity);
+        target = MARGIN * threshold_of(*top, tol * SCALAR(T[T_size_factor]));
         *iterations = it;
         if (size <= target)
             return 0;
@@ -400,15 +428,18 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
  * a step's projection starts from its last stage's factorization (taken at the
  * unprojected end point, within the local error of the manifold: one or two
  * iterations); an output, up to a step away from it, is factored at its own point
- * first (fresh). Leaves S evaluated (evaluate) at the projected y. */
-int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                   double *y, const double *W, int64_t mode, double tol, int fresh)
+ * first (fresh). Leaves S evaluated (evaluate) at the projected y, but for S.gamma (at
+ * the velocities before their projection); tops (if not NULL): threshold_top of the
+ * positions and the velocities there (mode 0). */
+static int64_t project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                       double *y, const double *W, int64_t mode, double tol, int fresh,
+                       double *tops)
 {
     int64_t n = S[S_x].size, k = 0, status;
     int64_t *counts = I64(S[S_counts]);
-    double *p = y, *v = y + n;
+    double *p = y, *v = y + n, top[2];
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES) {
-        status = newton(T, S, P, Wk, p, v, W, 0, tol, fresh, &k);
+        status = newton(T, S, P, Wk, p, v, W, 0, tol, fresh, &k, &top[0]);
         if (status != 0)
             return status < 0 ? NC_POSITION_PROJECTION : status;
         counts[NC_N_PROJ] += k;
@@ -417,12 +448,20 @@ int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_a
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES || mode == NC_PROJECT_VELOCITIES) {
         if (mode == NC_PROJECT_VELOCITIES)
             nc_evaluate_constraints(T, S, p, v, W);
-        status = newton(T, S, P, Wk, v, p, W, 1, tol, fresh, &k);
+        status = newton(T, S, P, Wk, v, p, W, 1, tol, fresh, &k, &top[1]);
         if (status != 0)
             return status < 0 ? NC_VELOCITY_PROJECTION : status;
         counts[NC_N_PROJ] += k;
     }
+    if (tops != NULL && mode == NC_PROJECT_POSITIONS_AND_VELOCITIES)
+        tops[0] = top[0], tops[1] = top[1];
     return 0;
+}
+
+int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                   double *y, const double *W, int64_t mode, double tol, int fresh)
+{
+    return project(T, S, P, Wk, y, W, mode, tol, fresh, NULL);
 }
 
 /* S.g, S.g_t, S.gamma, S.G and S.Gv = G v + g_t at y */
@@ -590,16 +629,19 @@ void nc_interpolate(const double *y0, const double *y1, const double *K, double 
 /* True where simulate's check would act on y (locking aside): with position+velocity
  * projection a row, kept or dropped, of g or G v + g_t above its threshold; otherwise
  * a residual above drift_tol. `evaluated`: S holds evaluate(y) (as nc_project leaves
- * it in modes 0 and 1); either way it does on return. */
+ * it in modes 0 and 1); either way it does on return. tops: threshold_top of y's
+ * positions and velocities if known (project's), else NULL. */
 static int violated(const nc_arr *T, const nc_arr *S, const double *y, const double *W,
-                    int64_t mode, double tol, double drift_tol, int evaluated)
+                    int64_t mode, double tol, double drift_tol, int evaluated,
+                    const double *tops)
 {
     int64_t n = S[S_x].size, m = S[S_g].size;
     const double *g = F64(S[S_g]), *Gv = F64(S[S_Gv]);
     if (!evaluated)
         evaluate(T, S, y, W);
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES) {
-        double tol_p = threshold(T, S, y, 0, tol), tol_v = threshold(T, S, y + n, 1, tol);
+        double tol_p = threshold_of(tops ? tops[0] : threshold_top(T, S, y, 0), tol);
+        double tol_v = threshold_of(tops ? tops[1] : threshold_top(T, S, y + n, 1), tol);
         for (int64_t r = 0; r < m; r++)
             if (fabs(g[r]) > tol_p || fabs(Gv[r]) > tol_v)
                 return 1;
@@ -627,12 +669,14 @@ static void record(const nc_arr *T, const nc_arr *S, const double *W, double t,
 /* nc_project of an output from the integrator's dropped set (nc_hold_for_output), its
  * work counted in OUT_FACT and OUT_PROJ */
 static int64_t project_output(const nc_arr *T, const nc_arr *S, const nc_arr *P,
-                              const nc_arr *Wk, double *y, const double *W, int64_t mode)
+                              const nc_arr *Wk, double *y, const double *W, int64_t mode,
+                              double *tops)
 {
     nc_hold_for_output(S);
     int64_t *counts = I64(S[S_counts]);
     int64_t fact = counts[NC_N_FACT], proj = counts[NC_N_PROJ];
-    int64_t status = nc_project(T, S, P, Wk, y, W, mode, F64(S[S_ctrl])[CTRL_PROJ_TOL], 1);
+    int64_t status = project(T, S, P, Wk, y, W, mode, F64(S[S_ctrl])[CTRL_PROJ_TOL], 1,
+                             tops);
     counts[NC_OUT_FACT] += counts[NC_N_FACT] - fact;
     counts[NC_OUT_PROJ] += counts[NC_N_PROJ] - proj;
     return status;
@@ -679,11 +723,13 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
             rec->t[out.records] = t_out;
             rec->kind[out.records] = NC_OUTPUT_RECORD;
             nc_weights_at(T, t_out, W1);
-            out.status = project_output(T, S, P, Wk, yk, W1, mode);
+            double tops[2];
+            out.status = project_output(T, S, P, Wk, yk, W1, mode, tops);
             if (out.status != 0)
                 return out;
             if (violated(T, S, yk, W1, mode, c[CTRL_PROJ_TOL], drift_tol,
-                         mode <= NC_PROJECT_VELOCITIES)) {
+                         mode <= NC_PROJECT_VELOCITIES,
+                         mode == NC_PROJECT_POSITIONS_AND_VELOCITIES ? tops : NULL)) {
                 out.status = NC_CHECK;
                 return out;
             }
@@ -715,7 +761,7 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         if (seg->capacity > 0)
             keep_step(S, out.stored++, seg);
         nc_weights_at(T, c[CTRL_T_NOW], W1);
-        if (violated(T, S, y, W1, mode, c[CTRL_PROJ_TOL], drift_tol, 0)) {
+        if (violated(T, S, y, W1, mode, c[CTRL_PROJ_TOL], drift_tol, 0, NULL)) {
             rec->t[out.records] = c[CTRL_T_NOW];
             rec->kind[out.records] = NC_STEP_RECORD;
             memcpy(rec->y + out.records * N, y, N * sizeof(double));
@@ -768,10 +814,12 @@ static int state(const nc_arr *S, const nc_arr *y, const char *function, const c
 
 NC_WRAPPER(rhs)
 {
-    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT];
-    nc_value a[8] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
-    if (nc_parse(args, nargs, "TSPWddid", a, "rhs") < 0 ||
-        state(S, &a[4].arr, "rhs", "y must have 2 n entries") < 0 ||
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT];
+    nc_value a[8] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    if (nc_parse(args, nargs, "TSPWddid", a, "rhs") < 0)
+        return NULL;
+    const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
+    if (state(S, &a[4].arr, "rhs", "y must have 2 n entries") < 0 ||
         state(S, &a[7].arr, "rhs", "out must have 2 n entries") < 0 ||
         weight_table(T, &a[5].arr, 0, "rhs") < 0)
         return NULL;
@@ -781,10 +829,12 @@ NC_WRAPPER(rhs)
 
 NC_WRAPPER(project)
 {
-    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT];
-    nc_value a[9] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
-    if (nc_parse(args, nargs, "TSPWddifp", a, "project") < 0 ||
-        buffers(S, "project") < 0 ||
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT];
+    nc_value a[9] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    if (nc_parse(args, nargs, "TSPWddifp", a, "project") < 0)
+        return NULL;
+    const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
+    if (buffers(S, "project") < 0 ||
         state(S, &a[4].arr, "project", "y must have 2 n entries") < 0 ||
         weight_table(T, &a[5].arr, 0, "project") < 0)
         return NULL;
@@ -794,11 +844,13 @@ NC_WRAPPER(project)
 
 NC_WRAPPER(observe)
 {
-    nc_arr T[T_COUNT], S[S_COUNT];
-    nc_value a[5] = {{.tuple = T}, {.tuple = S}};
+    nc_arr t[T_COUNT], s[S_COUNT];
+    nc_value a[5] = {{.tuple = t}, {.tuple = s}};
     double obs[3];
-    if (nc_parse(args, nargs, "TSddp", a, "observe") < 0 ||
-        state(S, &a[2].arr, "observe", "y must have 2 n entries") < 0 ||
+    if (nc_parse(args, nargs, "TSddp", a, "observe") < 0)
+        return NULL;
+    const nc_arr *T = a[0].tuple, *S = a[1].tuple;
+    if (state(S, &a[2].arr, "observe", "y must have 2 n entries") < 0 ||
         weight_table(T, &a[3].arr, 0, "observe") < 0)
         return NULL;
     observe(T, S, F64(a[2].arr), F64(a[3].arr), (int)a[4].i, obs);
@@ -820,10 +872,14 @@ static int factor_store(const nc_arr *store, const nc_arr *S, const nc_arr *Wk,
 
 NC_WRAPPER(step)
 {
-    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT], store[FS_COUNT];
-    nc_value a[10] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
-    a[8].tuple = store;
-    if (nc_parse(args, nargs, "TSPWdiifFi", a, "step") < 0 || buffers(S, "step") < 0 ||
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], f[FS_COUNT];
+    nc_value a[10] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    a[8].tuple = f;
+    if (nc_parse(args, nargs, "TSPWdiifFi", a, "step") < 0)
+        return NULL;
+    const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
+    const nc_arr *store = a[8].tuple;
+    if (buffers(S, "step") < 0 ||
         weight_table(T, &a[4].arr, 7, "step") < 0 ||
         factor_store(store, S, Wk, a[9].i + 1, "step") < 0)
         return NULL;
@@ -834,11 +890,13 @@ NC_WRAPPER(step)
 
 NC_WRAPPER(advance)
 {
-    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT], store[FS_COUNT];
-    nc_value a[21] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
-    a[20].tuple = store;
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], f[FS_COUNT];
+    nc_value a[21] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    a[20].tuple = f;
     if (nc_parse(args, nargs, "TSPWddiifdipfdddqdddF", a, "advance") < 0)
         return NULL;
+    const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
+    const nc_arr *store = a[20].tuple;
     int64_t N = S[S_y].size, rows = a[13].arr.size, steps = a[17].arr.shape[0];
     const nc_arr *seg_t = &a[17].arr, *seg_y = &a[18].arr, *seg_K = &a[19].arr;
     if (buffers(S, "advance") < 0 || weight_table(T, &a[4].arr, 7, "advance") < 0 ||
@@ -856,19 +914,22 @@ NC_WRAPPER(advance)
     nc_records rec = {F64(a[13].arr), F64(a[14].arr), F64(a[15].arr), I64(a[16].arr),
                       rows - 1};
     nc_segments seg = {F64(*seg_t), F64(*seg_y), F64(*seg_K), steps};
-    nc_progress p = nc_advance(T, S, P, Wk, &a[4].arr, F64(a[5].arr), a[6].i, a[7].i, a[8].f,
-                               F64(a[9].arr), a[9].arr.size, a[10].i, (int)a[11].i, a[12].f,
-                               &rec, &seg, store);
-    return Py_BuildValue("(LLLLLL)", (long long)p.status, (long long)p.records,
-                         (long long)p.next_out, (long long)p.steps, (long long)p.rejected,
-                         (long long)p.stored);
+    nc_progress out = nc_advance(T, S, P, Wk, &a[4].arr, F64(a[5].arr), a[6].i, a[7].i,
+                                 a[8].f, F64(a[9].arr), a[9].arr.size, a[10].i, (int)a[11].i,
+                                 a[12].f, &rec, &seg, store);
+    return Py_BuildValue("(LLLLLL)", (long long)out.status, (long long)out.records,
+                         (long long)out.next_out, (long long)out.steps,
+                         (long long)out.rejected, (long long)out.stored);
 }
 
 NC_WRAPPER(factor)
 {
-    nc_arr S[S_COUNT], P[P_COUNT], Wk[WK_COUNT];
-    nc_value a[3] = {{.tuple = S}, {.tuple = P}, {.tuple = Wk}};
-    if (nc_parse(args, nargs, "SPW", a, "factor") < 0 || buffers(S, "factor") < 0 ||
+    nc_arr s[S_COUNT], p[P_COUNT], w[WK_COUNT];
+    nc_value a[3] = {{.tuple = s}, {.tuple = p}, {.tuple = w}};
+    if (nc_parse(args, nargs, "SPW", a, "factor") < 0)
+        return NULL;
+    const nc_arr *S = a[0].tuple, *P = a[1].tuple, *Wk = a[2].tuple;
+    if (buffers(S, "factor") < 0 ||
         require(S[S_G].ndim == 2 && S[S_G].shape[1] == 3 &&
                 S[S_threshold].size == Wk[WK_bound].size &&
                 S[S_dropped].size == Wk[WK_bound].size &&
@@ -880,22 +941,22 @@ NC_WRAPPER(factor)
 
 NC_WRAPPER(hold_for_output)
 {
-    nc_arr S[S_COUNT];
-    nc_value a[1] = {{.tuple = S}};
+    nc_arr s[S_COUNT];
+    nc_value a[1] = {{.tuple = s}};
     if (nc_parse(args, nargs, "S", a, "hold_for_output") < 0 ||
-        buffers(S, "hold_for_output") < 0)
+        buffers(a[0].tuple, "hold_for_output") < 0)
         return NULL;
-    nc_hold_for_output(S);
+    nc_hold_for_output(a[0].tuple);
     Py_RETURN_NONE;
 }
 
 NC_WRAPPER(resume)
 {
-    nc_arr S[S_COUNT];
-    nc_value a[1] = {{.tuple = S}};
-    if (nc_parse(args, nargs, "S", a, "resume") < 0 || buffers(S, "resume") < 0)
+    nc_arr s[S_COUNT];
+    nc_value a[1] = {{.tuple = s}};
+    if (nc_parse(args, nargs, "S", a, "resume") < 0 || buffers(a[0].tuple, "resume") < 0)
         return NULL;
-    nc_resume(S);
+    nc_resume(a[0].tuple);
     Py_RETURN_NONE;
 }
 

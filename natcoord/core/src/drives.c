@@ -142,13 +142,13 @@ static int check_table(const nc_arr *out, const char *function)
 
 NC_WRAPPER(fill_weights)
 {
-    nc_arr L[L_COUNT];
-    nc_value a[3] = {{.tuple = L}};
+    nc_arr l[L_COUNT];
+    nc_value a[3] = {{.tuple = l}};
     if (nc_parse(args, nargs, "Lfd", a, "fill_weights") < 0 ||
         check_table(&a[2].arr, "fill_weights") < 0 ||
-        check_laws(L, a[2].arr.shape[0], "fill_weights") < 0)
+        check_laws(a[0].tuple, a[2].arr.shape[0], "fill_weights") < 0)
         return NULL;
-    fill_weights_real(L, a[1].f, F64(a[2].arr));
+    fill_weights_real(a[0].tuple, a[1].f, F64(a[2].arr));
     Py_RETURN_NONE;
 }
 

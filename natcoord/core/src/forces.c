@@ -114,10 +114,11 @@ double nc_energy(const nc_arr *T, const double *X, const double *V)
 /* ------------------------------------------------------------------ wrappers */
 NC_WRAPPER(generalized_forces)
 {
-    nc_arr T[T_COUNT];
-    nc_value a[4] = {{.tuple = T}};
+    nc_arr t[T_COUNT];
+    nc_value a[4] = {{.tuple = t}};
     if (nc_parse(args, nargs, "Tddd", a, "generalized_forces") < 0)
         return NULL;
+    const nc_arr *T = a[0].tuple;
     int64_t size = T[T_gravity_force].size;
     if (a[1].arr.size != size || a[2].arr.size != size || a[3].arr.size != size) {
         PyErr_Format(PyExc_ValueError, "core.generalized_forces: X, V and F must have %lld "
@@ -130,10 +131,11 @@ NC_WRAPPER(generalized_forces)
 
 NC_WRAPPER(energy)
 {
-    nc_arr T[T_COUNT];
-    nc_value a[3] = {{.tuple = T}};
+    nc_arr t[T_COUNT];
+    nc_value a[3] = {{.tuple = t}};
     if (nc_parse(args, nargs, "Tdd", a, "energy") < 0)
         return NULL;
+    const nc_arr *T = a[0].tuple;
     int64_t size = T[T_gravity_force].size;
     if (a[1].arr.size != size || a[2].arr.size != size) {
         PyErr_Format(PyExc_ValueError, "core.energy: X and V must have %lld entries (4 n × 3)",

@@ -56,8 +56,11 @@ typedef union {
     int64_t i;
 } nc_value;
 
-/* Parse `nargs` Python arguments per `spec` into `out` (tuple slots must point to
- * nc_arr arrays of the right size). Returns 0, or -1 with a Python exception set. */
+/* Parse `nargs` Python arguments per `spec` into `out`. A tuple slot must point to an
+ * nc_arr array of the right size, which a plain named tuple is unpacked into; for a
+ * Packed argument (core.pack) the slot is set to the Packed object's own descriptors
+ * instead (valid during the call; read-only): a wrapper reads its tuples through
+ * out[k].tuple after the call. Returns 0, or -1 with a Python exception set. */
 int nc_parse(PyObject *const *args, Py_ssize_t nargs, const char *spec, nc_value *out,
              const char *function);
 /* Unpack a named tuple of arrays (nested tuples flattened in order) per `kinds`. */

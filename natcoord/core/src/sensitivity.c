@@ -444,16 +444,19 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
  * last round) and the sweep's status (0 or a factorization's). */
 NC_WRAPPER(advance_swept)
 {
-    nc_arr T[T_COUNT], S[S_COUNT], P[P_COUNT], Wk[WK_COUNT], store[FS_COUNT];
-    nc_arr S2[S_COUNT], Wk2[WK_COUNT], D[D_COUNT], B[K_COUNT];
-    nc_value v[27] = {{.tuple = T}, {.tuple = S}, {.tuple = P}, {.tuple = Wk}};
-    v[20].tuple = store;
-    v[21].tuple = S2;
-    v[22].tuple = Wk2;
-    v[23].tuple = D;
-    v[24].tuple = B;
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], f[FS_COUNT];
+    nc_arr s2[S_COUNT], w2[WK_COUNT], d[D_COUNT], b[K_COUNT];
+    nc_value v[27] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    v[20].tuple = f;
+    v[21].tuple = s2;
+    v[22].tuple = w2;
+    v[23].tuple = d;
+    v[24].tuple = b;
     if (nc_parse(args, nargs, "TSPWddiifdipfdddqdddFSWDKdp", v, "advance_swept") < 0)
         return NULL;
+    const nc_arr *T = v[0].tuple, *S = v[1].tuple, *P = v[2].tuple, *Wk = v[3].tuple;
+    const nc_arr *store = v[20].tuple, *S2 = v[21].tuple, *Wk2 = v[22].tuple;
+    const nc_arr *D = v[23].tuple, *B = v[24].tuple;
     const nc_arr *W7 = &v[4].arr, *t_eval = &v[9].arr, *rec_t = &v[13].arr;
     const nc_arr *rec_y = &v[14].arr, *rec_obs = &v[15].arr, *rec_kind = &v[16].arr;
     const nc_arr *rec_d = &v[25].arr;
