@@ -649,12 +649,15 @@ NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_
     for (int64_t i = 0; i < n; i++) {
         /* particular solution of the rigid-body rows: δe_l = Σ_k S_kl f_k */
         const double *si = s_ + 6 * i, *Fi = F + 9 * i, *J = s.J4 + 16 * i;
-        double *api = ap + 12 * i, *zi = z + 6 * s.body_node[i];
+        double *api = ap + 12 * i, *zi = z + 6 * s.body_node[i], Sk[9];
+        for (int k = 0; k < 3; k++)
+            for (int l = 0; l < 3; l++)
+                Sk[3 * k + l] = k == l ? si[k] : 0.5 * si[2 + k + l];
         for (int l = 0; l < 3; l++)
             for (int a = 0; a < 3; a++) {
                 double acc = 0.0;
                 for (int k = 0; k < 3; k++)
-                    acc += (k == l ? si[k] : 0.5 * si[2 + k + l]) * Fi[3 * k + a];
+                    acc += Sk[3 * k + l] * Fi[3 * k + a];
                 api[3 * (1 + l) + a] = acc;
             }
         api[0] = api[1] = api[2] = 0.0;
@@ -671,11 +674,21 @@ NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_
             else
                 cross_add(zi + 3, E + 9 * i + 3 * (p - 1), S3);
         }
-        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {  /* − G_J a_p */
+        int64_t cur = -1;                  /* − G_J a_p, a run of one entry in a register */
+        double zc = 0.0;
+        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {
             int64_t t = s.jp_axis[u];
             const double *v = ap + 3 * s.jp_slot[t], *g = Gj + 3 * t;
-            z[s.jp_z[u]] -= g[0] * v[0] + g[1] * v[1] + g[2] * v[2];
+            if (s.jp_z[u] != cur) {
+                if (cur >= 0)
+                    z[cur] = zc;
+                cur = s.jp_z[u];
+                zc = z[cur];
+            }
+            zc -= g[0] * v[0] + g[1] * v[1] + g[2] * v[2];
         }
+        if (cur >= 0)
+            z[cur] = zc;
     }
     const double *C = B + 36 * N;
     for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */
@@ -722,9 +735,17 @@ NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_
             }
         for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {  /* − G_Jᵀ λ_J */
             int64_t t = s.jp_axis[u];
-            double *w = S3 + 3 * (s.jp_slot[t] % 4 - 1), l = lam[s.jp_row[t]];
-            const double *g = Gj + 3 * t;
-            w[0] = w[0] - g[0] * l, w[1] = w[1] - g[1] * l, w[2] = w[2] - g[2] * l;
+            const double l = lam[s.jp_row[t]], *g = Gj + 3 * t;
+            switch (s.jp_slot[t] % 4) {     /* constant indices: S3 stays in registers */
+            case 1:
+                S3[0] = S3[0] - g[0] * l, S3[1] = S3[1] - g[1] * l, S3[2] = S3[2] - g[2] * l;
+                break;
+            case 2:
+                S3[3] = S3[3] - g[0] * l, S3[4] = S3[4] - g[1] * l, S3[5] = S3[5] - g[2] * l;
+                break;
+            default:
+                S3[6] = S3[6] - g[0] * l, S3[7] = S3[7] - g[1] * l, S3[8] = S3[8] - g[2] * l;
+            }
         }
         for (int k = 0; k < 3; k++)
             for (int l = k; l < 3; l++) {       /* μ_kl = ½ (f_k · z_l + f_l · z_k) */

@@ -40,22 +40,26 @@ void nc_constraints(const nc_arr *T, const double *X, const double *V, const dou
     const double *qc = F64(T[T_quad_c]);
     for (int64_t k = 0; k < T[T_quad_row].size; k++) {
         SWITCH_ROW(row[k])
-        const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
-        const double *va = V + 3 * qa[k], *vb = V + 3 * qb[k], *w = W + 3 * qw[k];
-        double c = qc[k], xx = dot3(xa, xb), vv = dot3(va, vb);
-        sg += w[0] * c * xx;
-        sgam -= c * (2.0 * w[0] * vv + w[2] * xx);
-        if (w[1] != 0.0) {
+        /* operands in locals: the stores into G would make the compiler load them again */
+        const double *pa = X + 3 * qa[k], *pb = X + 3 * qb[k];
+        const double *ua = V + 3 * qa[k], *ub = V + 3 * qb[k], *w = W + 3 * qw[k];
+        const double xa[3] = {pa[0], pa[1], pa[2]}, xb[3] = {pb[0], pb[1], pb[2]};
+        const double va[3] = {ua[0], ua[1], ua[2]}, vb[3] = {ub[0], ub[1], ub[2]};
+        const double w0 = w[0], w1 = w[1], w2 = w[2];
+        const double c = qc[k], xx = dot3(xa, xb), vv = dot3(va, vb), wc = w0 * c;
+        sg += wc * xx;
+        sgam -= c * (2.0 * w0 * vv + w2 * xx);
+        if (w1 != 0.0) {
             double xv = 0.0;
             for (int j = 0; j < 3; j++)
                 xv += xa[j] * vb[j] + xb[j] * va[j];
-            st += w[1] * c * xx;
-            sgam -= 2.0 * w[1] * c * xv;
+            st += w1 * c * xx;
+            sgam -= 2.0 * w1 * c * xv;
         }
         double *Ga = G + 3 * ga[k], *Gb = G + 3 * gb[k];
         for (int j = 0; j < 3; j++) {
-            Ga[j] += w[0] * c * xb[j];
-            Gb[j] += w[0] * c * xa[j];
+            Ga[j] += wc * xb[j];
+            Gb[j] += wc * xa[j];
         }
     }
     const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
@@ -63,14 +67,15 @@ void nc_constraints(const nc_arr *T, const double *X, const double *V, const dou
     const double *ld = F64(T[T_lin_d]);
     for (int64_t k = 0; k < T[T_lin_row].size; k++) {
         SWITCH_ROW(lrow[k])
-        const double *d = ld + 3 * k, *w = W + 3 * lw[k];
+        const double *pd = ld + 3 * k, *w = W + 3 * lw[k];
+        const double d[3] = {pd[0], pd[1], pd[2]}, w0 = w[0], w1 = w[1], w2 = w[2];
         double dx = dot3(d, X + 3 * la[k]), dv = dot3(d, V + 3 * la[k]);
-        sg += w[0] * dx;
-        st += w[1] * dx;
-        sgam -= 2.0 * w[1] * dv + w[2] * dx;
+        sg += w0 * dx;
+        st += w1 * dx;
+        sgam -= 2.0 * w1 * dv + w2 * dx;
         double *Gk = G + 3 * lg[k];
         for (int j = 0; j < 3; j++)
-            Gk[j] += w[0] * d[j];
+            Gk[j] += w0 * d[j];
     }
     const int64_t *crow = I64(T[T_const_row]), *cw = I64(T[T_const_w]);
     const double *cc = F64(T[T_const_c]);

@@ -373,12 +373,6 @@ static inline double threshold_of(double top, double tol)
     return py_max(tol, ROUNDOFF * DBL_EPSILON * top);
 }
 
-static double threshold(const nc_arr *T, const nc_arr *S, const double *x, int velocity,
-                        double tol)
-{
-    return threshold_of(threshold_top(T, S, x, velocity), tol);
-}
-
 /* Simplified Newton (projection._simplified_newton) on x (n,) in place: the residual
  * g(x) (other = v) or, with `velocity`, G v + g_t with S.G, S.g_t as evaluated
  * (x = v); [[M, Gᵀ], [G, 0]] [Δx; μ] = [0; −r] with the current factorization,
@@ -401,9 +395,15 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
         else
             nc_evaluate_constraints(T, S, x, other, W);
         size = kept_max(S, r);
+        *iterations = it;
+        /* the target is at least MARGIN × tol × size_factor: below that, converged
+         * without the round-off floor (threshold_top; *top −1: not computed) */
+        double floor = MARGIN * (tol * SCALAR(T[T_size_factor]));
+        *top = -1.0;
+        if (size <= floor)
+            return 0;
         *top = threshold_top(T, S, x, velocity);
         target = MARGIN * threshold_of(*top, tol * SCALAR(T[T_size_factor]));
-        *iterations = it;
         if (size <= target)
             return 0;
         if (size > CONTRACTION * previous) {
@@ -430,7 +430,7 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
  * iterations); an output, up to a step away from it, is factored at its own point
  * first (fresh). Leaves S evaluated (evaluate) at the projected y, but for S.gamma (at
  * the velocities before their projection); tops (if not NULL): threshold_top of the
- * positions and the velocities there (mode 0). */
+ * positions and the velocities there (mode 0), −1 where newton did not need it. */
 static int64_t project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                        double *y, const double *W, int64_t mode, double tol, int fresh,
                        double *tops)
@@ -630,7 +630,7 @@ void nc_interpolate(const double *y0, const double *y1, const double *K, double 
  * projection a row, kept or dropped, of g or G v + g_t above its threshold; otherwise
  * a residual above drift_tol. `evaluated`: S holds evaluate(y) (as nc_project leaves
  * it in modes 0 and 1); either way it does on return. tops: threshold_top of y's
- * positions and velocities if known (project's), else NULL. */
+ * positions and velocities where known (project's; −1 or NULL: not known). */
 static int violated(const nc_arr *T, const nc_arr *S, const double *y, const double *W,
                     int64_t mode, double tol, double drift_tol, int evaluated,
                     const double *tops)
@@ -640,9 +640,16 @@ static int violated(const nc_arr *T, const nc_arr *S, const double *y, const dou
     if (!evaluated)
         evaluate(T, S, y, W);
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES) {
-        double tol_p = threshold_of(tops ? tops[0] : threshold_top(T, S, y, 0), tol);
-        double tol_v = threshold_of(tops ? tops[1] : threshold_top(T, S, y + n, 1), tol);
-        for (int64_t r = 0; r < m; r++)
+        /* the thresholds are at least tol: within it, no row is above them */
+        int64_t r = 0;
+        while (r < m && !(fabs(g[r]) > tol || fabs(Gv[r]) > tol))
+            r++;
+        if (r == m)
+            return 0;
+        double top_p = tops && tops[0] >= 0.0 ? tops[0] : threshold_top(T, S, y, 0);
+        double top_v = tops && tops[1] >= 0.0 ? tops[1] : threshold_top(T, S, y + n, 1);
+        double tol_p = threshold_of(top_p, tol), tol_v = threshold_of(top_v, tol);
+        for (r = 0; r < m; r++)
             if (fabs(g[r]) > tol_p || fabs(Gv[r]) > tol_v)
                 return 1;
         return 0;
