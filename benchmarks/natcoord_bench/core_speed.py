@@ -1,20 +1,33 @@
-"""Speed of the compiled core: one right-hand side, and whole runs per driver.
+"""Speed of the compiled core: the kernels, one right-hand side, and whole runs per driver,
+as issue 22's targets state them (ratios in one run).
 
-``rhs``: one right-hand side of the compiled core (``engine.rhs``: constraints,
-forces, block factorization and solve) in microseconds, called from Python with
-the stepper's packed arguments (``core``), and through ``DOPRI5.rhs`` (``stepper``:
-plus the Python method and a new output array), for the six-bar and chain(8).
+``rhs``: one right-hand side of the compiled core (``engine.rhs``: constraints, forces,
+drives, block factorization and solve) in microseconds, called from Python with the
+stepper's packed arguments (``core``), and through ``DOPRI5.rhs`` (``stepper``: plus the
+Python method and a new output array), for the six-bar, chain(8) and the driven hexapod
+(best of ``--repeat`` means).
 
-``simulate``: wall time of :func:`natcoord.simulate` (median of ``--repeat``)
-for the six-bar, 10 s at ``rtol = 1e-6``, every step and 1001 outputs, and the
-driven hexapod with 1001 outputs, under three drivers in the same process:
-``chunked`` (compiled chunks of steps, outputs and checks,
+``forward``: chain(8) ``nc.forward(model, data)`` and, where MuJoCo is installed,
+``mj_forward`` on the same chain at the same state (``natcoord_bench.peers``); ``ratio``
+is natcoord's time over MuJoCo's (target ≤ 2).
+
+``factor+solve``: the block factorization with partitioning and one solve (``engine.factor``
+and ``engine.solve_kernel`` on the stepper's buffers) of the six-bar, chain(8), the
+driven hexapod and chain(512): µs, the floating-point operations of one factorization
+and solve (``BlockPlan.flops()``, the count of ``scaling.py``'s ``block_flops``) and
+GFlop/s.
+
+``simulate``: wall time of :func:`natcoord.simulate` (median of ``--repeat``) for the
+six-bar, 10 s at ``--rtol`` (1e-8), every step and 1001 outputs, and the driven hexapod,
+10 s at ``--hexapod-rtol`` (1e-6) with 1001 outputs, under three drivers in the same
+process: ``chunked`` (compiled chunks of steps, outputs and checks,
 :meth:`~natcoord.integrate.stepper.DOPRI5.advance`; the default, drives included when
-they are declarative, as the hexapod's), ``per-step`` (one compiled step per
-Python call, checks and outputs in Python: the driver before chunks and still
-the one for drives given as Python callables)
-and ``python`` (``integrate.COMPILED = False``). ``ratio`` is the per-step
-wall time over the row's. Writes ``data/core_speed.csv``.
+they are declarative, as the hexapod's), ``per-step`` (one compiled step per Python
+call, checks and outputs in Python: the driver for drives given as Python callables)
+and ``python`` (``integrate.COMPILED = False``). ``ratio`` is the per-step wall time
+over the row's, ``realtime`` simulated over wall time, ``core_ms`` the part of a chunked
+run spent in the core's ``advance`` (the rest is Python: set-up, records, solution).
+Writes ``data/core_speed.csv``.
 """
 from __future__ import annotations
 
@@ -25,14 +38,29 @@ from contextlib import contextmanager
 
 import numpy as np
 
+import natcoord as nc
 from natcoord.core import engine
 from natcoord.integrate import simulate as integrate
 from natcoord.integrate.simulate import simulate
+from natcoord.linalg.blockldl import block_plan
+from natcoord.model.frozen import State
 from natcoord.models import chain, hexapod, six_bar
 from natcoord.integrate.stepper import DOPRI5
 from natcoord.study.records import write_csv
 
-COLUMNS = ("measure", "model", "outputs", "driver", "value", "unit", "ratio", "steps", "rhs")
+COLUMNS = ("measure", "model", "outputs", "driver", "value", "unit", "ratio", "steps", "rhs",
+           "flops", "gflops", "realtime", "core_ms")
+
+
+def best_mean(function, count, repeat):
+    """The best of ``repeat`` means over ``count`` calls of ``function()`` [s]."""
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(count):
+            function()
+        best = min(best, (time.perf_counter() - t0) / count)
+    return best
 
 
 def rhs_microseconds(model, count=2000, repeat=20):
@@ -40,16 +68,53 @@ def rhs_microseconds(model, count=2000, repeat=20):
     st = DOPRI5(model, 1.0)
     y, W1, out = st.y.copy(), st._W1, np.empty(st.y.size)
     core = stepper = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(count):
-            engine.rhs(*st._packed, y, W1, 0, out)
-        core = min(core, (time.perf_counter() - t0) / count)
-        t0 = time.perf_counter()
-        for _ in range(count // 10):
-            st.rhs(0.0, y)
-        stepper = min(stepper, (time.perf_counter() - t0) / (count // 10))
+    for _ in range(repeat):           # alternated: a change of load hits both alike
+        core = min(core, best_mean(lambda: engine.rhs(*st._packed, y, W1, 0, out), count, 1))
+        stepper = min(stepper, best_mean(lambda: st.rhs(0.0, y), max(count // 10, 1), 1))
     return core * 1e6, stepper * 1e6
+
+
+def factor_solve(model, count, repeat):
+    """``(µs, flops)`` of one block factorization and one solve on the stepper's buffers
+    (the state's Jacobian and right-hand side, as ``engine.rhs`` left them)."""
+    st = DOPRI5(model, 1.0)
+    pk, S = st._packed, st._S
+    engine.rhs(*pk, st.y.copy(), st._W1, 0, np.empty(st.y.size))
+    F = S.F.ravel()
+
+    def once():
+        engine.factor(pk[1], pk[2], pk[3])
+        engine.solve_kernel(F, S.s, pk[2], pk[3], S.x, S.lam)
+    return best_mean(once, count, repeat) * 1e6, block_plan(model).flops()
+
+
+def forward_rows(n, repeat):
+    """chain(n): ``nc.forward`` and, if MuJoCo imports, ``mj_forward`` at the same state."""
+    from natcoord_bench import peers as pe
+    model = chain(n).build()
+    q, qd = np.full(n, pe.ANGLE), 0.1 * np.ones(n)
+    p, v, _, _ = pe.chain_state(n, q, qd)
+    data = nc.Data(model, State(0.0, p, v))
+    ours = lambda: nc.forward(model, data)            # noqa: E731
+    theirs = None
+    found, _ = pe.available_peers()
+    if "mujoco" in found:
+        mujoco = found["mujoco"]
+        m = pe.mujoco_chain(mujoco, n)
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:] = q, qd
+        theirs = lambda: mujoco.mj_forward(m, d)      # noqa: E731
+    t_ours = t_theirs = np.inf
+    for _ in range(repeat):                           # alternated, best of each
+        t_ours = min(t_ours, best_mean(ours, 2000, 1))
+        if theirs is not None:
+            t_theirs = min(t_theirs, best_mean(theirs, 2000, 1))
+    rows = [dict(measure="forward", model=f"chain{n}", driver="nc.forward", value=t_ours * 1e6,
+                 unit="us", ratio=t_ours / t_theirs if theirs is not None else "")]
+    if theirs is not None:
+        rows.append(dict(measure="forward", model=f"chain{n}", driver="mj_forward",
+                         value=t_theirs * 1e6, unit="us", ratio=1.0))
+    return rows
 
 
 @contextmanager
@@ -65,21 +130,44 @@ def driver(name):
         integrate.COMPILED, DOPRI5.chunked = saved
 
 
+@contextmanager
+def core_clock():
+    """Seconds spent in ``engine.advance`` while inside (a list: [seconds])."""
+    spent, advance = [0.0], engine.advance
+
+    def timed(*args):
+        t0 = time.perf_counter()
+        try:
+            return advance(*args)
+        finally:
+            spent[0] += time.perf_counter() - t0
+    engine.advance = timed
+    try:
+        yield spent
+    finally:
+        engine.advance = advance
+
+
 def wall_time(model, t_end, rtol, t_eval, name, repeat):
-    """``(median wall time [s], solution)`` of ``repeat`` runs after an untimed one."""
+    """``(median wall time [s], median core time [s], solution)`` of ``repeat`` runs after
+    an untimed one."""
     with driver(name):
         simulate(model, min(t_end, 0.05), rtol=rtol)
-        times = []
+        times, cores = [], []
         for _ in range(repeat):
-            t0 = time.perf_counter()
-            sol = simulate(model, t_end, rtol=rtol, t_eval=t_eval)
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times), sol
+            with core_clock() as spent:
+                t0 = time.perf_counter()
+                sol = simulate(model, t_end, rtol=rtol, t_eval=t_eval)
+                times.append(time.perf_counter() - t0)
+            cores.append(spent[0])
+    return statistics.median(times), statistics.median(cores), sol
 
 
 def configure(parser):
     parser.add_argument("--t-end", type=float, default=10.0, help="simulated time [s]")
-    parser.add_argument("--rtol", type=float, default=1e-6, help="integration tolerance")
+    parser.add_argument("--rtol", type=float, default=1e-8, help="the six-bar's tolerance")
+    parser.add_argument("--hexapod-rtol", type=float, default=1e-6,
+                        help="the driven hexapod's tolerance")
     parser.add_argument("--outputs", type=int, default=1001, help="t_eval points")
     parser.add_argument("--repeat", type=int, default=5, help="runs; the median is reported")
     parser.add_argument("--drivers", type=lambda s: s.split(","),
@@ -90,35 +178,47 @@ def configure(parser):
 
 def run(args):
     rows = []
-    for name, model in (("six-bar", six_bar().build()), ("chain8", chain(8).build())):
+    six, c8, hexd = six_bar().build(), chain(8).build(), hexapod(scenario="driven").build()
+    for name, model in (("six-bar", six), ("chain8", c8), ("hexapod-driven", hexd)):
         core, stepper = rhs_microseconds(model)
         for where, value in (("core", core), ("stepper", stepper)):
-            rows.append(dict(measure="rhs", model=name, outputs="", driver=where,
-                             value=value, unit="us", ratio="", steps="", rhs=""))
-            print(f"rhs {name} from {where}: {value:.1f} µs")
-    cases = [("six-bar", six_bar().build(), None), ("six-bar", six_bar().build(),
-                                                      np.linspace(0, args.t_end, args.outputs)),
-             ("hexapod-driven", hexapod(scenario="driven").build(),
-              np.linspace(0, args.t_end, args.outputs))]
-    for name, model, t_eval in cases:
+            rows.append(dict(measure="rhs", model=name, driver=where, value=value, unit="us"))
+            print(f"rhs {name} from {where}: {value:.2f} µs")
+    for row in forward_rows(8, 4 * args.repeat):
+        rows.append(row)
+        print(f"forward {row['model']} {row['driver']}: {row['value']:.2f} µs"
+              + (f", {row['ratio']:.2f}× MuJoCo" if row["driver"] == "nc.forward"
+                 and row["ratio"] != "" else ""))
+    for name, model, count in (("six-bar", six, 2000), ("chain8", c8, 2000),
+                               ("hexapod-driven", hexd, 500), ("chain512", chain(512).build(), 20)):
+        us, flops = factor_solve(model, count, 4 * args.repeat)
+        rows.append(dict(measure="factor+solve", model=name, driver="core", value=us, unit="us",
+                         flops=flops, gflops=flops / us * 1e-3))
+        print(f"factor+solve {name}: {us:.2f} µs, {flops} flops, {flops / us * 1e-3:.2f} GFlop/s")
+    t_eval = np.linspace(0, args.t_end, args.outputs)
+    cases = [("six-bar", six, args.rtol, None), ("six-bar", six, args.rtol, t_eval),
+             ("hexapod-driven", hexd, args.hexapod_rtol, t_eval)]
+    for name, model, rtol, outputs in cases:
         times = {}
         for d in args.drivers:
-            seconds, sol = wall_time(model, args.t_end, args.rtol, t_eval, d, args.repeat)
+            seconds, core, sol = wall_time(model, args.t_end, rtol, outputs, d, args.repeat)
             times[d] = seconds
             rows.append(dict(measure="simulate", model=name,
-                             outputs="steps" if t_eval is None else t_eval.size, driver=d,
-                             value=seconds * 1e3, unit="ms", ratio=None,
-                             steps=sol.stats["steps"], rhs=sol.stats["rhs"]))
+                             outputs="steps" if outputs is None else outputs.size, driver=d,
+                             value=seconds * 1e3, unit="ms", steps=sol.stats["steps"],
+                             rhs=sol.stats["rhs"], realtime=args.t_end / seconds,
+                             core_ms=core * 1e3 if d == "chunked" else ""))
         for row in rows[-len(args.drivers):]:
             if "per-step" in times:
                 row["ratio"] = times["per-step"] / (row["value"] * 1e-3)
-            print(f"simulate {name} ({row['outputs']} outputs) {row['driver']}: "
-                  f"{row['value']:.1f} ms" + (f", {row['ratio']:.2f}× per-step"
-                                               if row["ratio"] else ""))
-    path = write_csv(args.out, rows, COLUMNS,
+            print(f"simulate {name} (rtol {rtol:g}, {row['outputs']} outputs) {row['driver']}: "
+                  f"{row['value']:.1f} ms, {row['realtime']:.0f}× real time"
+                  + (f", {row['ratio']:.2f}× per-step" if row.get("ratio") else "")
+                  + (f", {row['core_ms']:.1f} ms in the core" if row["core_ms"] != "" else ""))
+    path = write_csv(args.out, [{c: r.get(c, "") for c in COLUMNS} for r in rows], COLUMNS,
                      f"python benchmarks/core_speed.py --t-end {args.t_end:g} --rtol "
-                     f"{args.rtol:g} --outputs {args.outputs} --repeat {args.repeat} "
-                     f"--drivers {','.join(args.drivers)}")
+                     f"{args.rtol:g} --hexapod-rtol {args.hexapod_rtol:g} --outputs "
+                     f"{args.outputs} --repeat {args.repeat} --drivers {','.join(args.drivers)}")
     print(f"written to {path}")
     return 0
 

@@ -2,23 +2,28 @@
  * the numeric phase of natcoord.linalg.blockldl (whose module docstring derives it) and
  * the range-space matrix of natcoord.linalg.cholmod.
  *
- * Blocks. Every block of Wk.B is a contiguous 6×6 row-major buffer: a body pivot is the
- * 6×6 twist inertia Ĩ = TᵀM̃T; a joint pivot (size d ≤ 6) and the couplings use their
- * leading rows and columns and the padding stays exactly zero (assembly writes none of
- * it, every update adds zero products to it, and a joint pivot's padding gets inv = 0).
- * So, besides the joint pivots' own monitored Cholesky over d, every block operation of
- * the factor and the solve runs on whole 6×6 blocks with fixed trip counts, which GCC
- * -O3 unrolls and vectorizes (§1.6: the numeric phase is dense block operations only);
- * the padding only ever adds exact zeros. The upper triangle of a diagonal block is
- * scratch (the full-square Schur update writes it; nothing reads it).
+ * Blocks. Every block of Wk.B is a contiguous 6×6 buffer: a diagonal block (a body
+ * pivot, the 6×6 twist inertia Ĩ = TᵀM̃T, or a joint pivot of size d ≤ 6) row-major,
+ * a coupling V_qk (rows: node q, columns: node k) stored transposed, Vt[6 c + i] = V_ic,
+ * so that the kernels' inner loops run over contiguous 6-vectors: the coupling solve
+ * V ← V L⁻ᵀ updates a column of V at a time, the Schur update T −= σ X Yᵀ adds outer
+ * products of two columns, the forward substitution z_q −= σ V z_k sums columns. The
+ * plan (Python) addresses couplings row-major: assembly swaps the offset's digits. A joint
+ * pivot and its couplings use their leading d rows and columns; the padding stays
+ * exactly +0 and the kernels skip it (see "Padding" below). The upper triangle of a
+ * diagonal block is scratch (the Schur update writes it; nothing reads it).
  *
- * Round-off. Each scalar is computed with the operations, in the order, of the Numba
- * twins in natcoord.linalg.blockldl: a sum starts at 0.0 and adds its terms by ascending
- * index; vectorizing across independent outputs changes none of them, and a*b + c is
- * not contracted into a fused multiply-add (GCC's default in ISO C mode; Clang needs the
- * pragma), so the factor and the solve equal Numba's bit for bit. The price is the
- * latency of the sequential pivots (sqrt, division, ordered sums), which bounds a chain,
- * where every node waits for the one before it.
+ * Kernels. The 6×6 operations are written on 6-vectors (a 4-lane and a 2-lane part,
+ * nc_simd.h) with fixed trip counts where the nodes are 6 wide, unrolled by -O3; the
+ * factorization and the solve are compiled twice, for AVX2 and for baseline x86-64,
+ * and the CPU's variant is taken at run time.
+ *
+ * Round-off. A sum starts at 0.0 and adds its terms by ascending index, products are
+ * not contracted into fused multiply-adds (-ffp-contract=off; Clang: the pragma), and
+ * vectorizing across independent outputs changes no operation of any one output: both
+ * variants, on every machine, give the same bits (those of the scalar loops these
+ * replaced). The price is the latency of the sequential pivots (sqrt, division,
+ * ordered sums), which bounds a chain, where every node waits for the one before it.
  */
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -187,6 +192,25 @@ NC_INLINE int cholesky6(double *restrict A, double *restrict inv, double floor)
     return 1;
 }
 
+/* ĉ_i (y, 6) of the joint row on the body of jp[*t] (the row's blocks jp[*t:stop], sorted
+ * by body), its axes into E; *t moves past the body's blocks. Returns the body. */
+static int64_t twist_row(const double *G, const ldl *s, int64_t *t, int64_t stop, double *E,
+                         double *y)
+{
+    int64_t body = s->jp_slot[*t] / 4;
+    axes(G, s->e_index, body, E);
+    memset(y, 0, 6 * sizeof(double));
+    for (; *t < stop && s->jp_slot[*t] / 4 == body; ++*t) {
+        const double *g = G + 3 * s->jp[*t];
+        int64_t k = s->jp_slot[*t] % 4;
+        if (k == 0)
+            y[0] += g[0], y[1] += g[1], y[2] += g[2];
+        else
+            cross_add(y + 3, E + 3 * (k - 1), g);
+    }
+    return body;
+}
+
 /* ref = Σ_i ĉ_i (TᵀM_iT)⁻¹ ĉ_iᵀ of the joint row with the Jacobian blocks jp[start:stop]
  * (sorted by body): its pivot before any joint row is eliminated. */
 static double exact_reference(const double *G, const ldl *s, int64_t start, int64_t stop)
@@ -194,17 +218,7 @@ static double exact_reference(const double *G, const ldl *s, int64_t start, int6
     double ref = 0.0, E[9], I6[36], y[12];
     int64_t t = start;
     while (t < stop) {
-        int64_t body = s->jp_slot[t] / 4;
-        axes(G, s->e_index, body, E);
-        memset(y, 0, sizeof y);
-        for (; t < stop && s->jp_slot[t] / 4 == body; t++) {
-            const double *g = G + 3 * s->jp[t];
-            int64_t k = s->jp_slot[t] % 4;
-            if (k == 0)
-                y[0] += g[0], y[1] += g[1], y[2] += g[2];
-            else
-                cross_add(y + 3, E + 3 * (k - 1), g);
-        }
+        int64_t body = twist_row(G, s, &t, stop, E, y);
         spatial_inertia(s->J4 + 16 * body, E, I6);
         if (!cholesky6(I6, y + 6, 0.0))
             return 0.0;
@@ -217,6 +231,32 @@ static double exact_reference(const double *G, const ldl *s, int64_t start, int6
         }
     }
     return ref;
+}
+
+/* A lower bound of exact_reference's value: ½ Σ_i |ĉ_i|² / tr(TᵀM_iT), as
+ * ĉ Ĩ⁻¹ ĉᵀ ≥ |ĉ|² / λ_max(Ĩ) ≥ |ĉ|² / tr(Ĩ) for the positive definite Ĩ = TᵀM_iT
+ * (tr Ĩ = 3 m + 2 tr(E J Eᵀ)); the factor ½ covers the round-off of both. 0 where a
+ * trace is not positive (no bound). */
+static double reference_lower_bound(const double *G, const ldl *s, int64_t start,
+                                    int64_t stop)
+{
+    double bound = 0.0, E[9], y[6];
+    int64_t t = start;
+    while (t < stop) {
+        int64_t body = twist_row(G, s, &t, stop, E, y);
+        const double *J4 = s->J4 + 16 * body;
+        double tr = 0.0;
+        for (int k = 0; k < 3; k++)
+            for (int l = 0; l < 3; l++)
+                tr += J4[4 * (k + 1) + l + 1] * (E[3 * k] * E[3 * l] + E[3 * k + 1] * E[3 * l + 1]
+                                                 + E[3 * k + 2] * E[3 * l + 2]);
+        tr = 3.0 * J4[0] + 2.0 * tr;
+        if (!(tr > 0.0))
+            return 0.0;
+        bound += (y[0] * y[0] + y[1] * y[1] + y[2] * y[2] + y[3] * y[3] + y[4] * y[4]
+                  + y[5] * y[5]) / tr;
+    }
+    return 0.5 * bound;
 }
 
 /* Lower Cholesky of −A (leading d×d) dropping redundant joint rows (the rule of
@@ -240,7 +280,12 @@ static int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const
                 return 1;
         } else {
             dropped = p <= threshold[row] * ratio * s->bound[row];
-            if (dropped) {
+            /* p ≤ threshold · ref / ratio decides nothing but drops: so a pivot below
+             * threshold times a lower bound of ref (the usual round-off pivot of a
+             * redundant row) is dropped without ref's Cholesky solves */
+            if (dropped && !(p <= threshold[row] *
+                                      reference_lower_bound(G, s, s->jp_ptr[row],
+                                                            s->jp_ptr[row + 1]) / ratio)) {
                 double ref = exact_reference(G, s, s->jp_ptr[row], s->jp_ptr[row + 1]);
                 if (ref > 0.0 && p > threshold[row] * ref / ratio) {
                     dropped = p <= threshold[row] * ref * ratio;
