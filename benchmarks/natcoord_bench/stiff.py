@@ -20,15 +20,24 @@ Two problems, each integrated by ``simulate(method="dopri5")`` and
    at ``t_end`` from DOPRI5 at ``rtol = 1e-10``.
 
 One CSV row per run (``COLUMNS``): steps, rejected steps, right-hand-side
-evaluations, Jacobians and LU decompositions (Radau), and the wall time
-(median over ``--repeat``; for ``simulate`` its ``stats["wall_time"]``, which
-excludes compilation). The pendulum's spring has a compiled form, the
-hexapod's Cartesian springs have not: DOPRI5 runs compiled on the pendulum
-and in Python on the hexapod; Radau is Python with NumPy/SciPy throughout.
+evaluations, Jacobians, LU decompositions (real and complex counted apart) and
+Newton iterations (Radau), and the wall time (median over ``--repeat``; for
+``simulate`` its ``stats["wall_time"]``). The pendulum's spring has a compiled
+form, the hexapod's Cartesian springs have not: DOPRI5 runs compiled on the
+pendulum and in Python on the hexapod; Radau is Python with NumPy/SciPy
+throughout, its Jacobian from ``linearize`` (one KKT solve per column, in
+Python). The printed summary adds DOPRI5's wall time over Radau's per problem.
+
+Radau's LU decompositions and solves go through the BLAS: on a small machine
+shared with other work, OpenBLAS's threads make them many times slower and the
+times erratic (the hexapod's Radau run, 2-core machine, the same hour: 0.84 s
+with one thread, 3.8 s with the default two); ``OPENBLAS_NUM_THREADS=1`` in the
+environment avoids that, and the CSV header records it when set.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -42,7 +51,7 @@ from natcoord.study.records import Progress, text_table, write_csv
 
 COLUMNS = ("problem", "tool", "method", "coordinates", "rtol", "t_end", "repeat", "success",
            "wall_time_median", "wall_time_min", "steps", "rejected", "rhs", "jacobians",
-           "lu_decompositions", "end_error")
+           "lu_decompositions", "newton_iterations", "end_error")
 REFERENCE_TOL = 1e-12
 
 
@@ -58,7 +67,7 @@ def natcoord_row(problem, model, method, rtol, t_end, repeat, output, reference)
                 repeat=repeat, success=sol.success, wall_time_median=float(np.median(walls)),
                 wall_time_min=min(walls), steps=s["steps"], rejected=s["rejected"],
                 rhs=s["rhs"], jacobians=s["jacobians"], lu_decompositions=s["lu_decompositions"],
-                end_error=float(np.linalg.norm(output(sol) - reference)))
+                newton_iterations=s["newton_iterations"], end_error=float(np.linalg.norm(output(sol) - reference)))
 
 
 def polar_run(rtol, t_end, stiffness):
@@ -78,7 +87,7 @@ def scipy_row(run, coordinates, position, rtol, t_end, repeat, reference):
                 rtol=rtol, t_end=t_end, repeat=repeat, success=sol.success,
                 wall_time_median=float(np.median(walls)), wall_time_min=min(walls),
                 steps=sol.t.size - 1, rejected="", rhs=sol.nfev, jacobians=sol.njev,
-                lu_decompositions=sol.nlu,
+                lu_decompositions=sol.nlu, newton_iterations="",
                 end_error=float(np.linalg.norm(position(sol.y[:, -1]) - reference)))
 
 
@@ -154,7 +163,9 @@ def run(args):
         rows += pendulum_rows(args, bar)
     if "hexapod" in args.problems:
         rows += hexapod_rows(args, bar)
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
     path = write_csv(args.out, rows, COLUMNS,
+                     (f"OPENBLAS_NUM_THREADS={threads} " if threads else "") +
                      f"python benchmarks/stiff.py --rtol {args.rtol:g} --repeat {args.repeat} "
                      f"--problems {','.join(args.problems)} --stiffness {args.stiffness:g} "
                      f"--pendulum-t-end {args.pendulum_t_end:g} "
@@ -166,14 +177,24 @@ def run(args):
 
 
 def summary(rows):
-    """The table as text: problem, tool/method, steps, RHS, Jacobians, LU, time, error."""
-    return text_table(rows, [("problem", "problem", ""),
-                             ("tool", lambda r: f"{r['tool']} {r['method']}", ""),
-                             ("coordinates", "coordinates", ""), ("steps", "steps", ""),
-                             ("rhs", "rhs", ""), ("jac", "jacobians", ""),
-                             ("lu", "lu_decompositions", ""),
-                             ("time [s]", "wall_time_median", ".3f"),
-                             ("end error", "end_error", ".2e")])
+    """The table as text: problem, tool/method, steps, rejected, RHS, Jacobians, LU,
+    Newton iterations, time, error; then DOPRI5's time over Radau's per problem."""
+    table = text_table(rows, [("problem", "problem", ""),
+                              ("tool", lambda r: f"{r['tool']} {r['method']}", ""),
+                              ("coordinates", "coordinates", ""), ("steps", "steps", ""),
+                              ("rejected", "rejected", ""), ("rhs", "rhs", ""),
+                              ("jac", "jacobians", ""), ("lu", "lu_decompositions", ""),
+                              ("newton", "newton_iterations", ""),
+                              ("time [s]", "wall_time_median", ".3f"),
+                              ("end error", "end_error", ".2e")])
+    lines = [table]
+    for problem in dict.fromkeys(r["problem"] for r in rows):
+        wall = {r["method"]: r["wall_time_median"] for r in rows
+                if r["problem"] == problem and r["tool"] == "natcoord"}
+        if {"dopri5", "radau"} <= wall.keys():
+            lines.append(f"{problem}: DOPRI5 / Radau wall time = "
+                         f"{wall['dopri5'] / wall['radau']:.2f}")
+    return "\n".join(lines)
 
 
 def main(argv=None):
