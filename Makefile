@@ -101,11 +101,13 @@ paper: venv
 	$(BIN)/python paper/figures.py
 
 data: venv
-	$(BIN)/natcoord bench scaling
+	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/tolerance.py
 	$(BIN)/python benchmarks/hexapod_speed.py
 	$(BIN)/python benchmarks/core_speed.py
-	$(BIN)/natcoord bench chain
+	$(BIN)/python benchmarks/chain_simulation.py
+	$(BIN)/python benchmarks/stiff.py
+	$(BIN)/python benchmarks/sensitivity_cost.py
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[peers]' || echo "natcoord: peers (pin, mujoco, exudyn) not installable; benchmarks/peers.py leaves out what is missing"
 	$(BIN)/python benchmarks/peers.py
 	$(BIN)/python paper/figures.py
