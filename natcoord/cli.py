@@ -170,7 +170,17 @@ def cmd_info(args):
     return 0
 
 
+#: where a source checkout keeps the experiments (not part of the installed package)
+CHECKOUT_BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
 def _experiment(name):
+    """An experiment of ``natcoord_bench``: importable as installed, or from the
+    ``benchmarks/`` of the source checkout this natcoord runs from (an editable
+    install, as ``make`` creates); else ``ImportError`` (the command says so)."""
+    if (CHECKOUT_BENCHMARKS / "natcoord_bench").is_dir() and \
+            str(CHECKOUT_BENCHMARKS) not in sys.path:
+        sys.path.append(str(CHECKOUT_BENCHMARKS))
     return importlib.import_module(f"natcoord_bench.{name}")
 
 
