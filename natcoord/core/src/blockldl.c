@@ -259,17 +259,40 @@ static double reference_lower_bound(const double *G, const ldl *s, int64_t start
     return 0.5 * bound;
 }
 
+/* The drop rule past its cheap test (p ≤ threshold·ratio·bound, rare): p ≤ threshold·ref
+ * /ratio drops, p > threshold·ref·ratio keeps, in between is ambiguous (counted in
+ * *ambiguous) and drops. A pivot below threshold times a lower bound of ref (the usual
+ * round-off pivot of a redundant row) drops without ref's Cholesky solves: the same
+ * decision. */
+static int drop_decision(const double *G, const ldl *s, int64_t row, double p,
+                         double threshold, double ratio, int *ambiguous)
+{
+    int64_t start = s->jp_ptr[row], stop = s->jp_ptr[row + 1];
+    if (p <= threshold * reference_lower_bound(G, s, start, stop) / ratio)
+        return 1;
+    double ref = exact_reference(G, s, start, stop);
+    if (ref > 0.0 && p > threshold * ref / ratio) {
+        int dropped = p <= threshold * ref * ratio;
+        *ambiguous += dropped;
+        return dropped;
+    }
+    return 1;
+}
+
 /* Lower Cholesky of −A (leading d×d) dropping redundant joint rows (the rule of
  * _cholesky_monitored in natcoord.linalg.blockldl: s ≤ threshold·ref/ratio drops,
  * s > threshold·ref·ratio keeps, in between is ambiguous and counted; forced: follow
  * s->decided, and a kept row with a non-positive pivot returns 1). A dropped row gets
  * a zero column of L, a unit diagonal and inv = 0; the padding r ≥ d gets inv = 0. */
-static int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const double *G,
-                              const double *threshold, double ratio, int forced, const ldl *s)
+NC_INLINE int cholesky_monitored_d(double *restrict A, int d, double *restrict inv,
+                                   int64_t row0, const double *G, const double *threshold,
+                                   double ratio, int forced, const ldl *s)
 {
     int ambiguous = 0;
+#pragma GCC unroll 6
     for (int r = 0; r < d; r++) {
         double p = -A[7 * r];
+#pragma GCC unroll 6
         for (int c = 0; c < r; c++)
             p -= A[6 * r + c] * A[6 * r + c];
         int64_t row = row0 + r;
@@ -280,18 +303,8 @@ static int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const
                 return 1;
         } else {
             dropped = p <= threshold[row] * ratio * s->bound[row];
-            /* p ≤ threshold · ref / ratio decides nothing but drops: so a pivot below
-             * threshold times a lower bound of ref (the usual round-off pivot of a
-             * redundant row) is dropped without ref's Cholesky solves */
-            if (dropped && !(p <= threshold[row] *
-                                      reference_lower_bound(G, s, s->jp_ptr[row],
-                                                            s->jp_ptr[row + 1]) / ratio)) {
-                double ref = exact_reference(G, s, s->jp_ptr[row], s->jp_ptr[row + 1]);
-                if (ref > 0.0 && p > threshold[row] * ref / ratio) {
-                    dropped = p <= threshold[row] * ref * ratio;
-                    ambiguous += dropped;
-                }
-            }
+            if (dropped)
+                dropped = drop_decision(G, s, row, p, threshold[row], ratio, &ambiguous);
         }
         if (dropped) {
             A[7 * r] = 1.0, inv[r] = 0.0;
@@ -299,18 +312,30 @@ static int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const
                 A[6 * i + r] = 0.0;
             continue;
         }
-        A[7 * r] = sqrt(p);
-        inv[r] = 1.0 / A[7 * r];
+        const double dr = sqrt(p), id = 1.0 / dr;
+        A[7 * r] = dr;
+        inv[r] = id;
+#pragma GCC unroll 6
         for (int i = r + 1; i < d; i++) {
             double t = -A[6 * i + r];
+#pragma GCC unroll 6
             for (int c = 0; c < r; c++)
                 t -= A[6 * i + c] * A[6 * r + c];
-            A[6 * i + r] = t * inv[r];
+            A[6 * i + r] = t * id;
         }
     }
     for (int r = d; r < 6; r++)
         inv[r] = 0.0;
     return ambiguous;
+}
+
+NC_INLINE int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const double *G,
+                                 const double *threshold, double ratio, int forced,
+                                 const ldl *s)
+{
+    if (d == 5)                             /* revolute and prismatic joints: unrolled */
+        return cholesky_monitored_d(A, 5, inv, row0, G, threshold, ratio, forced, s);
+    return cholesky_monitored_d(A, d, inv, row0, G, threshold, ratio, forced, s);
 }
 
 /* ------------------------------------------------------------ numeric phase */
@@ -431,8 +456,10 @@ NC_INLINE void coupling_solve_d(double *restrict Vt, const double *restrict L,
 NC_INLINE void coupling_solve(double *restrict Vt, const double *restrict L,
                               const double *restrict inv, int d)
 {
-    if (d == 6)                                  /* bodies, 6-row joints: unrolled */
+    if (d == 6)                             /* bodies, 6-row joints: unrolled */
         coupling_solve_d(Vt, L, inv, 6);
+    else if (d == 5)                        /* revolute and prismatic joints */
+        coupling_solve_d(Vt, L, inv, 5);
     else
         coupling_solve_d(Vt, L, inv, d);
 }
@@ -482,10 +509,18 @@ NC_INLINE void schur_update_d(double *restrict T, const double *restrict Xt,
 NC_INLINE void schur_update(double *restrict T, const double *restrict Xt,
                             const double *restrict Yt, double sigma, int dx, int dy, int dk)
 {
-    if (dx == 6 && dy == 6 && dk == 6)          /* between bodies and 6-row joints */
-        schur_update_d(T, Xt, Yt, sigma, 6, 6, 6);
-    else
+    /* unrolled for nodes of 6 (bodies, 6-row joints) and 5 rows (revolute, prismatic) */
+#define SCHUR_CASE(a, b, c)                                                               \
+    case 100 * a + 10 * b + c:                                                            \
+        schur_update_d(T, Xt, Yt, sigma, a, b, c);                                        \
+        return;
+    switch (100 * dx + 10 * dy + dk) {
+        SCHUR_CASE(6, 6, 6) SCHUR_CASE(6, 6, 5) SCHUR_CASE(6, 5, 6) SCHUR_CASE(5, 6, 6)
+        SCHUR_CASE(5, 5, 6) SCHUR_CASE(6, 5, 5) SCHUR_CASE(5, 6, 5) SCHUR_CASE(5, 5, 5)
+    default:
         schur_update_d(T, Xt, Yt, sigma, dx, dy, dk);
+    }
+#undef SCHUR_CASE
 }
 
 /* The couplings and Schur updates of the column of node k (its pivot factored). */
@@ -623,6 +658,8 @@ NC_INLINE void forward(const double *restrict L, const double *restrict inv,
 {
     if (d == 6)
         forward_d(L, inv, x, 6);
+    else if (d == 5)
+        forward_d(L, inv, x, 5);
     else
         forward_d(L, inv, x, d);
 }
@@ -632,6 +669,8 @@ NC_INLINE void backward(const double *restrict L, const double *restrict inv, do
 {
     if (d == 6)
         backward_d(L, inv, sigma, x, 6);
+    else if (d == 5)
+        backward_d(L, inv, sigma, x, 5);
     else
         backward_d(L, inv, sigma, x, d);
 }
@@ -743,6 +782,8 @@ NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_
         for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
             if (dk == 6)
                 coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], 6);
+            else if (dk == 5)
+                coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], 5);
             else
                 coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], dk);
         }
@@ -754,6 +795,10 @@ NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_
             const int dq = (int)s.size[s.col_node[e]];
             if (dk == 6 && dq == 6)
                 coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, 6, 6);
+            else if (dk == 5 && dq == 6)
+                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, 5, 6);
+            else if (dk == 6 && dq == 5)
+                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, 6, 5);
             else
                 coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, dk, dq);
         }
