@@ -35,6 +35,9 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+# the experiments' readers (natcoord_bench) live in the checkout, not in the package
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))     # the CSV reader, the structure diagrams and scaling use natcoord
 
 from natcoord.study.records import read_columns, read_csv, read_machine  # noqa: E402
