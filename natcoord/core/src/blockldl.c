@@ -95,7 +95,7 @@ static inline void axes(const double *G, const int64_t *e_index, int64_t i, doub
 }
 
 /* Ĩ = TᵀMT (6×6) for M = J4 ⊗ I3 and axes E[k] = e_{k+1}: [[m 1, −[c]×], [[c]×, tr J_w − J_w]] */
-static void spatial_inertia(const double *J4, const double *E, double *out)
+NC_INLINE void spatial_inertia(const double *J4, const double *E, double *out)
 {
     double tr = 0.0;
     for (int a = 0; a < 3; a++)
@@ -127,24 +127,27 @@ static void spatial_inertia(const double *J4, const double *E, double *out)
 }
 
 /* Reciprocal basis F[k] = f_k, f_k · e_l = δ_kl; 0 if the axes are (nearly) singular. */
-static int reciprocal(const double *E, double *F)
+NC_INLINE int reciprocal(const double *restrict E, double *restrict F)
 {
     double det = E[0] * (E[4] * E[8] - E[5] * E[7]) - E[1] * (E[3] * E[8] - E[5] * E[6])
                  + E[2] * (E[3] * E[7] - E[4] * E[6]);
     if (!(fabs(det) > 1e-12))
         return 0;
+    double num[9];                          /* the nine divisions by det vectorize */
     for (int k = 0; k < 3; k++) {
         const double *a = E + 3 * ((k + 1) % 3), *b = E + 3 * ((k + 2) % 3);
-        F[3 * k] = (a[1] * b[2] - a[2] * b[1]) / det;
-        F[3 * k + 1] = (a[2] * b[0] - a[0] * b[2]) / det;
-        F[3 * k + 2] = (a[0] * b[1] - a[1] * b[0]) / det;
+        num[3 * k] = a[1] * b[2] - a[2] * b[1];
+        num[3 * k + 1] = a[2] * b[0] - a[0] * b[2];
+        num[3 * k + 2] = a[0] * b[1] - a[1] * b[0];
     }
+    for (int i = 0; i < 9; i++)
+        F[i] = num[i] / det;
     return 1;
 }
 
 /* Upper bound of ‖(TᵀMT)⁻¹‖: 1 / (λ_min(J4) λ_min(TᵀT)), λ_max(Σ e_k e_kᵀ) bounded by
  * Gershgorin's row sums; ∞ when the bound is not positive. */
-static double twist_bound(double J4_min, const double *E)
+NC_INLINE double twist_bound(double J4_min, const double *E)
 {
     double trace = 0.0, gershgorin = 0.0;
     for (int a = 0; a < 3; a++) {
@@ -359,18 +362,18 @@ NC_INLINE int64_t assemble(const double *G, const ldl *s)
     for (int64_t t = 0; t < s->n_jp; t++) {
         const double *g = G + 3 * s->jp[t];
         double g0 = g[0], g1 = g[1], g2 = g[2];
-        s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
-        int64_t k = s->jp_slot[t] % 4, o = s->jp_base[t], st = s->jp_stride[t];
-        if (k) {
+        int64_t k = s->jp_slot[t] % 4, st = s->jp_stride[t];
+        if (k) {                            /* an axis block: the solve reads it in Gj */
+            s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
             const double *e = E + 9 * (s->jp_slot[t] / 4) + 3 * (k - 1);
             g0 = e[1] * g[2] - e[2] * g[1];
             g1 = e[2] * g[0] - e[0] * g[2];
             g2 = e[0] * g[1] - e[1] * g[0];
         }
         /* the plan's offset o = 36 block + 6 row + column is into a row-major block; the
-         * couplings are stored transposed */
-        int64_t rem = o % 36;
-        o += 5 * (rem % 6) - 5 * (rem / 6);
+         * couplings are stored transposed: its two digits in base 6 swap */
+        uint64_t u = (uint64_t)s->jp_base[t], rem = u % 36, hi = rem / 6;
+        int64_t o = (int64_t)(u + 5 * (rem - 6 * hi) - 5 * hi);
         st = 7 - st;
         if (o != run || st != run_st) {
             if (run >= 0)

@@ -9,8 +9,9 @@
  *     γ −= c (2 w v_a·v_b + 2 ẇ (x_a·v_b + x_b·v_a) + ẅ x_a·x_b)
  * (ġ̇ = G a − γ differentiated twice); linear and constant terms likewise. */
 #include "nc_core.h"
+#include "nc_simd.h"
 
-static inline double dot3(const double *a, const double *b)
+NC_INLINE double dot3(const double *a, const double *b)
 {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
@@ -19,8 +20,9 @@ static inline double dot3(const double *a, const double *b)
  * summed in registers while its terms last and stored when the row changes (any order
  * works: a row met again is loaded back), each sum in the order of the terms, as the
  * read-modify-write per term summed them. */
-void nc_constraints(const nc_arr *T, const double *X, const double *V, const double *W,
-                    double *g, double *g_t, double *gamma, double *G, int64_t m, int64_t nnz)
+NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const double *V,
+                                   const double *W, double *g, double *g_t, double *gamma,
+                                   double *G, int64_t m, int64_t nnz)
 {
     memset(g, 0, m * sizeof(double));
     memset(g_t, 0, m * sizeof(double));
@@ -90,6 +92,11 @@ void nc_constraints(const nc_arr *T, const double *X, const double *V, const dou
     if (cur >= 0)
         g[cur] = sg, g_t[cur] = st, gamma[cur] = sgam;
 }
+
+NC_DISPATCH_VOID(nc_constraints,
+                 (const nc_arr *T, const double *X, const double *V, const double *W,
+                  double *g, double *g_t, double *gamma, double *G, int64_t m, int64_t nnz),
+                 (T, X, V, W, g, g_t, gamma, G, m, nnz))
 
 void nc_jacobian_times(const int64_t *pattern_row, const int64_t *pattern_slot, int64_t nnz,
                        const double *G, const double *V, double *out, int64_t m)
