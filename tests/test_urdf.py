@@ -326,3 +326,21 @@ def test_robot_matches_pinocchio(robot):
                                                            pin.LOCAL_WORLD_ALIGNED).linear
         expected[i, 1:] = np.cross(alpha, R.T) + np.cross(omega, np.cross(omega, R.T))
     assert np.abs(a - expected.ravel()).max() <= 1e-9 * np.abs(expected).max()
+
+
+def test_the_command_line_takes_the_urdf_options(tmp_path, capsys):
+    """``natcoord info robot.urdf --inertia-repair`` / ``--floating-base``; refused
+    for a benchmark and without the option, in one line each (exit 2)."""
+    from natcoord.cli import main
+    bad = _write(tmp_path, bad_urdf())
+    assert main(["info", str(bad)]) == 2
+    assert "inertia_repair=True" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match="upper"):
+        assert main(["info", str(bad), "--inertia-repair"]) == 0
+    drone = _write(tmp_path, '<robot name="drone"><link name="frame">'
+                   f'{_inertial(1.5, moments=(0.01, 0.01, 0.015))}</link></robot>', "drone.urdf")
+    capsys.readouterr()
+    assert main(["info", str(drone), "--floating-base"]) == 0
+    assert "degrees of freedom: 6" in capsys.readouterr().out
+    assert main(["info", "six-bar", "--floating-base"]) == 2
+    assert "apply to URDF files" in capsys.readouterr().err

@@ -25,6 +25,11 @@ def add_model_arguments(parser):
     parser.add_argument("--scenario", help="scenario of the model (e.g. hexapod: passive|driven)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument of the model factory, e.g. --param n=100")
+    parser.add_argument("--floating-base", action="store_true",
+                        help="URDF: the root link is a free body (as Pinocchio's JointModelFreeFlyer)")
+    parser.add_argument("--inertia-repair", action="store_true",
+                        help="URDF: project non-physical link inertias to the nearest physical "
+                             "ones (each change is reported)")
 
 
 def _model_file(args):
@@ -36,7 +41,16 @@ def _model_file(args):
     if args.param or args.scenario is not None:
         raise ValueError(f"--param and --scenario apply to benchmark models, not to the "
                          f"file {args.model}")
-    load = {".urdf": load_urdf, ".xml": load_mjcf}.get(path.suffix.lower(), load_mechanism)
+    urdf_options = {"floating_base": getattr(args, "floating_base", False),
+                    "inertia_repair": getattr(args, "inertia_repair", False)}
+    if path.suffix.lower() == ".urdf":
+        def load(path):
+            return load_urdf(path, **urdf_options)
+    elif any(urdf_options.values()):
+        raise ValueError(f"--floating-base and --inertia-repair apply to URDF files, not to "
+                         f"{args.model}")
+    else:
+        load = load_mjcf if path.suffix.lower() == ".xml" else load_mechanism
     try:
         return load(path).build()
     except (ValueError, TypeError) as err:
@@ -64,6 +78,9 @@ def model_from_arguments(args):
     """
     if args.model not in models.REGISTRY:
         return _model_file(args)
+    if getattr(args, "floating_base", False) or getattr(args, "inertia_repair", False):
+        raise ValueError(f"--floating-base and --inertia-repair apply to URDF files, not to "
+                         f"the benchmark {args.model!r}")
     text = {}
     for item in args.param:
         key, sep, value = item.partition("=")
