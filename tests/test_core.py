@@ -57,8 +57,9 @@ def test_pack_accepts_the_set_up_tuples(driven):
     missing or an extra field."""
     T = cc.make_tables(driven)
     assert T.laws.weight_kind.size > 0 and isinstance(T.size_factor, float)
-    P, Wk = cc.make_block(make_solver(driven, "block"))
-    S = cc.make_buffers(driven, driven.n_rows - 6 * driven.n_bodies)
+    solver = make_solver(driven, "block")
+    P, Wk = solver.plan.arrays, solver.work
+    S = cc.make_buffers(driven, solver)
     store = cc.make_store(Wk, driven.n_rows, 2)
     for t, code in ((T, "T"), (S, "S"), (P, "P"), (Wk, "W"), (store, "F"), (T.laws, "L")):
         engine.pack(t, code)

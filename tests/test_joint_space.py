@@ -12,8 +12,6 @@ and ``nc.inverse_dynamics``, checked against independent computations:
   prismatic+revolute = cylindrical, free flyer).
 """
 import warnings
-from importlib import metadata
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -303,15 +301,6 @@ def test_bad_input_names_the_joint_or_argument():
 
 
 # ------------------------------------------------------------ Pinocchio
-def _robots_folder():
-    try:
-        share = metadata.distribution("example-robot-data").locate_file(
-            "cmeel.prefix/share/example-robot-data/robots")
-    except metadata.PackageNotFoundError:
-        pytest.skip("example-robot-data is not installed (pip install natcoord[models])")
-    return Path(share)
-
-
 ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False),
           "panda": ("panda_description/urdf/panda.urdf", False),
           "solo12": ("solo_description/robots/solo12.urdf", True)}
@@ -347,12 +336,12 @@ def _compare_with_pinocchio(pin, model, pm, bodies, rng, runs=3):
 
 
 @pytest.mark.parametrize("robot", sorted(ROBOTS))
-def test_urdf_joint_space_is_pinocchios(robot):
+def test_urdf_joint_space_is_pinocchios(robot, robots_folder):
     """Order and names as Pinocchio's (a free root is named after its link, Pinocchio's
     ``root_joint``), placements to 1e-12, q̈ = aba and τ = rnea to 1e-9 relative."""
     pin = pytest.importorskip("pinocchio")
     relative, floating = ROBOTS[robot]
-    path = _robots_folder() / relative
+    path = robots_folder / relative
     model = nc.load_urdf(path, floating_base=floating).build()
     pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
     names = list(pm.names)[1:]
@@ -367,11 +356,11 @@ def test_urdf_joint_space_is_pinocchios(robot):
     _compare_with_pinocchio(pin, model, pm, bodies, np.random.default_rng(23))
 
 
-def test_urdf_solution_joint_accelerations_are_pinocchios_aba():
+def test_urdf_solution_joint_accelerations_are_pinocchios_aba(robots_folder):
     """``sol.q``, ``sol.qd`` and ``sol.qdd`` of a passive ur5 run: at every output
     Pinocchio's aba at (sol.q, sol.qd) is sol.qdd."""
     pin = pytest.importorskip("pinocchio")
-    path = _robots_folder() / ROBOTS["ur5"][0]
+    path = robots_folder / ROBOTS["ur5"][0]
     model = nc.load_urdf(path).build()
     pm = pin.buildModelFromUrdf(str(path))
     pd = pm.createData()

@@ -19,7 +19,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.io import modelfile
-from natcoord.io.modelfile import FORCE_METHODS, from_dict, schema, to_dict
+from natcoord.io.modelfile import FORCE_METHODS, schema, to_dict
 
 DEEP = 100_000
 

@@ -12,8 +12,6 @@
   ``models`` extras): real robots have Pinocchio's total mass and DOF, and
   the body accelerations at a random state equal Pinocchio's ABA.
 """
-from importlib import metadata
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,15 +263,6 @@ ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False),
           "solo12": ("solo_description/robots/solo12.urdf", True)}
 
 
-def _robots_folder():
-    try:
-        share = metadata.distribution("example-robot-data").locate_file(
-            "cmeel.prefix/share/example-robot-data/robots")
-    except metadata.PackageNotFoundError:
-        pytest.skip("example-robot-data is not installed (pip install natcoord[models])")
-    return Path(share)
-
-
 def _natural_state(model, pin, pm, pd):
     """natcoord ``(p, v)`` of Pinocchio's placements and velocities of the body
     frames (after ``forwardKinematics``): ``o``, ``e_k``, ``ȯ`` and ``ė_k = ω × e_k``."""
@@ -289,14 +278,14 @@ def _natural_state(model, pin, pm, pd):
 
 
 @pytest.mark.parametrize("robot", sorted(ROBOTS))
-def test_robot_matches_pinocchio(robot):
+def test_robot_matches_pinocchio(robot, robots_folder):
     """Total mass and DOF as Pinocchio's; finite passive accelerations at the
     reference state; at a random state (q near neutral, random q̇) every body's
     ``ö`` and ``ë_k`` equal Pinocchio's ABA with forward kinematics to 1e-9
     relative (the joint-space comparison is the corpus test's)."""
     pin = pytest.importorskip("pinocchio")
     relative, floating = ROBOTS[robot]
-    path = _robots_folder() / relative
+    path = robots_folder / relative
     model = nc.load_urdf(path, floating_base=floating).build()
     pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
     pd = pm.createData()

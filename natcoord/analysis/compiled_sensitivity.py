@@ -123,10 +123,8 @@ class Sweep:
         # work buffers of its own on the run's block solver's plan: no second symbolic
         # phase (~1 ms on the six-bar, most of a short run's sweep overhead)
         model, work = solver.model, make_work(solver.plan)
-        S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
-        S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
-        S.threshold[:] = solver.drop_tol                 # hysteresis: as _update_thresholds
-        S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol
+        S = cc.make_buffers(model, solver)
+        S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol   # hysteresis continues
         self._B = B = _work(model, len(thetas))
         model.tables.weight_table(0.0, B.W)              # constant rows (all, without drives)
         B.dy[:] = dy

@@ -22,6 +22,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..core import engine
 from ..model.forces import PointForce, SpringDamper, Torque
 from ..model.derived import derived
 from ..model.drives import NO_LAWS
@@ -169,16 +170,14 @@ def _build_tables(model):
                   size_factor=size_factor(model))
 
 
-def make_block(solver):
-    """Plan arrays and work buffers of a :class:`~natcoord.linalg.blockldl.BlockLDL`
-    instance (its :data:`PlanArrays` and :data:`WorkBuffers`)."""
-    return solver.plan.arrays, solver.work
-
-
-def make_buffers(model, n_joint_rows):
+def make_buffers(model, solver):
+    """A run's :data:`Buffers`, with the partitioning tolerances of the block
+    ``solver`` (drop_tol on every joint row until a factorization drops one, as
+    ``KKTSolver._update_thresholds`` starts)."""
     n, m, nnz = model.n_coords, model.n_rows, model.tables.pattern_row.size
+    n_joint_rows = m - 6 * model.n_bodies
     z = np.zeros
-    return Buffers(g=z(m), g_t=z(m), gamma=z(m), Gv=z(m), G=z((nnz, 3)),
+    S = Buffers(g=z(m), g_t=z(m), gamma=z(m), Gv=z(m), G=z((nnz, 3)),
                    F=z((4 * model.n_bodies, 3)), s=z(m), x=z(n), lam=z(m), zero=z(n),
                    K=z((7, 2 * n)), Kacc=z((7, 2 * n)), ystage=z(2 * n), ynew=z(2 * n),
                    ynewacc=z(2 * n), yproj=z(2 * n), yprev=z(2 * n), y=z(2 * n), f=z(2 * n),
@@ -187,6 +186,17 @@ def make_buffers(model, n_joint_rows):
                    counts=np.zeros(7, np.int64), ctrl=z(N_CTRL), tmp=z((5, 3)),
                    comb=z(2 * n), sq=z(2 * n), stack=np.zeros((64, 3), np.int64), vals=z(64),
                    scale=z(m), held=np.zeros(m, np.bool_))
+    S.ctrl[DROP_TOL], S.ctrl[HOLD_TOL] = solver.drop_tol, solver.hold_tol
+    S.threshold[:] = solver.drop_tol
+    return S
+
+
+def pack_run(tables, buffers, solver):
+    """The four tuples of a run — the model's tables, the run's buffers, the block
+    solver's plan and work buffers — unpacked for the core once (``engine.pack``),
+    in the order its step, rhs and projection take them."""
+    return (engine.pack(tables, "T"), engine.pack(buffers, "S"),
+            engine.pack(solver.plan.arrays, "P"), engine.pack(solver.work, "W"))
 
 
 def make_segments(model, capacity):

@@ -47,15 +47,10 @@ class Data:
                              f"which the compiled core cannot evaluate: use "
                              f"nc.accelerations(model, state) for it")
         self.model = model
-        n, m = model.n_coords, model.n_rows
-        solver = make_solver(model, "block", drop_tol, hold_tol)
-        self._solver = solver
-        P, W = cc.make_block(solver)
-        self._S = S = cc.make_buffers(model, m - 6 * model.n_bodies)
-        S.ctrl[cc.DROP_TOL], S.ctrl[cc.HOLD_TOL] = solver.drop_tol, solver.hold_tol
-        S.threshold[:] = solver.drop_tol
-        self._args = (engine.pack(tables, "T"), engine.pack(S, "S"), engine.pack(P, "P"),
-                      engine.pack(W, "W"))
+        n = model.n_coords
+        self._solver = solver = make_solver(model, "block", drop_tol, hold_tol)
+        self._S = S = cc.make_buffers(model, solver)
+        self._args = cc.pack_run(tables, S, solver)
         self._y, self._out = np.zeros(2 * n), np.zeros(2 * n)
         self._weights = model.tables.weight_table(0.0, np.zeros((model.n_weights, 3)))
         self._t = 0.0

@@ -107,13 +107,10 @@ class DOPRI5:
                              f"Python path for it")
         self.model = model
         self.solver = make_solver(model, "block", drop_tol, hold_tol)
-        self._T = tables
-        self._P, self._W = cc.make_block(self.solver)
         n = model.n_coords
-        self._S = S = cc.make_buffers(model, model.n_rows - 6 * model.n_bodies)
+        self._S = S = cc.make_buffers(model, self.solver)
         # the four named tuples unpacked for the core once, not on every call
-        self._packed = (engine.pack(tables, "T"), engine.pack(S, "S"), engine.pack(self._P, "P"),
-                        engine.pack(self._W, "W"))
+        self._packed = cc.pack_run(tables, S, self.solver)
         self._mode = cc.MODES[projection]
         self._python_drives = model.n_weights > 1 and model.tables.laws is None
         self._W7 = np.zeros((7, model.n_weights, 3))
@@ -123,11 +120,9 @@ class DOPRI5:
         atol = rtol if atol is None else atol             # without drives)
         c = S.ctrl
         c[cc.RTOL], c[cc.ATOL], c[cc.PROJ_TOL], c[cc.MAX_STEP] = rtol, atol, proj_tol, max_step
-        c[cc.DROP_TOL], c[cc.HOLD_TOL] = self.solver.drop_tol, self.solver.hold_tol
         c[cc.ALPHA], c[cc.BETA_B] = baumgarte
         c[cc.ERR_OLD] = 1e-4
         c[cc.T_BOUND] = float(t_bound)
-        S.threshold[:] = self.solver.drop_tol
         if state is None:
             state = assemble(model, t=t0).state
         t0 = float(state.t) if state is not None else float(t0)
@@ -146,7 +141,7 @@ class DOPRI5:
         c[cc.H] = min(h, max_step)
         self._records = self._segments = None
         self._no_outputs = np.zeros(0)
-        self._no_store = cc.make_store(self._W, model.n_rows, 0)
+        self._no_store = cc.make_store(self.solver.work, model.n_rows, 0)
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
 
@@ -251,7 +246,7 @@ class DOPRI5:
 
     def observe(self, t, y):
         """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
-        return engine.observe(self._T, self._S, np.ascontiguousarray(y, float),
+        return engine.observe(self._packed[0], self._packed[1], np.ascontiguousarray(y, float),
                              self._weights(t, self._W1), False)
 
     # ------------------------------------------------------------ stepping
