@@ -5,7 +5,8 @@
 # backend (scikit-sparse<0.5 against Debian's SuiteSparse 5 headers).  The
 # install (which compiles the C core in place) is remembered by a stamp file named
 # after a hash of setup.cfg, pyproject.toml, setup.py and the core's C sources, so
-# repeated runs do not reinstall; editing any of them does.
+# repeated runs do not reinstall; editing any of them does. `make test` also adds
+# the optional peers and robot models (`make extras`) the comparison tests use.
 
 SHELL       := /bin/bash
 .DEFAULT_GOAL := help
@@ -15,6 +16,7 @@ VENV        := .venv
 BIN         := $(VENV)/bin
 DEPS_HASH   := $(shell cat setup.cfg pyproject.toml setup.py natcoord/core/src/*.[ch] 2>/dev/null | sha1sum | cut -c1-12)
 STAMP       := $(VENV)/.stamp-$(DEPS_HASH)
+EXTRAS_STAMP := $(VENV)/.extras-$(DEPS_HASH)
 SKSPARSE    := scikit-sparse<0.5
 CHOLMOD_H   := /usr/include/suitesparse/cholmod.h
 
@@ -25,7 +27,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS      := 1
 
-.PHONY: help venv demo test paper data clean
+.PHONY: help venv extras demo test paper data clean
 .PHONY: dist docs
 
 help:
@@ -38,6 +40,7 @@ help:
 	@echo "  make docs   build the documentation (MkDocs, --strict) into site/"
 	@echo "  make dist   build sdist + wheel, install each in a clean venv, smoke-test (slow)"
 	@echo "  make venv   (internal) create/update .venv; used by the targets above"
+	@echo "  make extras (internal) add the peers and robot models the comparison tests use"
 
 venv: $(STAMP)
 	@:
@@ -89,18 +92,32 @@ $(STAMP):
 	@rm -f $(VENV)/.stamp-*
 	@touch $@
 
+# The peers (Pinocchio, MuJoCo, Exudyn) and robot models (example-robot-data,
+# dm-control) of setup.cfg's `peers` and `models` extras, for the comparison and
+# corpus tests and the peer benchmarks; installed as plain requirements so the C
+# core is not rebuilt. Never fails: without them those tests skip, naming what
+# is missing.
+extras: $(EXTRAS_STAMP)
+	@:
+
+$(EXTRAS_STAMP): $(STAMP)
+	@echo "natcoord: installing the optional peers and robot models (pin, mujoco, exudyn, example-robot-data, dm-control)"
+	@reqs=$$($(BIN)/python -c 'import configparser; c = configparser.ConfigParser(); c.read("setup.cfg"); e = c["options.extras_require"]; print(" ".join((e["peers"] + e["models"]).split()))'); \
+	if $(BIN)/python -m pip install -q $$reqs >$(VENV)/extras.log 2>&1; then touch $@; \
+	else echo "natcoord: peers/robot models not installable (see $(VENV)/extras.log); their tests will be skipped"; fi
+
 demo: venv
 	@mkdir -p out
 	$(BIN)/natcoord simulate six-bar --t-end 10 --out out/six_bar.npz --plot out/six_bar.png
 	@echo "Figure written to out/six_bar.png"
 
-test: venv
+test: venv extras
 	$(BIN)/python -m pytest -q
 
 paper: venv
 	$(BIN)/python paper/figures.py
 
-data: venv
+data: venv extras
 	$(BIN)/python benchmarks/scaling.py
 	$(BIN)/python benchmarks/tolerance.py
 	$(BIN)/python benchmarks/hexapod_speed.py
@@ -108,7 +125,6 @@ data: venv
 	$(BIN)/python benchmarks/chain_simulation.py
 	$(BIN)/python benchmarks/stiff.py
 	$(BIN)/python benchmarks/sensitivity_cost.py
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[peers]' || echo "natcoord: peers (pin, mujoco, exudyn) not installable; benchmarks/peers.py leaves out what is missing"
 	$(BIN)/python benchmarks/peers.py
 	$(BIN)/python paper/figures.py
 
