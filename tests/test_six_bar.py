@@ -90,10 +90,14 @@ def test_dense_and_superlu_agree(model, long_run, when):
 
 @pytest.fixture(scope="module")
 def short_runs(model):
-    """4 s at rtol = 1e-6 under each stabilization."""
-    return {projection: nc.simulate(model, t_end=4.0, rtol=1e-6, proj_tol=PROJ_TOL,
-                                    projection=projection, t_eval=np.linspace(0, 4, 41))
-            for projection in ("none", "velocity", "baumgarte")}
+    """4 s at rtol = 1e-6 under each stabilization; none of them holds the residual
+    below the default drift_tol = 1e-6 over 4 s, and each run says so."""
+    runs = {}
+    for projection in ("none", "velocity", "baumgarte"):
+        with pytest.warns(RuntimeWarning, match=f"projection='{projection}'.*exceeds drift_tol"):
+            runs[projection] = nc.simulate(model, t_end=4.0, rtol=1e-6, proj_tol=PROJ_TOL,
+                                           projection=projection, t_eval=np.linspace(0, 4, 41))
+    return runs
 
 
 def test_velocity_projection_enforces_the_kept_velocity_rows(model, short_runs):
