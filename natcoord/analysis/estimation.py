@@ -57,7 +57,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from ..model import validate
 from ..dynamics.assembly import AssemblyError, assemble
@@ -359,6 +358,7 @@ def _single_shooting(at, names, x0, t_eval, points, data, weight, bounds, common
                 raise ValueError(_undetermined_message(undetermined, ratio) + " (at theta0)")
         return jac
 
+    from scipy.optimize import least_squares   # here: a third of natcoord's import time
     fit = least_squares(residual, x0, jac=jacobian, bounds=bounds, x_scale="jac")
     return _Fit(fit.x, fit.fun, fit.jac, int(fit.njev), int(fit.nfev), bool(fit.success),
                 fit.message, np.zeros(0))

@@ -26,7 +26,6 @@ import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
-from scipy.optimize import nnls
 
 from ..model.body import validate_mass_properties
 from ..model.mechanism import GROUND, Mechanism
@@ -127,6 +126,7 @@ def nearest_physical_inertia(inertia, margin=REPAIR_MARGIN):
                          f"has no inertia to repair; give the link the inertia of its shape")
     floor = margin * 0.5 * principal.sum()
     B = np.ones((3, 3)) - np.eye(3)
+    from scipy.optimize import nnls     # here: scipy.optimize is a quarter of natcoord's import time
     excess, _ = nnls(B, principal - floor * B.sum(axis=1))
     return axes @ np.diag(B @ (floor + excess)) @ axes.T
 

@@ -27,7 +27,6 @@ import inspect
 from collections import namedtuple
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 from ..util.checks import finite_triple, float_array, integer, number
 from ..core import engine
@@ -74,6 +73,9 @@ def law(spec):
         c = np.asarray(spec["coefficients"])
         return PIECEWISE, 1, c.size, np.concatenate([[0.0, 0.0], c])
     if kind == "spline":
+        # imported here: scipy.interpolate costs ~0.2 s, a third of importing natcoord,
+        # and only spline drives need it
+        from scipy.interpolate import CubicSpline
         spline = CubicSpline(np.asarray(spec["t"], float), np.asarray(spec["s"]))
         pieces = spline.c.shape[1]
         return PIECEWISE, pieces, 4, np.concatenate([spline.x, spline.c[::-1].T.ravel()])
