@@ -126,6 +126,7 @@ data: venv extras
 	$(BIN)/python benchmarks/stiff.py
 	$(BIN)/python benchmarks/sensitivity_cost.py
 	$(BIN)/python benchmarks/peers.py
+	$(BIN)/python benchmarks/robot_speed.py
 	$(BIN)/python paper/figures.py
 
 clean:
