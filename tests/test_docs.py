@@ -69,3 +69,17 @@ def test_mkdocs_build_strict(tmp_path):
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "Integrate the equations of motion" in api        # autodoc ran on simulate
     assert (tmp_path / "site" / "method" / "index.html").exists()
+
+
+def test_files_the_docs_name_exist():
+    """Every repository file the documentation names (``natcoord/…/x.py``,
+    ``benchmarks/…``, ``data/….csv``, …) exists: a module that moved leaves no
+    dangling path behind. The CHANGELOG is history and keeps the paths of its day."""
+    named = re.compile(r"\b(?:natcoord|benchmarks|tests|paper|notebooks|data)/[\w/.-]+"
+                       r"\.(?:py|c|h|csv|ipynb|json|md)\b")
+    pages = [*(ROOT / "docs").glob("*.md"), ROOT / "README.md",
+             ROOT / "benchmarks" / "README.md", ROOT / "notebooks" / "README.md"]
+    missing = sorted({f"{page.relative_to(ROOT)}: {name}" for page in pages
+                      for name in named.findall(page.read_text())
+                      if not (ROOT / name).exists()})
+    assert not missing, "the documentation names files that do not exist:\n" + "\n".join(missing)
