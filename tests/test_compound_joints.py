@@ -1,0 +1,304 @@
+"""Several joints in one body and chains through massless links: compound joints
+(issue 23, item 3; ``Mechanism.add_compound``).
+
+A body on a sequence of hinges and slides moves as MuJoCo moves it — each
+DOF applied in turn from the reference pose, later axes carried by earlier
+ones — and natcoord models that motion set by one exact constraint set: a
+slide-slide-hinge root is a planar joint (3 rows), three hinges through one
+point a spherical joint (3 rows) whose coordinates are Davenport angles.
+Checked against independent computations:
+
+* MuJoCo ``mj_forward`` and ``mj_inverse`` on MJCF strings written here
+  (dm-control's planar walker root, a humanoid's three-hinge hip with oblique
+  axes): joint accelerations and joint torques at random states;
+* closed forms: the Davenport angles of a product of three rotations, the
+  joint-space round trip ``q → state → q``;
+* energy over a passive run;
+* refused sequences and the separate name spaces of bodies, joints, frames.
+"""
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+import natcoord as nc
+from natcoord.dynamics.joint_space import davenport_angles, rotation_about
+
+GRAVITY = (0.0, 0.0, -9.81)
+
+
+def _v(x):
+    return " ".join(repr(float(c)) for c in x)
+
+
+def _unit(x):
+    x = np.asarray(x, float)
+    return x / np.linalg.norm(x)
+
+
+# A planar walker: a torso on slide x, slide z, hinge y (dm-control's walker and
+# cheetah roots), a thigh on a three-hinge hip with oblique axes through one
+# point (a humanoid's hip), a shin on a hinge. Each body: MJCF pos and quat
+# (w, x, y, z) in its parent, inertial pos, mass, full inertia (body axes), and
+# its joints (name, type, pos, axis in the body frame).
+BODIES = [
+    ("torso", None, (0.1, -0.2, 1.3), (0.9, 0.1, -0.2, 0.3), (0.05, 0.02, -0.1), 3.0,
+     (0.12, 0.10, 0.08, 0.01, -0.005, 0.002),
+     [("rootx", "slide", (0, 0, 0), (1, 0, 0)), ("rootz", "slide", (0, 0, 0), (0, 0, 1)),
+      ("rooty", "hinge", (0.02, 0.0, 0.05), (0, 1, 0))]),
+    ("thigh", "torso", (0.0, 0.1, -0.3), (0.95, -0.1, 0.15, 0.05), (0.01, 0.0, -0.15), 1.5,
+     (0.03, 0.028, 0.006, 0.001, 0.0, -0.002),
+     [("hip_x", "hinge", (0.0, 0.0, 0.05), (1, 0.2, 0)),
+      ("hip_z", "hinge", (0.0, 0.0, 0.05), (0.1, 0, 1)),
+      ("hip_y", "hinge", (0.0, 0.0, 0.05), (0, 1, -0.3))]),
+    ("shin", "thigh", (0.02, 0.0, -0.35), (1, 0, 0, 0), (0.0, 0.01, -0.12), 0.8,
+     (0.012, 0.011, 0.002, 0.0, 0.0005, 0.0),
+     [("knee", "hinge", (0, 0, 0), (0, 1, 0))]),
+]
+
+
+def _walker_mjcf():
+    out = ['<mujoco model="compound">', '<option gravity="0 0 -9.81"/>',
+           '<option><flag contact="disable"/></option>', '<worldbody>']
+    depth = []
+    for name, parent, pos, quat, com, mass, I, joints in BODIES:
+        while depth and depth[-1] != parent:
+            out.append("</body>")
+            depth.pop()
+        out.append(f'<body name="{name}" pos="{_v(pos)}" quat="{_v(quat)}">')
+        out.append(f'<inertial pos="{_v(com)}" mass="{mass!r}" fullinertia="{_v(I)}"/>')
+        out += [f'<joint name="{j}" type="{kind}" pos="{_v(p)}" axis="{_v(a)}"/>'
+                for j, kind, p, a in joints]
+        depth.append(name)
+    out += ["</body>"] * len(depth) + ["</worldbody>", "</mujoco>"]
+    return "\n".join(out)
+
+
+def _walker():
+    """The natcoord walker built from the same numbers: bodies placed by composing
+    the MJCF poses by hand, joints given in the child's frame (``local=True``)."""
+    mech = nc.Mechanism(gravity=GRAVITY, name="walker")
+    pose = {None: (np.zeros(3), np.eye(3))}
+    for name, parent, pos, quat, com, mass, I, joints in BODIES:
+        x, R = pose[parent]
+        w, *xyz = quat
+        Rb = R @ Rotation.from_quat([*xyz, w]).as_matrix()
+        pose[name] = (x + R @ np.array(pos, float), Rb)
+        ixx, iyy, izz, ixy, ixz, iyz = I
+        inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+        mech.add_body(name, mass=mass, com=com, inertia=inertia, origin=pose[name][0],
+                      axes=Rb, local=True)
+        mech.add_compound(nc.GROUND if parent is None else parent, name,
+                          [(j, kind, p, a) for j, kind, p, a in joints], local=True)
+    return mech
+
+
+def test_the_joints_of_a_body_become_one_exact_constraint_set():
+    """slide x + slide z + hinge y: planar, 3 rows; three hinges through one point:
+    spherical, 3 rows; a single hinge: revolute, 5 rows. 3 + 3 + 1 DOF, each DOF
+    a column of the joint space named as in the file, in the file's order."""
+    model = _walker().build()
+    assert [(j.kind, len(j.rows)) for j in model.joints] == [
+        ("planar", 3), ("spherical", 3), ("revolute", 5)]
+    js = nc.joint_space(model)
+    assert js.q_names == js.v_names == tuple(j for b in BODIES for j, *_ in b[7])
+    assert nc.assemble(model).dof == 7
+
+
+@pytest.fixture(scope="module")
+def peer():
+    mujoco = pytest.importorskip("mujoco")
+    mj = mujoco.MjModel.from_xml_string(_walker_mjcf())
+    return mujoco, mj, mujoco.MjData(mj)
+
+
+def test_joint_accelerations_and_torques_equal_mujoco(peer):
+    """At random (q, q̇) — large angles, all DOF moving — natcoord's q̈ from its
+    natural-coordinate accelerations equals MuJoCo's ``qacc`` (mj_forward), and
+    ``nc.inverse_dynamics`` of a random q̈ equals MuJoCo's ``qfrc_inverse``
+    (mj_inverse), both to 1e-9 relative."""
+    mujoco, mj, md = peer
+    model = _walker().build()
+    js = nc.joint_space(model)
+    assert mj.nq == mj.nv == js.nv
+    rng = np.random.default_rng(23)
+    for _ in range(5):
+        q = rng.uniform(-1.2, 1.2, js.nq)
+        qd = rng.uniform(-2.0, 2.0, js.nv)
+        md.qpos[:], md.qvel[:] = q, qd
+        mujoco.mj_forward(mj, md)
+        state = nc.joint_state(model, q, qd)
+        a, _, _ = nc.accelerations(model, state)
+        qdd = js.accelerations(state.p, state.v, a)
+        assert np.abs(qdd - md.qacc).max() <= 1e-9 * np.abs(md.qacc).max()
+
+        md.qacc[:] = rng.standard_normal(js.nv)
+        mujoco.mj_inverse(mj, md)
+        tau = nc.inverse_dynamics(model, q, qd, md.qacc.copy())
+        assert np.abs(tau - md.qfrc_inverse).max() <= 1e-9 * np.abs(md.qfrc_inverse).max()
+
+
+def test_body_placements_equal_mujoco(peer):
+    """Forward kinematics of q: every body's origin and axes where MuJoCo puts them."""
+    mujoco, mj, md = peer
+    model = _walker().build()
+    js = nc.joint_space(model)
+    q = np.random.default_rng(5).uniform(-1.5, 1.5, js.nq)
+    md.qpos[:] = q
+    mujoco.mj_kinematics(mj, md)
+    p = nc.joint_state(model, q).p.reshape(-1, 4, 3)
+    for body in model.bodies:
+        k = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, body.name)
+        assert np.abs(p[body.index, 0] - md.xpos[k]).max() < 1e-13
+        assert np.abs(p[body.index, 1:].T - md.xmat[k].reshape(3, 3)).max() < 1e-13
+
+
+def test_joint_space_round_trip():
+    """q → natural-coordinate state → q (and q̇) is the identity away from gimbal lock;
+    the state satisfies every constraint (joint_state checks)."""
+    model = _walker().build()
+    js = nc.joint_space(model)
+    rng = np.random.default_rng(7)
+    q = rng.uniform(-1.3, 1.3, (6, js.nq))
+    qd = rng.standard_normal((6, js.nv))
+    for qk, qdk in zip(q, qd):
+        state = nc.joint_state(model, qk, qdk)
+        assert np.abs(js.positions(state.p) - qk).max() < 1e-12
+        assert np.abs(js.velocities(state.p, state.v) - qdk).max() < 1e-12
+    dicts = nc.joint_state(model, {"rooty": 0.4, "hip_z": -0.3}, {"rootx": 1.0})
+    assert js.positions(dicts.p)[js.q_names.index("hip_z")] == pytest.approx(-0.3, abs=1e-14)
+
+
+def test_passive_run_conserves_energy():
+    """Gravity only: the walker falls and tumbles for 1 s with every DOF moving;
+    total energy stays constant to 1e-8 relative of its swing."""
+    model = _walker().build()
+    js = nc.joint_space(model)
+    state = nc.joint_state(model, np.full(js.nq, 0.3), np.linspace(-1.0, 1.0, js.nv))
+    sol = nc.simulate(model, 1.0, initial_state=state, rtol=1e-10, proj_tol=1e-12,
+                      t_eval=np.linspace(0.0, 1.0, 11))
+    swing = np.ptp([model.kinetic_energy(v) for v in sol.v])
+    assert swing > 1.0
+    assert np.ptp(sol.energy) < 1e-8 * swing
+    assert sol.q.shape == (11, js.nq)
+
+
+# ------------------------------------------------------------ Davenport angles
+@pytest.mark.parametrize("axes", [np.eye(3)[[2, 0, 1]],
+                                  [_unit((1, 0.2, 0)), _unit((0.1, 0, 1)), _unit((0, 1, -0.3))]])
+def test_davenport_angles_invert_the_product_of_three_rotations(axes):
+    """R = Rot(u1, θ1) Rot(u2, θ2) Rot(u3, θ3) with SciPy's rotation vectors: the
+    angles come back, for Tait–Bryan axes (z, x, y) and oblique ones."""
+    rng = np.random.default_rng(3)
+    theta = rng.uniform(-1.2, 1.2, (50, 3))
+    R = np.stack([np.prod([Rotation.from_rotvec(t * np.asarray(u)) for t, u in zip(row, axes)])
+                  .as_matrix() for row in theta])
+    assert np.abs(davenport_angles(*axes, R) - theta).max() < 1e-12
+
+
+def test_gimbal_lock_is_reported_for_rates_and_decomposed_for_positions():
+    """Hip z, x, y (the human URDF's): at θx = π/2 the z and y axes align. The
+    positions still decompose R (θy = 0, θz takes the whole turn about z);
+    the joint rates are not defined there and say so."""
+    z, x, y = np.eye(3)[[2, 0, 1]]
+    R = rotation_about(z, 0.3) @ rotation_about(x, np.pi / 2) @ rotation_about(y, 0.5)
+    angles = davenport_angles(z, x, y, R)
+    assert angles[2] == 0.0 and angles[1] == pytest.approx(np.pi / 2, abs=1e-12)
+    again = rotation_about(z, angles[0]) @ rotation_about(x, angles[1])
+    assert np.abs(again - R).max() < 1e-12
+
+    mech = nc.Mechanism(gravity=GRAVITY)
+    mech.add_body("head", 1.0, (0, 0, 0.1), 0.01 * np.eye(3))
+    mech.add_compound(nc.GROUND, "head", [("neck_z", "hinge", (0, 0, 0), z),
+                                          ("neck_x", "hinge", (0, 0, 0), x),
+                                          ("neck_y", "hinge", (0, 0, 0), y)])
+    model = mech.build()
+    state = nc.joint_state(model, [0.3, np.pi / 2, 0.5])
+    js = nc.joint_space(model)
+    with pytest.raises(ValueError, match=r"spherical joint 'neck_z\+neck_x\+neck_y'.*gimbal"):
+        js.velocities(state.p, state.v)
+
+
+# ------------------------------------------------------------ refusals and names
+@pytest.mark.parametrize("dofs, why", [
+    ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (1, 0, 0), (0, 1, 0))],
+     "do not pass through one point"),
+    ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (1, 0, 0), (0, 0, 1))],
+     "dependent"),
+    ([("a", "slide", (0, 0, 0), (1, 0, 0)), ("b", "slide", (0, 0, 0), (0, 1, 0)),
+      ("c", "hinge", (0, 0, 0), (1, 0, 0))], "do not span the plane normal"),
+    ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (0, 0, 0), (0, 1, 0)),
+      ("c", "slide", (0, 0, 0), (1, 0, 0))], "two or more hinges with slides"),
+])
+def test_sequences_without_an_exact_constraint_set_are_refused(dofs, why):
+    """Two hinges whose lines miss each other (the reachable set has a boundary
+    and no constraint set of rank 4), parallel hinges, a hinge in the plane of
+    its slides, hinges with slides: ``ValueError`` naming the joint, every DOF
+    and what natcoord models; the mechanism is unchanged."""
+    mech = nc.Mechanism()
+    mech.add_body("link", 1.0, (0, 0, 0), 0.01 * np.eye(3))
+    with pytest.raises(ValueError, match=why) as err:
+        mech.add_compound(nc.GROUND, "link", dofs, name="arm")
+    assert "compound joint 'arm'" in str(err.value)
+    assert all(f"'{d[0]}' ({d[1]})" in str(err.value) for d in dofs)
+    assert mech.joints == [] and mech.calls[-1][0] == "add_body"
+
+
+def test_more_compound_kinds_match_their_motion_sets():
+    """Pin-in-slot (slide then hinge, hinge then slide), cylindrical, translational
+    (two and three slides), Schoenflies: rows 6 − DOF, and the joint space's
+    forward and inverse maps agree at random q (round trip), with constraint
+    rows satisfied (joint_state checks every row)."""
+    cases = {
+        "pin_slot": [("s", "slide", (0, 0, 0), (1, 0.3, 0)), ("h", "hinge", (0.2, 0, 0), (0, 0, 1))],
+        "cylindrical": [("h", "hinge", (0.2, 0.1, 0), (0, 0, 1)),
+                        ("s", "slide", (5, 5, 5), (0, 0, -1))],
+        "translational": [("s1", "slide", (0, 0, 0), (1, 0, 0)),
+                          ("s2", "slide", (0, 0, 0), (1, 1, 0))],
+        "schoenflies": [("s1", "slide", (0, 0, 0), (1, 0, 0)), ("h", "hinge", (0, 1, 0), (0, 0, 1)),
+                        ("s2", "slide", (0, 0, 0), (0, 1, 0)),
+                        ("s3", "slide", (0, 0, 0), (0.2, 0, 1))],
+    }
+    cases["slot_after"] = cases["pin_slot"][::-1]
+    cases["translational3"] = cases["translational"] + [("s3", "slide", (0, 0, 0), (0, 1, 1))]
+    rng = np.random.default_rng(11)
+    for label, dofs in cases.items():
+        mech = nc.Mechanism(gravity=GRAVITY)
+        mech.add_body("b", 1.0, (0.1, 0.2, 0.3), np.diag([0.01, 0.02, 0.025]),
+                      origin=(0.3, -0.1, 0.2))
+        mech.add_compound(nc.GROUND, "b", dofs)
+        model = mech.build()
+        assert len(model.joints[0].rows) == 6 - len(dofs), label
+        js = nc.joint_space(model)
+        q, qd = rng.uniform(-1, 1, js.nq), rng.standard_normal(js.nv)
+        state = nc.joint_state(model, q, qd)
+        assert np.abs(js.positions(state.p) - q).max() < 1e-12, label
+        assert np.abs(js.velocities(state.p, state.v) - qd).max() < 1e-12, label
+        assert nc.assemble(model).dof == len(dofs), label
+
+
+def test_bodies_joints_and_frames_have_separate_name_spaces():
+    """A joint may be named like a body, and a DOF like a body (URDF and MJCF allow
+    it); a joint name used twice, or a DOF name used by another joint, is refused
+    naming the joint name space; a reference to a joint where a body is expected
+    says it is a joint."""
+    mech = nc.Mechanism()
+    mech.add_body("gripper", 1.0, (0, 0, 0), 0.01 * np.eye(3))
+    mech.add_revolute(nc.GROUND, "gripper", (0, 0, 0), (0, 0, 1), name="gripper")
+    mech.add_body("finger", 1.0, (0, 0, 1), 0.01 * np.eye(3), origin=(0, 0, 1))
+    mech.add_compound("gripper", "finger", [("finger", "slide", (0, 0, 1), (1, 0, 0)),
+                                            ("roll", "hinge", (0, 0, 1), (1, 0, 0))])
+    mech.attach_frame("gripper", "gripper")
+    model = mech.build()
+    assert nc.joint_space(model).q_names == ("gripper", "finger", "roll")
+    with pytest.raises(ValueError, match="already used by a joint"):
+        mech.add_prismatic(nc.GROUND, "finger", (0, 0, 0), (1, 0, 0), name="gripper")
+    with pytest.raises(ValueError, match=r"DOF name\(s\) \['roll'\] already name a joint"):
+        mech.add_compound(nc.GROUND, "finger", [("roll", "hinge", (0, 0, 0), (1, 0, 0))],
+                          name="other")
+    with pytest.raises(ValueError, match="already used by a body"):
+        mech.add_body("finger", 1.0, (0, 0, 0), 0.01 * np.eye(3))
+    with pytest.raises(ValueError, match="'roll' is a joint, not a body"):
+        mech.add_spherical("roll", "finger", (0, 0, 0))
+    with pytest.raises(KeyError, match="'roll' is a DOF of the cylindrical compound joint"):
+        model.joint_named("roll")
