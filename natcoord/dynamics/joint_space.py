@@ -240,6 +240,7 @@ class JointSpace:
 
     def __init__(self, model):
         self.n_bodies = model.n_bodies
+        self._body_index = dict(model.body_index)
         self.origins = np.array([b.origin for b in model.bodies]).reshape(-1, 3)
         self.frames = np.array([b.axes for b in model.bodies]).reshape(-1, 3, 3)
         tree_edges, cut = _spanning_tree(model)
@@ -600,6 +601,30 @@ class JointSpace:
         if j.kind == "spherical":
             return Q
         return np.concatenate([_mv(j.frame.T, shift), Q], -1)
+
+    def frame_placement(self, frame, p):
+        """World origin (..., 3) and axes (..., 3, 3, columns) of a named frame
+        (``Mechanism.frames``) at coordinates ``p`` (..., 12 n).
+
+        A frame fixed in a body moves with it; a frame with ``after = (joint, k)``
+        (a massless link inside a compound joint) moves with body a and the
+        joint's first k DOF: ``Φ_a ∘ E_1 ∘ … ∘ E_k`` of its reference placement
+        (:func:`_chain`)."""
+        X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
+        D, d = self._poses(X)
+        index = -1 if not isinstance(frame.body, str) else self._body_index[frame.body]
+        A, o = (np.eye(3), np.zeros(3)) if index < 0 else (self.frames[index],
+                                                          self.origins[index])
+        y, axes = o + A @ frame.origin, A @ frame.axes     # reference world placement
+        DG, tG = D[..., index, :, :], d[..., index, :]
+        if frame.after is not None:
+            joint_name, k = frame.after
+            if joint_name not in self._by_name:
+                raise ValueError(self._unknown(joint_name, "joint"))
+            j = self._by_name[joint_name]
+            Dk, tk = _chain(j, self._joint_positions(j, D, d))[k]
+            DG, tG = DG @ Dk, _mv(DG, tk) + tG
+        return _mv(DG, y) + tG, DG @ axes
 
     def velocities(self, p, v):
         """Joint velocities ``q̇`` (..., nv) of coordinates and velocities (..., 12 n)."""

@@ -47,11 +47,18 @@ class NamedFrame:
     ``sol.point(f.body, f.point(x), local=True)`` is the world trajectory of
     the point ``x`` given in frame ``f``, ``sol.rotation(f.body) @ f.axes``
     its orientation. On ground, ``point`` gives world coordinates.
+
+    ``after = (joint, k)``: the frame of a massless link inside a compound
+    joint (a URDF chain folded by ``load_urdf``): it moves with ``body`` (the
+    joint's body a) and the joint's first k DOF; ``origin`` and ``axes`` are
+    its placement in the body frame when those DOF are zero, and
+    ``nc.joint_space(model).frame_placement(frame, p)`` its world placement.
     """
 
     body: object
     origin: np.ndarray
     axes: np.ndarray
+    after: tuple | None = None
 
     def point(self, local_point=(0.0, 0.0, 0.0)) -> np.ndarray:
         """Body-frame coordinates (3,) of a point given in this frame."""
@@ -133,11 +140,14 @@ class Mechanism:
         raise ValueError(f"unknown body {ref!r}{hint}; known bodies: "
                          f"{[b.name for b in self.bodies] or 'none yet'} (or nc.GROUND)")
 
-    def attach_frame(self, name, body, origin=(0.0, 0.0, 0.0), axes=None, local=False):
+    def attach_frame(self, name, body, origin=(0.0, 0.0, 0.0), axes=None, local=False,
+                     after=None):
         """Name a frame fixed in ``body`` (or ``GROUND``); returns the name.
 
         ``origin``/``axes`` (columns) place the frame: in the reference
         configuration's world coordinates, or in the body frame if ``local``.
+        ``after=(joint, k)``: the frame moves with the first k DOF of compound
+        joint ``joint`` from ``body`` (its body a; :class:`NamedFrame`).
         Frames are looked up in ``frames``; model files do not store them.
         """
         if not isinstance(name, str) or not name:
@@ -155,9 +165,16 @@ class Mechanism:
         except ValueError:
             raise ValueError(f"{where}: axes must be an orthonormal right-handed 3×3 matrix "
                              f"(columns e1, e2, e3), got {shown(axes)}") from None
+        if after is not None:
+            joint = next((j for j in self.joints if j.name == after[0]), None)
+            if joint is None or not joint.dofs or not 0 <= after[1] <= len(joint.dofs) \
+                    or joint.bodies[0] != (-1 if b is None else b.index):
+                raise ValueError(f"{where}: after={shown(after)} must name a compound joint "
+                                 f"from body {shown(body)} and a number of its DOF")
+            after = (joint.name, int(after[1]))
         if b is not None and not local:
             x, A = b.to_local_point(x), b.axes.T @ A
-        self.frames[name] = NamedFrame(GROUND if b is None else b.name, x, A)
+        self.frames[name] = NamedFrame(GROUND if b is None else b.name, x, A, after)
         return name
 
     def set_initial(self, body, origin=None, axes=None, velocity=None,
