@@ -302,3 +302,159 @@ def test_bodies_joints_and_frames_have_separate_name_spaces():
         mech.add_spherical("roll", "finger", (0, 0, 0))
     with pytest.raises(KeyError, match="'roll' is a DOF of the cylindrical compound joint"):
         model.joint_named("roll")
+
+
+# ------------------------------------------------------------ URDF chains
+def _urdf_joint(name, kind, parent, child, xyz=(0, 0, 0), rpy=(0, 0, 0), axis=(0, 0, 1)):
+    limit = ('<limit lower="-3" upper="3" effort="100" velocity="10"/>'
+             if kind in ("revolute", "prismatic") else "")    # urdfdom requires one
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/>'
+            f'<child link="{child}"/><origin xyz="{_v(xyz)}" rpy="{_v(rpy)}"/>'
+            f'<axis xyz="{_v(axis)}"/>{limit}</joint>')
+
+
+def _urdf_link(name, mass=None, com=(0, 0, 0), moments=(0.01, 0.012, 0.008)):
+    if mass is None:
+        return f'<link name="{name}"/>'
+    ixx, iyy, izz = moments
+    return (f'<link name="{name}"><inertial><origin xyz="{_v(com)}"/><mass value="{mass!r}"/>'
+            f'<inertia ixx="{ixx!r}" iyy="{iyy!r}" izz="{izz!r}" ixy="0.001" ixz="0" iyz="0"/>'
+            f'</inertial></link>')
+
+
+def leg_urdf(extra=""):
+    """A pelvis on a slider; a hip of three revolutes through massless links (z, x,
+    y, rotated joint frames); a knee; an ankle of two revolutes through a massless
+    link, with a sensor link fixed to it; a prismatic then revolute through a
+    massless carriage (a pin in a slot)."""
+    return "\n".join([
+        '<robot name="leg">', _urdf_link("world"), _urdf_link("pelvis", 5.0, (0, 0, 0.05)),
+        _urdf_link("hip_virtual"), _urdf_link("hip_virtual_2"),
+        _urdf_link("thigh", 2.0, (0, 0, -0.2), (0.03, 0.03, 0.005)),
+        _urdf_link("shin", 1.5, (0, 0, -0.2), (0.02, 0.02, 0.004)),
+        _urdf_link("ankle_virtual"), _urdf_link("ankle_sensor"),
+        _urdf_link("foot", 0.5, (0.05, 0, -0.02), (0.001, 0.003, 0.003)),
+        _urdf_link("carriage"), _urdf_link("tool", 0.3, (0.02, 0.01, 0), (0.003, 0.004, 0.005)),
+        _urdf_joint("slider", "prismatic", "world", "pelvis", (0, 0, 1.0), axis=(1, 0, 0)),
+        _urdf_joint("hip_z", "revolute", "pelvis", "hip_virtual", (0, 0.1, -0.05), (0.1, 0, 0.2)),
+        _urdf_joint("hip_x", "revolute", "hip_virtual", "hip_virtual_2", axis=(1, 0, 0)),
+        _urdf_joint("hip_y", "revolute", "hip_virtual_2", "thigh", rpy=(0, 0.3, 0),
+                    axis=(0, 1, 0)),
+        _urdf_joint("knee", "revolute", "thigh", "shin", (0, 0, -0.4), axis=(0, 1, 0)),
+        _urdf_joint("ankle_y", "revolute", "shin", "ankle_virtual", (0, 0, -0.4),
+                    axis=(0, 1, 0)),
+        _urdf_joint("sensor_mount", "fixed", "ankle_virtual", "ankle_sensor", (0.01, 0, 0)),
+        _urdf_joint("ankle_x", "revolute", "ankle_virtual", "foot", axis=(1, 0, 0)),
+        _urdf_joint("rail", "prismatic", "pelvis", "carriage", (0.1, 0, 0), axis=(0, 0, 1)),
+        _urdf_joint("wrist", "revolute", "carriage", "tool", (0.05, 0, 0), axis=(1, 0, 0)),
+        extra, '</robot>'])
+
+
+def test_urdf_chains_through_massless_links_become_compound_joints(tmp_path):
+    """Each chain of moving joints through massless links is one compound joint
+    from the last link with mass to the next, each URDF joint a DOF keeping its
+    name, in Pinocchio's order; the massless links (and a link fixed to one)
+    are frames that move with the chain."""
+    path = tmp_path / "leg.urdf"
+    path.write_text(leg_urdf())
+    mech = nc.load_urdf(path)
+    model = mech.build()
+    assert [b.name for b in model.bodies] == ["pelvis", "thigh", "shin", "foot", "tool"]
+    assert [(j.name, j.kind) for j in model.joints] == [
+        ("slider", "prismatic"), ("hip_z+hip_x+hip_y", "spherical"), ("knee", "revolute"),
+        ("ankle_y+ankle_x", "universal"), ("rail+wrist", "pin_slot")]
+    assert nc.joint_space(model).q_names == (
+        "slider", "hip_z", "hip_x", "hip_y", "knee", "ankle_y", "ankle_x", "rail", "wrist")
+    assert {name: f.after for name, f in mech.frames.items() if f.after} == {
+        "hip_virtual": ("hip_z+hip_x+hip_y", 1), "hip_virtual_2": ("hip_z+hip_x+hip_y", 2),
+        "ankle_virtual": ("ankle_y+ankle_x", 1), "ankle_sensor": ("ankle_y+ankle_x", 1),
+        "carriage": ("rail+wrist", 1)}
+
+
+def _pinocchio_check(path, model, frames, floating=False, samples=4):
+    """Largest relative difference of q̈ (natcoord vs Pinocchio ABA at random q, q̇)
+    and largest difference of the frames' placements (vs Pinocchio's oMf)."""
+    pin = pytest.importorskip("pinocchio")
+    pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
+    pd = pm.createData()
+    js = nc.joint_space(model)
+    assert (js.nq, js.nv) == (pm.nq, pm.nv)
+    rng = np.random.default_rng(29)
+    worst_qdd = worst_frame = 0.0
+    for _ in range(samples):
+        q = pin.integrate(pm, pin.neutral(pm), 0.8 * rng.standard_normal(pm.nv))
+        qd = rng.standard_normal(pm.nv)
+        qdd = pin.aba(pm, pd, q, qd, np.zeros(pm.nv))
+        state = nc.joint_state(model, q, qd)
+        a, _, _ = nc.accelerations(model, state)
+        mine = js.accelerations(state.p, state.v, a)
+        worst_qdd = max(worst_qdd, np.abs(mine - qdd).max() / np.abs(qdd).max())
+        pin.forwardKinematics(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+        for name, frame in frames.items():
+            origin, axes = js.frame_placement(frame, state.p)
+            M = pd.oMf[pm.getFrameId(name)]
+            worst_frame = max(worst_frame, np.abs(origin - M.translation).max(),
+                              np.abs(axes - M.rotation).max())
+    return worst_qdd, worst_frame
+
+
+def test_urdf_chains_match_pinocchio(tmp_path):
+    """Pinocchio models the massless links as zero-inertia bodies; its ABA and
+    natcoord's compound joints give the same q̈ to 1e-9 relative, and every link
+    frame (massless ones moving with their chain) is where Pinocchio puts it."""
+    path = tmp_path / "leg.urdf"
+    path.write_text(leg_urdf())
+    mech = nc.load_urdf(path)
+    worst_qdd, worst_frame = _pinocchio_check(path, mech.build(), mech.frames)
+    assert worst_qdd < 1e-9 and worst_frame < 1e-12
+
+
+def test_human_urdf_imports_and_matches_pinocchio(robots_folder):
+    """example-robot-data's human: hips, spine, neck and shoulders of three revolutes
+    through two massless links, ankles, elbows and wrists of two; refused before
+    (massless links), now spherical and universal compound joints, on a floating
+    base: 6 + 36 DOF as Pinocchio, q̈ equal to 1e-9 relative."""
+    path = robots_folder / "human_description/robots/human.urdf"
+    mech = nc.load_urdf(path, floating_base=True)
+    model = mech.build()
+    kinds = [j.kind for j in model.joints if j.dofs]
+    assert kinds.count("spherical") == 6 and kinds.count("universal") == 7
+    worst_qdd, worst_frame = _pinocchio_check(path, model, mech.frames, floating=True,
+                                              samples=2)
+    assert worst_qdd < 1e-9 and worst_frame < 1e-12
+
+
+def test_urdf_massless_links_that_cannot_be_folded_are_refused(tmp_path):
+    """A massless link at the end of a chain (no inertia decides its motion) is
+    named among the links that cannot be bodies; a chain through a massless link
+    whose hinges do not meet is named with both joints and why."""
+    path = tmp_path / "leaf.urdf"
+    path.write_text(leg_urdf(_urdf_link("finger") + _urdf_joint(
+        "finger_joint", "revolute", "foot", "finger", (0.1, 0, 0))))
+    with pytest.raises(ValueError, match=r'<link name="finger">.*end of a chain'):
+        nc.load_urdf(path)
+    offset = leg_urdf().replace(
+        _urdf_joint("ankle_x", "revolute", "ankle_virtual", "foot", axis=(1, 0, 0)),
+        _urdf_joint("ankle_x", "revolute", "ankle_virtual", "foot", (0, 0, -0.05),
+                    axis=(1, 0, 0)))
+    path.write_text(offset)
+    with pytest.raises(ValueError) as err:
+        nc.load_urdf(path)
+    message = str(err.value)
+    assert "1 chain(s) of moving joints through massless links" in message
+    assert "['ankle_virtual']" in message and "do not pass through one point" in message
+    assert '<joint name="ankle_y">' in message and '<joint name="ankle_x">' in message
+
+
+def test_compound_joints_round_trip_through_model_files(tmp_path):
+    """save_mechanism / load_mechanism replay add_compound: same rows, same q names."""
+    mech = _walker()
+    nc.save_mechanism(mech, tmp_path / "walker.json")
+    again = nc.load_mechanism(tmp_path / "walker.json").build()
+    model = mech.build()
+    assert again.row_labels == model.row_labels
+    assert nc.joint_space(again).q_names == nc.joint_space(model).q_names
+    state = nc.assemble(model).state
+    assert np.abs(nc.accelerations(again, state)[0] - nc.accelerations(model, state)[0]).max() \
+        < 1e-12
