@@ -7,7 +7,8 @@ exactly, for the joints of a *spanning tree* of the mechanism:
 
 * **The tree.** Joints are taken in the order they were added; a joint of a
   kind with a joint space (revolute, prismatic, cylindrical, universal,
-  spherical, fixed: :data:`TREE_DOF`) that links two bodies not yet connected
+  spherical, fixed: :data:`TREE_DOF`; every compound joint) that links two
+  bodies not yet connected
   is a *tree joint*, every other joint a *cut* (loop-closing) joint — what
   URDF calls a ``<loop_joint>``, natcoord imports last. A set of bodies with no
   tree path to ground hangs on a *free joint* (6 DOF, named after its root,
@@ -27,7 +28,11 @@ exactly, for the joints of a *spanning tree* of the mechanism:
   body frame's origin and its orientation quaternion, both relative to the
   reference placement in its body axes, ``(x, y, z, qx, qy, qz, qw)``, and
   ``q̇ = (v, ω)``: the origin's velocity and the angular velocity in body axes
-  (Pinocchio's ``JointModelFreeFlyer``). For a URDF model (body frame = link
+  (Pinocchio's ``JointModelFreeFlyer``). Compound (``Mechanism.add_compound``):
+  one column per DOF, named by the DOF, its angle or slide, the DOF applied in
+  turn as MuJoCo applies a body's joints (the product of exponentials,
+  :func:`_chain`); read back in closed form (:func:`_compound_coordinates`,
+  Davenport angles for three hinges). For a URDF model (body frame = link
   frame, reference = zero joint positions) these are Pinocchio's ``q``, ``v``,
   ``a`` and ``τ``.
 
@@ -38,8 +43,8 @@ of the body point at the world origin), so that a point r moves with
 ``v_O + ω × r``. A joint's relative twist is ``V_b − V_a = Ξ(q) q̇``, with the
 columns of ``Ξ`` the unit twists of its DOF in world coordinates, and
 ``A_b − A_a = V_a ×ₘ Ξ q̇ + Ξ q̈ + Ξ̇_rel q̇`` (``×ₘ`` the motion cross product;
-``Ξ̇_rel`` is non-zero only for the universal joint, whose second axis turns
-with the first). Natural coordinates follow exactly: ``o = Φ(o_ref)``,
+``Ξ̇_rel`` is non-zero only for the universal and compound joints, whose later
+axes turn with the earlier ones). Natural coordinates follow exactly: ``o = Φ(o_ref)``,
 ``e_k = D A_ref e_k``, ``ȯ = v_O + ω × o``, ``ė_k = ω × e_k``, and the
 accelerations alike. Read back, ``ω = ½ Σ e_k × ė_k`` (docs/method.md#11-coordinates)
 gives the twists and ``q̇ = Ξ⁺ (V_b − V_a)``.
@@ -300,7 +305,8 @@ class JointSpace:
                     f"from the tree joints {list(self.joint_names)}")
         if name in self._fixed_names:
             return f"{what} {name!r} is a {self._fixed_names[name]} joint: it has no DOF"
-        return f"unknown {what} {name!r}; joints with DOF (in order): {list(self.joint_names)}"
+        return (f"unknown {what} {name!r}; joints with DOF (in order): {list(self.joint_names)}"
+                + (f"; DOF of compound joints: {list(self._dofs)}" if self._dofs else ""))
 
     # ------------------------------------------------------------ arguments
     def vector(self, values, what, size_of="v"):
