@@ -458,3 +458,15 @@ def test_compound_joints_round_trip_through_model_files(tmp_path):
     state = nc.assemble(model).state
     assert np.abs(nc.accelerations(again, state)[0] - nc.accelerations(model, state)[0]).max() \
         < 1e-12
+
+
+def test_a_free_root_named_like_a_joint_gets_its_own_name():
+    """A free body whose name a joint also has: the free joint is ``<body>.free``,
+    so both keep their columns."""
+    mech = nc.Mechanism()
+    mech.add_body("base", 1.0, (0, 0, 0), 0.01 * np.eye(3))
+    mech.add_body("arm", 1.0, (1, 0, 0), 0.01 * np.eye(3), origin=(1, 0, 0))
+    mech.add_revolute("base", "arm", (1, 0, 0), (0, 0, 1), name="base")
+    js = nc.joint_space(mech.build())
+    assert js.joint_names == ("base.free", "base")
+    assert js.q_names[-1] == "base" and js.q_names[0] == "base.free.x"

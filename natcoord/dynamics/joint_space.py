@@ -983,10 +983,13 @@ def _ordered_tree(model, edges, origins, frames):
         ordered.append((None, root))
         visit(root)
     reference = np.asarray(model.p_reference, float).reshape(-1, 3)
+    joint_names = {j.name for j in model.joints} | {d.name for j in model.joints for d in j.dofs}
     tree, iq, iv = [], 0, 0
     for j, child in ordered:
         if j is None:
             name, kind, a, b, index = model.bodies[child].name, "free", -1, child, -1
+            if name in joint_names:        # joints have a name space of their own
+                name += ".free"
             point, axes, drive = origins[child], np.zeros((0, 3)), None
         else:
             spec = model.joints[j]

@@ -299,7 +299,9 @@ def distance_rows(name, fi, fj, xa, xb, length):
 #: smallest singular value of the unit axes) are refused: the constraint sets below
 #: lose rank there, as :meth:`Mechanism.add_universal` refuses cross axes within 1°
 _DEPENDENT = np.sin(np.radians(1.0))
-#: lines (hinges) meet when their distance is below this times the model's length scale
+#: lines (hinges) meet when their distance is below this times the model's length scale;
+#: unit axes are parallel or perpendicular to this tolerance (a set only approximately
+#: so would be modelled by a constraint set that is not its motion set)
 _MEET_TOL = 1e-9
 
 
@@ -396,17 +398,20 @@ def compound_joint(name, fi, fj, dofs):
                     axial_coordinates(fi, fj, c, n, ("angle",)))
         if len(slides) == 1:
             s = slides[0]
-            if abs(s.axis @ n) > np.cos(_DEPENDENT):
+            off_axis = np.linalg.norm(cross(s.axis, n))      # sine of the angle
+            if off_axis <= _MEET_TOL:
                 return ("cylindrical", cylindrical_rows(name, fi, fj, c, n),
                         axial_coordinates(fi, fj, c, s.axis, ("slide",))
                         + axial_coordinates(fi, fj, c, n, ("angle",)))
+            if off_axis < _DEPENDENT:
+                raise refuse("the slide is within 1° of the hinge axis but not along it")
             # the slide's line through the hinge point, in the body it is fixed in
             first = dofs.index(s) < dofs.index(h)
             line = point_on_line_rows(name, fi, fj, c, s.axis) if first else \
                 point_on_line_rows(name, fj, fi, c, s.axis)
             return "pin_slot", _parallel_rows(name, fi, fj, n) + line, ()
         if len(slides) == 2:
-            if max(abs(s.axis @ n) for s in slides) > _DEPENDENT:
+            if max(abs(s.axis @ n) for s in slides) > _MEET_TOL:
                 raise refuse("the two slides do not span the plane normal to the hinge axis")
             return ("planar", _parallel_rows(name, fi, fj, n)
                     + point_on_plane_rows(name, fi, fj, c, n), ())
