@@ -582,27 +582,16 @@ class JointSpace:
         return self._coordinates_of(j, Drel, shift)
 
     def _coordinates_of(self, j, Drel, shift):
-        def angle(u, Rm):
-            h1, h2 = perpendicular_basis(u)
-            r = _mv(Rm, h1)
-            return np.arctan2(r @ h2, r @ h1)
-
         if j.kind == "compound":
             return _compound_coordinates(j, Drel, shift)
         if j.kind == "revolute":
-            return angle(j.axes[0], Drel)[..., None]
+            return _angle_about(j.axes[0], Drel)[..., None]
         if j.kind == "prismatic":
             return (shift @ j.axes[0])[..., None]
         if j.kind == "cylindrical":
-            return np.stack([shift @ j.axes[0], angle(j.axes[0], Drel)], -1)
+            return np.stack([shift @ j.axes[0], _angle_about(j.axes[0], Drel)], -1)
         if j.kind == "universal":
-            ua, ub = j.axes
-            v1, v2 = _across(ua, ub)
-            w1, w2 = _across(ub, ua)
-            sb = _mv(Drel, ub)
-            sa = _mv(np.swapaxes(Drel, -1, -2), ua)
-            return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)],
-                            -1)
+            return _universal_angles(*j.axes, Drel)
         Q = matrix_quaternion(j.frame.T @ Drel @ j.frame)
         if j.kind == "spherical":
             return Q
@@ -803,19 +792,13 @@ def _compound_coordinates(j, Drel, shift):
     if len(hinges) == 3:
         return davenport_angles(*(dof.axis for dof in j.dofs), Drel)
     if len(hinges) == 2:
-        ua, ub = (dof.axis for dof in j.dofs)
-        v1, v2 = _across(ua, ub)
-        w1, w2 = _across(ub, ua)
-        sb = _mv(Drel, ub)
-        sa = _mv(np.swapaxes(Drel, -1, -2), ua)
-        return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)], -1)
+        return _universal_angles(*(dof.axis for dof in j.dofs), Drel)
     out = np.zeros(Drel.shape[:-2] + (len(j.dofs),))
     c, rotation = np.zeros(3), None
     if hinges:
         hinge = j.dofs[hinges[0]]
         c = hinge.point
-        h1, _ = perpendicular_basis(hinge.axis)
-        theta = _signed_angle(hinge.axis, np.broadcast_to(h1, Drel.shape[:-1]), _mv(Drel, h1))
+        theta = _angle_about(hinge.axis, Drel)
         out[..., hinges[0]] = theta
         rotation = rotation_about(hinge.axis, theta)
     slides = [k for k, dof in enumerate(j.dofs) if dof.kind == "slide"]
@@ -855,6 +838,26 @@ def _across(u, w):
     v1 = w - (w @ u) * u
     v1 = v1 / np.linalg.norm(v1)
     return v1, np.cross(u, v1)
+
+
+def _angle_about(u, Drel):
+    """The angle θ (...) of rotations ``Drel = Rot(u, θ)`` (..., 3, 3): how far they turn
+    ``h1 ⊥ u`` about u, ``atan2(Drel h1 · h2, Drel h1 · h1)`` (the revolute drive's
+    convention, ``natcoord.model.joints.axial_coordinates``)."""
+    h1, h2 = perpendicular_basis(u)
+    r = _mv(Drel, h1)
+    return np.arctan2(r @ h2, r @ h1)
+
+
+def _universal_angles(ua, ub, Drel):
+    """``(θa, θb)`` (..., 2) with ``Drel = Rot(ua, θa) Rot(ub, θb)`` (the quotients of
+    ``natcoord.model.joints.universal_coordinates``): ``ub`` turns about ``ua`` by θa,
+    and seen from body b ``ua`` turns about ``ub`` by −θb."""
+    v1, v2 = _across(ua, ub)
+    w1, w2 = _across(ub, ua)
+    sb = _mv(Drel, ub)
+    sa = _mv(np.swapaxes(Drel, -1, -2), ua)
+    return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)], -1)
 
 
 def _least_squares(Xi, rhs):

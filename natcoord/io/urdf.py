@@ -10,9 +10,12 @@ named frame of the body it was lumped into (``Mechanism.frames``). The root
 link is ground, or with ``floating_base=True`` a free body.
 
 Joints: ``revolute``/``continuous`` (revolute), ``prismatic``, ``fixed``
-(lumped), ``floating`` (a free body). A link without mass after lumping is
-accepted as the cross of a universal joint (between two revolutes at one
-point with perpendicular axes) only. Loops: ``<loop_joint>`` elements
+(lumped), ``floating`` (a free body). A link without mass after lumping
+with one moving joint leaving it is an intermediate frame: the chain of
+moving joints through such links, from the last link with mass to the next,
+is one compound joint (``Mechanism.add_compound``: three revolutes through a
+point a spherical joint, two a universal joint, …), each URDF joint a DOF
+keeping its name, the massless links frames that move with the chain. Loops: ``<loop_joint>`` elements
 (revolute, continuous, prismatic, fixed, spherical) inside ``<robot>``, with
 ``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
 and ``<axis>``. Every link natcoord cannot take as a body is named in one
@@ -146,8 +149,12 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     ``{"name", "type", "parent", "child", "xyz", "rpy", "axis"}`` (xyz/rpy of
     the joint frame in the parent link frame, axis in the joint frame).
 
-    Links that cannot be bodies after lumping (no mass, a non-physical
-    inertia, ``J4`` numerically singular) are all named in one ``ValueError``.
+    Chains of moving joints through massless links become compound joints
+    (module docstring); their massless links are frames with ``after = (joint,
+    k)`` (``nc.joint_space(model).frame_placement``). Links that cannot be
+    bodies after lumping (no mass and not between two moving joints, a
+    non-physical inertia, ``J4`` numerically singular) are all named in one
+    ``ValueError``, and so are chains without an exact constraint set.
     ``inertia_repair=True`` replaces each non-physical inertia by the nearest
     physical one (:func:`nearest_physical_inertia`) and names the links and
     the size of each change in one ``UserWarning``. Limits, dynamics,
