@@ -57,11 +57,24 @@ BODIES = [
 ]
 
 
-def _walker_mjcf():
+# A drone-like body on two slides then three hinges through one point (a sliding
+# spherical joint, 5 DOF), carrying an arm on a hinge.
+SLIDING = [
+    ("pod", None, (0.2, 0.1, 0.8), (0.8, 0.2, 0.1, -0.3), (0.02, -0.01, 0.03), 2.0,
+     (0.05, 0.06, 0.07, 0.002, 0.001, -0.003),
+     [("px", "slide", (0, 0, 0), (1, 0, 0)), ("py", "slide", (0, 0, 0), (0.3, 1, 0)),
+      ("r1", "hinge", (0.05, 0.0, 0.1), (0, 0, 1)), ("r2", "hinge", (0.05, 0.0, 0.1), (1, 0, 0.2)),
+      ("r3", "hinge", (0.05, 0.0, 0.1), (0, 1, 0))]),
+    ("arm", "pod", (0.3, 0.0, 0.0), (1, 0, 0, 0), (0.15, 0.0, 0.0), 0.5,
+     (0.001, 0.004, 0.004, 0.0, 0.0, 0.0), [("elbow", "hinge", (0, 0, 0), (0, 0, 1))]),
+]
+
+
+def _mjcf(bodies):
     out = ['<mujoco model="compound">', '<option gravity="0 0 -9.81"/>',
            '<option><flag contact="disable"/></option>', '<worldbody>']
     depth = []
-    for name, parent, pos, quat, com, mass, I, joints in BODIES:
+    for name, parent, pos, quat, com, mass, I, joints in bodies:
         while depth and depth[-1] != parent:
             out.append("</body>")
             depth.pop()
@@ -74,12 +87,13 @@ def _walker_mjcf():
     return "\n".join(out)
 
 
-def _walker():
-    """The natcoord walker built from the same numbers: bodies placed by composing
-    the MJCF poses by hand, joints given in the child's frame (``local=True``)."""
+def _walker(bodies=BODIES):
+    """The natcoord walker (or other bodies) built from the same numbers: bodies
+    placed by composing the MJCF poses by hand, joints given in the child's frame
+    (``local=True``)."""
     mech = nc.Mechanism(gravity=GRAVITY, name="walker")
     pose = {None: (np.zeros(3), np.eye(3))}
-    for name, parent, pos, quat, com, mass, I, joints in BODIES:
+    for name, parent, pos, quat, com, mass, I, joints in bodies:
         x, R = pose[parent]
         w, *xyz = quat
         Rb = R @ Rotation.from_quat([*xyz, w]).as_matrix()
@@ -108,17 +122,21 @@ def test_the_joints_of_a_body_become_one_exact_constraint_set():
 @pytest.fixture(scope="module")
 def peer():
     mujoco = pytest.importorskip("mujoco")
-    mj = mujoco.MjModel.from_xml_string(_walker_mjcf())
+    mj = mujoco.MjModel.from_xml_string(_mjcf(BODIES))
     return mujoco, mj, mujoco.MjData(mj)
 
 
-def test_joint_accelerations_and_torques_equal_mujoco(peer):
+@pytest.mark.parametrize("bodies", [BODIES, SLIDING], ids=["walker", "sliding-ball"])
+def test_joint_accelerations_and_torques_equal_mujoco(bodies):
     """At random (q, q̇) — large angles, all DOF moving — natcoord's q̈ from its
     natural-coordinate accelerations equals MuJoCo's ``qacc`` (mj_forward), and
     ``nc.inverse_dynamics`` of a random q̈ equals MuJoCo's ``qfrc_inverse``
-    (mj_inverse), both to 1e-9 relative."""
-    mujoco, mj, md = peer
-    model = _walker().build()
+    (mj_inverse), both to 1e-9 relative: the walker, and a body on two slides
+    and three hinges (a sliding spherical joint, 1 row) carrying an arm."""
+    mujoco = pytest.importorskip("mujoco")
+    mj = mujoco.MjModel.from_xml_string(_mjcf(bodies))
+    md = mujoco.MjData(mj)
+    model = _walker(bodies).build()
     js = nc.joint_space(model)
     assert mj.nq == mj.nv == js.nv
     rng = np.random.default_rng(23)
@@ -228,7 +246,7 @@ def test_gimbal_lock_is_reported_for_rates_and_decomposed_for_positions():
     ([("a", "slide", (0, 0, 0), (1, 0, 0)), ("b", "slide", (0, 0, 0), (0, 1, 0)),
       ("c", "hinge", (0, 0, 0), (1, 0, 0))], "do not span the plane normal"),
     ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (0, 0, 0), (0, 1, 0)),
-      ("c", "slide", (0, 0, 0), (1, 0, 0))], "two or more hinges with slides"),
+      ("c", "slide", (0, 0, 0), (1, 0, 0))], "a slide after two or more hinges"),
 ])
 def test_sequences_without_an_exact_constraint_set_are_refused(dofs, why):
     """Two hinges whose lines miss each other (the reachable set has a boundary
@@ -246,7 +264,9 @@ def test_sequences_without_an_exact_constraint_set_are_refused(dofs, why):
 
 def test_more_compound_kinds_match_their_motion_sets():
     """Pin-in-slot (slide then hinge, hinge then slide), cylindrical, translational
-    (two and three slides), Schoenflies: rows 6 − DOF, and the joint space's
+    (two and three slides), Schoenflies, slides before a three-hinge ball or a
+    two-hinge universal (the hinges' point on a line or plane, or free): rows
+    6 − DOF, and the joint space's
     forward and inverse maps agree at random q (round trip), with constraint
     rows satisfied (joint_state checks every row)."""
     cases = {
@@ -259,6 +279,13 @@ def test_more_compound_kinds_match_their_motion_sets():
                         ("s2", "slide", (0, 0, 0), (0, 1, 0)),
                         ("s3", "slide", (0, 0, 0), (0.2, 0, 1))],
     }
+    ball = [("hx", "hinge", (0.1, 0.2, 0), (1, 0, 0)), ("hz", "hinge", (0.1, 0.26, 0.3), (0, 0.2, 1)),
+            ("hy", "hinge", (0.1, 0.5, 0), (0, 1, 0))]
+    cases["sliding_spherical"] = [("s1", "slide", (0, 0, 0), (1, 0, 0.3))] + ball
+    cases["sliding_spherical2"] = [("s1", "slide", (0, 0, 0), (1, 0, 0.3)),
+                                   ("s2", "slide", (0, 0, 0), (0, 1, 0))] + ball
+    cases["sliding_universal"] = cases["sliding_spherical2"][:2] + [
+        ("s3", "slide", (0, 0, 0), (0, 0, 1))] + ball[:2]
     cases["slot_after"] = cases["pin_slot"][::-1]
     cases["translational3"] = cases["translational"] + [("s3", "slide", (0, 0, 0), (0, 1, 1))]
     rng = np.random.default_rng(11)

@@ -83,7 +83,7 @@ from scipy.linalg import solve_triangular
 from ..model import validate
 from ..model.derived import derived
 from ..model.frozen import State
-from ..model.joints import perpendicular_basis
+from ..model.joints import meeting_point, perpendicular_basis
 from ..model.kinematics import rate_row
 from ..util.checks import shown
 from .assembly import ASSEMBLY_TOL, AssemblyError
@@ -779,29 +779,31 @@ def davenport_angles(u1, u2, u3, R):
 def _compound_coordinates(j, Drel, shift):
     """A compound joint's coordinates (..., n) from its motion ``y ↦ Drel y + shift``.
 
-    Two or three hinges through one point: the universal joint's angles, the
-    Davenport angles (:func:`davenport_angles`). At most one hinge (axis n,
-    point c): its angle is the rotation of ``Drel`` about n; the slides then
-    move c by ``T(c) − c = Σ s_k w_k``, ``w_k = u_k`` for a slide before the
-    hinge and ``Rot(n, θ) u_k`` after it — linear in s (least squares over the
+    The hinges' angles first: two or three hinges through one point c, the
+    universal joint's angles or the Davenport angles (:func:`davenport_angles`)
+    of ``Drel``; one hinge (point c on its line), the rotation of ``Drel`` about
+    its axis. The slides then move c by ``T(c) − c = Σ s_k w_k`` (the rotations
+    about c leave it in place), ``w_k = u_k`` for a slide before the hinge(s)
+    and ``Rot(n, θ) u_k`` after one hinge — linear in s (least squares over the
     independent ``w_k``). A planar joint whose hinge lies between its two
     slides is singular where the turned slide is parallel to the other: there
     ``ValueError`` names the joint.
     """
     hinges = [k for k, dof in enumerate(j.dofs) if dof.kind == "hinge"]
-    if len(hinges) == 3:
-        return davenport_angles(*(dof.axis for dof in j.dofs), Drel)
-    if len(hinges) == 2:
-        return _universal_angles(*(dof.axis for dof in j.dofs), Drel)
-    out = np.zeros(Drel.shape[:-2] + (len(j.dofs),))
-    c, rotation = np.zeros(3), None
-    if hinges:
-        hinge = j.dofs[hinges[0]]
-        c = hinge.point
-        theta = _angle_about(hinge.axis, Drel)
-        out[..., hinges[0]] = theta
-        rotation = rotation_about(hinge.axis, theta)
     slides = [k for k, dof in enumerate(j.dofs) if dof.kind == "slide"]
+    out = np.zeros(Drel.shape[:-2] + (len(j.dofs),))
+    axes = [j.dofs[k].axis for k in hinges]
+    c, rotation = np.zeros(3), None
+    if len(hinges) == 3:
+        out[..., hinges] = davenport_angles(*axes, Drel)
+    elif len(hinges) == 2:
+        out[..., hinges] = _universal_angles(*axes, Drel)
+    elif hinges:
+        out[..., hinges[0]] = _angle_about(axes[0], Drel)
+        rotation = rotation_about(axes[0], out[..., hinges[0]])
+    if hinges:
+        c = meeting_point([j.dofs[k] for k in hinges]) if len(hinges) > 1 \
+            else j.dofs[hinges[0]].point
     if not slides:
         return out
     after = hinges[0] if hinges else len(j.dofs)

@@ -179,12 +179,16 @@ def universal_rows(name, fi, fj, x, u_i, u_j, cos_angle=0.0):
     ``u_i · u_j − cos α₀ = 0``: the perpendicularity primitive with a constant;
     ``cos α₀ = 0`` is the standard (Cardan) joint.
     """
+    return _coincidence_rows(name, fi, fj, x) + cross_angle_rows(name, fi, fj, u_i, u_j,
+                                                                cos_angle)
+
+
+def cross_angle_rows(name, fi, fj, u_i, u_j, cos_angle=0.0):
+    """``u_i · u_j − cos α₀ = 0``, u_i fixed in body i, u_j in body j (1 row)."""
     if cos_angle == 0.0:
-        return _coincidence_rows(name, fi, fj, x) + _rows(
-            name, [("axes ⊥", perpendicular(fi.direction(u_i), fj.direction(u_j)))])
-    return _coincidence_rows(name, fi, fj, x) + _rows(
-        name, [("axes angle", perpendicular(fi.direction(u_i), fj.direction(u_j))
-                + Quadratic(const=-float(cos_angle)))])
+        return _rows(name, [("axes ⊥", perpendicular(fi.direction(u_i), fj.direction(u_j)))])
+    return _rows(name, [("axes angle", perpendicular(fi.direction(u_i), fj.direction(u_j))
+                         + Quadratic(const=-float(cos_angle)))])
 
 
 def universal_coordinates(fi, fj, u_i, u_j):
@@ -325,7 +329,7 @@ def _independent(axes):
     return np.linalg.svd(np.asarray(axes), compute_uv=False)[-1] >= _DEPENDENT
 
 
-def _meeting_point(hinges, scale):
+def meeting_point(hinges, scale=1.0):
     """The point where the hinges' lines meet (their axes independent), or None.
 
     Least squares over the lines ``(1 − u uᵀ)(x − c) = 0``; MuJoCo and URDF give a
@@ -358,7 +362,11 @@ def compound_joint(name, fi, fj, dofs):
       in any order): parallel axes and a point kept on the plane (3); with three
       independent slides, a *Schoenflies* motion: parallel axes (2);
     * two hinges whose lines meet, axes apart: universal with the cross angle
-      kept (4); three hinges through one point, independent axes: spherical (3).
+      kept (4); three hinges through one point, independent axes: spherical (3);
+      one to three slides before such hinges (*sliding* universal or spherical):
+      the hinges' point of body j on the slides' line or plane of body i, or
+      free for three slides, and the cross angle of two hinges (6 − DOF rows;
+      six DOF, no rows, are refused: that body is a free body).
 
     The coordinates of the sequence (q per DOF) are the joint space's
     (:mod:`natcoord.dynamics.joint_space`); ``coordinates`` (the quadratic-form
@@ -376,7 +384,8 @@ def compound_joint(name, fi, fj, dofs):
                           f"models exactly: up to three independent slides; one hinge with "
                           f"up to three slides (a slide along the hinge axis, one slide, two "
                           f"slides spanning the plane normal to the hinge, or three); two or "
-                          f"three hinges through one point with independent axes")
+                          f"three hinges through one point with independent axes, after up "
+                          f"to three slides (five DOF at most)")
 
     if slides and not _independent([d.axis for d in slides]):
         raise refuse("the slide axes are (nearly) dependent")
@@ -416,17 +425,32 @@ def compound_joint(name, fi, fj, dofs):
             return ("planar", _parallel_rows(name, fi, fj, n)
                     + point_on_plane_rows(name, fi, fj, c, n), ())
         return "schoenflies", _parallel_rows(name, fi, fj, n), ()
-    if slides:
-        raise refuse("two or more hinges with slides")
     if len(hinges) > 3 or not _independent([h.axis for h in hinges]):
         raise refuse("the hinge axes are (nearly) dependent")
-    x = _meeting_point(hinges, scale)
+    x = meeting_point(hinges, scale)
     if x is None:
         raise refuse("the hinge lines do not pass through one point")
-    if len(hinges) == 3:
-        return "spherical", spherical_rows(name, fi, fj, x), ()
+    if slides and max(map(dofs.index, slides)) > min(map(dofs.index, hinges)):
+        raise refuse("a slide after two or more hinges")
+    if len(slides) + len(hinges) == 6:
+        raise refuse("six DOF constrain nothing; leave the body without a joint (a free "
+                     "body, whose joint space is a free joint)")
     ua, ub = hinges[0].axis, hinges[1].axis
     cos_angle = float(ua @ ub)
-    return ("universal",
-            universal_rows(name, fi, fj, x, ua, ub, 0.0 if abs(cos_angle) <= 1e-9 else cos_angle),
-            universal_coordinates(fi, fj, ua, ub))
+    cos_angle = 0.0 if abs(cos_angle) <= _MEET_TOL else cos_angle
+    if not slides:
+        if len(hinges) == 3:
+            return "spherical", spherical_rows(name, fi, fj, x), ()
+        return ("universal", universal_rows(name, fi, fj, x, ua, ub, cos_angle),
+                universal_coordinates(fi, fj, ua, ub))
+    # slides first: the hinges' point of body j stays in x + span(slides) of body i
+    if len(slides) == 1:
+        rows = point_on_line_rows(name, fi, fj, x, slides[0].axis)
+    elif len(slides) == 2:
+        n = cross(slides[0].axis, slides[1].axis)
+        rows = point_on_plane_rows(name, fi, fj, x, n / np.linalg.norm(n))
+    else:
+        rows = []
+    if len(hinges) == 2:
+        return "sliding_universal", rows + cross_angle_rows(name, fi, fj, ua, ub, cos_angle), ()
+    return "sliding_spherical", rows, ()
