@@ -68,6 +68,18 @@ SLIDING = [
     ("arm", "pod", (0.3, 0.0, 0.0), (1, 0, 0, 0), (0.15, 0.0, 0.0), 0.5,
      (0.001, 0.004, 0.004, 0.0, 0.0, 0.0), [("elbow", "hinge", (0, 0, 0), (0, 0, 1))]),
 ]
+# dm-control humanoid's ankle: two hinges whose lines miss each other (an offset
+# universal joint, 4 rows), and a toe on two parallel hinges (a planar 2R, 4 rows).
+OFFSET = [
+    ("shin", None, (0.0, 0.0, 1.0), (0.9, 0.0, 0.1, 0.2), (0.0, 0.0, -0.2), 1.8,
+     (0.03, 0.03, 0.004, 0.0, 0.001, 0.0), [("knee", "hinge", (0, 0, 0), (0, 1, 0))]),
+    ("foot", "shin", (0.0, 0.0, -0.45), (1, 0, 0, 0), (0.05, 0.0, -0.02), 0.9,
+     (0.002, 0.005, 0.005, 0.0, 0.0003, 0.0),
+     [("ankle_y", "hinge", (0, 0, 0.08), (0, 1, 0)), ("ankle_x", "hinge", (0, 0, 0.04), (1, 0, 0.5))]),
+    ("toe", "foot", (0.12, 0.0, -0.03), (1, 0, 0, 0), (0.03, 0.0, 0.0), 0.2,
+     (0.0002, 0.0003, 0.0003, 0.0, 0.0, 0.0),
+     [("toe_a", "hinge", (0, 0, 0), (0, 1, 0)), ("toe_b", "hinge", (0.03, 0, 0.01), (0, 1, 0))]),
+]
 
 
 def _mjcf(bodies):
@@ -126,13 +138,15 @@ def peer():
     return mujoco, mj, mujoco.MjData(mj)
 
 
-@pytest.mark.parametrize("bodies", [BODIES, SLIDING], ids=["walker", "sliding-ball"])
+@pytest.mark.parametrize("bodies", [BODIES, SLIDING, OFFSET],
+                         ids=["walker", "sliding-ball", "offset-hinges"])
 def test_joint_accelerations_and_torques_equal_mujoco(bodies):
     """At random (q, q̇) — large angles, all DOF moving — natcoord's q̈ from its
     natural-coordinate accelerations equals MuJoCo's ``qacc`` (mj_forward), and
     ``nc.inverse_dynamics`` of a random q̈ equals MuJoCo's ``qfrc_inverse``
-    (mj_inverse), both to 1e-9 relative: the walker, and a body on two slides
-    and three hinges (a sliding spherical joint, 1 row) carrying an arm."""
+    (mj_inverse), both to 1e-9 relative: the walker, a body on two slides
+    and three hinges (a sliding spherical joint, 1 row) carrying an arm, and a
+    leg whose ankle hinges miss each other, with a toe on parallel hinges."""
     mujoco = pytest.importorskip("mujoco")
     mj = mujoco.MjModel.from_xml_string(_mjcf(bodies))
     md = mujoco.MjData(mj)
@@ -239,9 +253,9 @@ def test_gimbal_lock_is_reported_for_rates_and_decomposed_for_positions():
 
 # ------------------------------------------------------------ refusals and names
 @pytest.mark.parametrize("dofs, why", [
-    ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (1, 0, 0), (0, 1, 0))],
-     "do not pass through one point"),
-    ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (1, 0, 0), (0, 0, 1))],
+    ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (0, 0, 0), (0, 1, 0)),
+      ("c", "hinge", (0, 0, 1), (1, 0, 0))], "do not pass through one point"),
+    ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (0, 0, 2), (0, 0, -1))],
      "dependent"),
     ([("a", "slide", (0, 0, 0), (1, 0, 0)), ("b", "slide", (0, 0, 0), (0, 1, 0)),
       ("c", "hinge", (0, 0, 0), (1, 0, 0))], "do not span the plane normal"),
@@ -249,10 +263,9 @@ def test_gimbal_lock_is_reported_for_rates_and_decomposed_for_positions():
       ("c", "slide", (0, 0, 0), (1, 0, 0))], "a slide after two or more hinges"),
 ])
 def test_sequences_without_an_exact_constraint_set_are_refused(dofs, why):
-    """Two hinges whose lines miss each other (the reachable set has a boundary
-    and no constraint set of rank 4), parallel hinges, a hinge in the plane of
-    its slides, hinges with slides: ``ValueError`` naming the joint, every DOF
-    and what natcoord models; the mechanism is unchanged."""
+    """Three hinges whose lines miss each other, two hinges on one line, a hinge
+    in the plane of its slides, a slide after two hinges: ``ValueError`` naming
+    the joint, every DOF and what natcoord models; the mechanism is unchanged."""
     mech = nc.Mechanism()
     mech.add_body("link", 1.0, (0, 0, 0), 0.01 * np.eye(3))
     with pytest.raises(ValueError, match=why) as err:
@@ -454,24 +467,27 @@ def test_human_urdf_imports_and_matches_pinocchio(robots_folder):
 
 def test_urdf_massless_links_that_cannot_be_folded_are_refused(tmp_path):
     """A massless link at the end of a chain (no inertia decides its motion) is
-    named among the links that cannot be bodies; a chain through a massless link
-    whose hinges do not meet is named with both joints and why."""
+    named among the links that cannot be bodies; a chain of three revolutes
+    through massless links whose axes do not meet in one point is named with its
+    links, its first and last joints and why."""
     path = tmp_path / "leaf.urdf"
     path.write_text(leg_urdf(_urdf_link("finger") + _urdf_joint(
         "finger_joint", "revolute", "foot", "finger", (0.1, 0, 0))))
     with pytest.raises(ValueError, match=r'<link name="finger">.*end of a chain'):
         nc.load_urdf(path)
-    offset = leg_urdf().replace(
-        _urdf_joint("ankle_x", "revolute", "ankle_virtual", "foot", axis=(1, 0, 0)),
-        _urdf_joint("ankle_x", "revolute", "ankle_virtual", "foot", (0, 0, -0.05),
-                    axis=(1, 0, 0)))
+    old_hip = _urdf_joint("hip_y", "revolute", "hip_virtual_2", "thigh", rpy=(0, 0.3, 0),
+                          axis=(0, 1, 0))
+    offset = leg_urdf().replace(old_hip, old_hip.replace('xyz="0.0 0.0 0.0"',
+                                                         'xyz="0.0 0.0 -0.05"'))
+    assert offset != leg_urdf()
     path.write_text(offset)
     with pytest.raises(ValueError) as err:
         nc.load_urdf(path)
     message = str(err.value)
     assert "1 chain(s) of moving joints through massless links" in message
-    assert "['ankle_virtual']" in message and "do not pass through one point" in message
-    assert '<joint name="ankle_y">' in message and '<joint name="ankle_x">' in message
+    assert "['hip_virtual', 'hip_virtual_2']" in message
+    assert "do not pass through one point" in message
+    assert '<joint name="hip_z">' in message and '<joint name="hip_y">' in message
 
 
 def test_compound_joints_round_trip_through_model_files(tmp_path):

@@ -83,7 +83,7 @@ from scipy.linalg import solve_triangular
 from ..model import validate
 from ..model.derived import derived
 from ..model.frozen import State
-from ..model.joints import meeting_point, perpendicular_basis
+from ..model.joints import common_perpendicular, meeting_point, perpendicular_basis
 from ..model.kinematics import rate_row
 from ..util.checks import shown
 from .assembly import ASSEMBLY_TOL, AssemblyError
@@ -781,7 +781,9 @@ def _compound_coordinates(j, Drel, shift):
 
     The hinges' angles first: two or three hinges through one point c, the
     universal joint's angles or the Davenport angles (:func:`davenport_angles`)
-    of ``Drel``; one hinge (point c on its line), the rotation of ``Drel`` about
+    of ``Drel``; two hinges whose lines miss each other, the turn of their
+    common perpendicular about the first axis, then the rest of the rotation
+    about the second; one hinge (point c on its line), the rotation of ``Drel`` about
     its axis. The slides then move c by ``T(c) − c = Σ s_k w_k`` (the rotations
     about c leave it in place), ``w_k = u_k`` for a slide before the hinge(s)
     and ``Rot(n, θ) u_k`` after one hinge — linear in s (least squares over the
@@ -796,6 +798,16 @@ def _compound_coordinates(j, Drel, shift):
     c, rotation = np.zeros(3), None
     if len(hinges) == 3:
         out[..., hinges] = davenport_angles(*axes, Drel)
+    elif j.structure in ("offset_universal", "planar_2r"):
+        # the first angle turns the common perpendicular p1 → p2 about axis 1; the
+        # second is what remains of the rotation, Rot(u2, θ2) = Rot(u1, θ1)ᵀ Drel
+        p1, p2 = common_perpendicular(*j.dofs)
+        theta1 = _signed_angle(axes[0], np.broadcast_to(p2 - p1, Drel.shape[:-1]),
+                               _mv(Drel, p2) + shift - p1)
+        out[..., 0] = theta1
+        out[..., 1] = _angle_about(axes[1], np.swapaxes(rotation_about(axes[0], theta1), -1, -2)
+                                   @ Drel)
+        return out
     elif len(hinges) == 2:
         out[..., hinges] = _universal_angles(*axes, Drel)
     elif hinges:

@@ -340,6 +340,39 @@ def meeting_point(hinges, scale=1.0):
     return x if gap <= _MEET_TOL * scale else None
 
 
+def common_perpendicular(h1, h2):
+    """Feet ``(p1, p2)`` of the common perpendicular of two hinge lines: p1 on the
+    first, p2 on the second (for parallel lines p1 is the first hinge's point)."""
+    u1, u2 = h1.axis, h2.axis
+    c = u1 @ u2
+    w = h1.point - h2.point
+    if 1.0 - abs(c) <= _MEET_TOL:
+        p1 = h1.point
+        return p1, h2.point + ((p1 - h2.point) @ u2) * u2
+    # minimize |h1.point + s u1 − h2.point − t u2|
+    s, t = np.linalg.solve([[1.0, -c], [c, -1.0]], [-(w @ u1), -(w @ u2)])
+    return h1.point + s * u1, h2.point + t * u2
+
+
+def _offset_hinge_rows(name, fi, fj, h1, h2):
+    """Two hinges whose lines miss each other (4 rows): their common perpendicular
+    p1 (on line 1, fixed in body i) → p2 (on line 2, fixed in body j) keeps its
+    length d and stays normal to both axes, and the axes keep their angle (for
+    parallel axes: parallelism instead of the two normality rows)."""
+    p1, p2 = common_perpendicular(h1, h2)
+    r1, r2 = fi.point(p1), fj.point(p2)
+    d = float(np.linalg.norm(p2 - p1))
+    if 1.0 - abs(h1.axis @ h2.axis) <= _MEET_TOL:
+        return (_parallel_rows(name, fi, fj, h1.axis)
+                + _rows(name, [("in plane", translation_restriction(r1, r2, fi.direction(h1.axis))),
+                               ("offset", distance(r1, r2, d))]))
+    cos_angle = float(h1.axis @ h2.axis)
+    return _rows(name, [("offset ⊥ axis 1", translation_restriction(r1, r2, fi.direction(h1.axis))),
+                        ("offset ⊥ axis 2", translation_restriction(r1, r2, fj.direction(h2.axis))),
+                        ("offset", distance(r1, r2, d))]) + cross_angle_rows(
+        name, fi, fj, h1.axis, h2.axis, 0.0 if abs(cos_angle) <= _MEET_TOL else cos_angle)
+
+
 def compound_joint(name, fi, fj, dofs):
     """``(kind, rows, coordinates)``: the exact constraint set of a sequence of hinges
     and slides (:class:`Dof`, parent → child) between bodies i and j, or
@@ -362,7 +395,12 @@ def compound_joint(name, fi, fj, dofs):
       in any order): parallel axes and a point kept on the plane (3); with three
       independent slides, a *Schoenflies* motion: parallel axes (2);
     * two hinges whose lines meet, axes apart: universal with the cross angle
-      kept (4); three hinges through one point, independent axes: spherical (3);
+      kept (4); two hinges whose lines miss each other: an *offset universal*
+      (their common perpendicular, from a point of body i to a point of body
+      j, keeps its length and stays normal to both axes; the axes keep their
+      angle: 4 rows) or, parallel, a *planar 2R* (parallel axes, the
+      perpendicular in the plane and of constant length: 4 rows); three hinges
+      through one point, independent axes: spherical (3);
       one to three slides before such hinges (*sliding* universal or spherical):
       the hinges' point of body j on the slides' line or plane of body i, or
       free for three slides, and the cross angle of two hinges (6 − DOF rows;
@@ -383,9 +421,9 @@ def compound_joint(name, fi, fj, dofs):
         return ValueError(f"compound joint {name!r} with DOF {described}: {why}; natcoord "
                           f"models exactly: up to three independent slides; one hinge with "
                           f"up to three slides (a slide along the hinge axis, one slide, two "
-                          f"slides spanning the plane normal to the hinge, or three); two or "
-                          f"three hinges through one point with independent axes, after up "
-                          f"to three slides (five DOF at most)")
+                          f"slides spanning the plane normal to the hinge, or three); two "
+                          f"hinges; two or three hinges through one point with independent "
+                          f"axes, after up to three slides (five DOF at most)")
 
     if slides and not _independent([d.axis for d in slides]):
         raise refuse("the slide axes are (nearly) dependent")
@@ -425,6 +463,14 @@ def compound_joint(name, fi, fj, dofs):
             return ("planar", _parallel_rows(name, fi, fj, n)
                     + point_on_plane_rows(name, fi, fj, c, n), ())
         return "schoenflies", _parallel_rows(name, fi, fj, n), ()
+    if len(hinges) == 2 and not slides:
+        p1, p2 = common_perpendicular(*hinges)
+        offset = np.linalg.norm(p2 - p1)
+        parallel_axes = 1.0 - abs(hinges[0].axis @ hinges[1].axis) <= _MEET_TOL
+        if offset > _MEET_TOL * scale and (parallel_axes or _independent(
+                [h.axis for h in hinges])):
+            return ("planar_2r" if parallel_axes else "offset_universal",
+                    _offset_hinge_rows(name, fi, fj, *hinges), ())
     if len(hinges) > 3 or not _independent([h.axis for h in hinges]):
         raise refuse("the hinge axes are (nearly) dependent")
     x = meeting_point(hinges, scale)
