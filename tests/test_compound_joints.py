@@ -513,3 +513,30 @@ def test_a_free_root_named_like_a_joint_gets_its_own_name():
     js = nc.joint_space(mech.build())
     assert js.joint_names == ("base.free", "base")
     assert js.q_names[-1] == "base" and js.q_names[0] == "base.free.x"
+
+
+def test_a_compound_joint_reached_from_its_child_side():
+    """The tree may reach a compound joint from its body b (here ground is b): q
+    still moves b relative to a. Round trip q → state → q, and at the passive
+    accelerations (the KKT solve) inverse dynamics needs zero torque (Kane's
+    equations, an independent computation)."""
+    mech = nc.Mechanism(gravity=GRAVITY)
+    mech.add_body("pod", 2.0, (0.1, 0.0, 0.05), np.diag([0.02, 0.03, 0.025]), origin=(0, 0, 1))
+    mech.add_compound("pod", nc.GROUND, [("x", "slide", (0, 0, 1), (1, 0, 0)),
+                                         ("z", "slide", (0, 0, 1), (0, 0, 1)),
+                                         ("pitch", "hinge", (0.1, 0, 1), (0, 1, 0))])
+    mech.add_body("arm", 0.5, (0.3, 0.0, 1.0), np.diag([0.001, 0.004, 0.004]),
+                  origin=(0.2, 0, 1))
+    mech.add_compound("pod", "arm", [("ay", "hinge", (0.2, 0, 1), (0, 1, 0)),
+                                     ("ax", "hinge", (0.2, 0, 1.05), (1, 0, 0))])
+    model = mech.build()
+    js = nc.joint_space(model)
+    assert js.tree[0].reversed and js.q_names == ("x", "z", "pitch", "ay", "ax")
+    q, qd = np.array([0.3, -0.2, 0.7, -0.4, 0.5]), np.array([0.5, -1.0, 2.0, 1.5, -0.7])
+    state = nc.joint_state(model, q, qd)
+    assert np.abs(js.positions(state.p) - q).max() < 1e-12
+    assert np.abs(js.velocities(state.p, state.v) - qd).max() < 1e-12
+    a, _, _ = nc.accelerations(model, state)
+    qdd = js.accelerations(state.p, state.v, a)
+    tau = nc.inverse_dynamics(model, q, qd, qdd)
+    assert np.abs(tau).max() < 1e-10 * max(1.0, np.abs(qdd).max())
