@@ -75,7 +75,8 @@ OFFSET = [
      (0.03, 0.03, 0.004, 0.0, 0.001, 0.0), [("knee", "hinge", (0, 0, 0), (0, 1, 0))]),
     ("foot", "shin", (0.0, 0.0, -0.45), (1, 0, 0, 0), (0.05, 0.0, -0.02), 0.9,
      (0.002, 0.005, 0.005, 0.0, 0.0003, 0.0),
-     [("ankle_y", "hinge", (0, 0, 0.08), (0, 1, 0)), ("ankle_x", "hinge", (0, 0, 0.04), (1, 0, 0.5))]),
+     [("ankle_y", "hinge", (0, 0, 0.08), (0, 1, 0)),
+      ("ankle_x", "hinge", (0, 0, 0.04), (1, 0, 0.5))]),
     ("toe", "foot", (0.12, 0.0, -0.03), (1, 0, 0, 0), (0.03, 0.0, 0.0), 0.2,
      (0.0002, 0.0003, 0.0003, 0.0, 0.0, 0.0),
      [("toe_a", "hinge", (0, 0, 0), (0, 1, 0)), ("toe_b", "hinge", (0.03, 0, 0.01), (0, 1, 0))]),
@@ -257,14 +258,17 @@ def test_gimbal_lock_is_reported_for_rates_and_decomposed_for_positions():
       ("c", "hinge", (0, 0, 1), (1, 0, 0))], "do not pass through one point"),
     ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (0, 0, 2), (0, 0, -1))],
      "dependent"),
+    ([(f"s{k}", "slide", (0, 0, 0), axis) for k, axis in enumerate(
+        [(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 1)])], r"slide axes are \(nearly\) dependent"),
     ([("a", "slide", (0, 0, 0), (1, 0, 0)), ("b", "slide", (0, 0, 0), (0, 1, 0)),
       ("c", "hinge", (0, 0, 0), (1, 0, 0))], "do not span the plane normal"),
     ([("a", "hinge", (0, 0, 0), (0, 0, 1)), ("b", "hinge", (0, 0, 0), (0, 1, 0)),
       ("c", "slide", (0, 0, 0), (1, 0, 0))], "a slide after two or more hinges"),
 ])
 def test_sequences_without_an_exact_constraint_set_are_refused(dofs, why):
-    """Three hinges whose lines miss each other, two hinges on one line, a hinge
-    in the plane of its slides, a slide after two hinges: ``ValueError`` naming
+    """Three hinges whose lines miss each other, two hinges on one line, four
+    slides, a hinge in the plane of its slides, a slide after two hinges:
+    ``ValueError`` naming
     the joint, every DOF and what natcoord models; the mechanism is unchanged."""
     mech = nc.Mechanism()
     mech.add_body("link", 1.0, (0, 0, 0), 0.01 * np.eye(3))
@@ -283,16 +287,19 @@ def test_more_compound_kinds_match_their_motion_sets():
     forward and inverse maps agree at random q (round trip), with constraint
     rows satisfied (joint_state checks every row)."""
     cases = {
-        "pin_slot": [("s", "slide", (0, 0, 0), (1, 0.3, 0)), ("h", "hinge", (0.2, 0, 0), (0, 0, 1))],
+        "pin_slot": [("s", "slide", (0, 0, 0), (1, 0.3, 0)),
+                     ("h", "hinge", (0.2, 0, 0), (0, 0, 1))],
         "cylindrical": [("h", "hinge", (0.2, 0.1, 0), (0, 0, 1)),
                         ("s", "slide", (5, 5, 5), (0, 0, -1))],
         "translational": [("s1", "slide", (0, 0, 0), (1, 0, 0)),
                           ("s2", "slide", (0, 0, 0), (1, 1, 0))],
-        "schoenflies": [("s1", "slide", (0, 0, 0), (1, 0, 0)), ("h", "hinge", (0, 1, 0), (0, 0, 1)),
+        "schoenflies": [("s1", "slide", (0, 0, 0), (1, 0, 0)),
+                        ("h", "hinge", (0, 1, 0), (0, 0, 1)),
                         ("s2", "slide", (0, 0, 0), (0, 1, 0)),
                         ("s3", "slide", (0, 0, 0), (0.2, 0, 1))],
     }
-    ball = [("hx", "hinge", (0.1, 0.2, 0), (1, 0, 0)), ("hz", "hinge", (0.1, 0.26, 0.3), (0, 0.2, 1)),
+    ball = [("hx", "hinge", (0.1, 0.2, 0), (1, 0, 0)),
+            ("hz", "hinge", (0.1, 0.26, 0.3), (0, 0.2, 1)),
             ("hy", "hinge", (0.1, 0.5, 0), (0, 1, 0))]
     cases["sliding_spherical"] = [("s1", "slide", (0, 0, 0), (1, 0, 0.3))] + ball
     cases["sliding_spherical2"] = [("s1", "slide", (0, 0, 0), (1, 0, 0.3)),

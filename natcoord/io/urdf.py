@@ -15,8 +15,9 @@ with one moving joint leaving it is an intermediate frame: the chain of
 moving joints through such links, from the last link with mass to the next,
 is one compound joint (``Mechanism.add_compound``: three revolutes through a
 point a spherical joint, two a universal joint, …), each URDF joint a DOF
-keeping its name, the massless links frames that move with the chain. Loops: ``<loop_joint>`` elements
-(revolute, continuous, prismatic, fixed, spherical) inside ``<robot>``, with
+keeping its name, the massless links frames that move with the chain.
+Loops: ``<loop_joint>`` elements (revolute, continuous, prismatic, fixed,
+spherical) inside ``<robot>``, with
 ``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
 and ``<axis>``. Every link natcoord cannot take as a body is named in one
 error; ``inertia_repair=True`` projects non-physical inertias to the nearest

@@ -325,8 +325,9 @@ def _parallel_rows(name, fi, fj, n):
 
 
 def _independent(axes):
-    """Whether unit axes (k, 3) are linearly independent by more than 1°."""
-    return np.linalg.svd(np.asarray(axes), compute_uv=False)[-1] >= _DEPENDENT
+    """Whether unit axes (k, 3) are linearly independent by more than 1° (k ≤ 3)."""
+    return len(axes) <= 3 and \
+        np.linalg.svd(np.asarray(axes), compute_uv=False)[-1] >= _DEPENDENT
 
 
 def meeting_point(hinges, scale=1.0):
@@ -362,13 +363,14 @@ def _offset_hinge_rows(name, fi, fj, h1, h2):
     p1, p2 = common_perpendicular(h1, h2)
     r1, r2 = fi.point(p1), fj.point(p2)
     d = float(np.linalg.norm(p2 - p1))
+    u1, u2 = fi.direction(h1.axis), fj.direction(h2.axis)
     if 1.0 - abs(h1.axis @ h2.axis) <= _MEET_TOL:
-        return (_parallel_rows(name, fi, fj, h1.axis)
-                + _rows(name, [("in plane", translation_restriction(r1, r2, fi.direction(h1.axis))),
-                               ("offset", distance(r1, r2, d))]))
+        return _parallel_rows(name, fi, fj, h1.axis) + _rows(name, [
+            ("in plane", translation_restriction(r1, r2, u1)),
+            ("offset", distance(r1, r2, d))])
     cos_angle = float(h1.axis @ h2.axis)
-    return _rows(name, [("offset ⊥ axis 1", translation_restriction(r1, r2, fi.direction(h1.axis))),
-                        ("offset ⊥ axis 2", translation_restriction(r1, r2, fj.direction(h2.axis))),
+    return _rows(name, [("offset ⊥ axis 1", translation_restriction(r1, r2, u1)),
+                        ("offset ⊥ axis 2", translation_restriction(r1, r2, u2)),
                         ("offset", distance(r1, r2, d))]) + cross_angle_rows(
         name, fi, fj, h1.axis, h2.axis, 0.0 if abs(cos_angle) <= _MEET_TOL else cos_angle)
 
