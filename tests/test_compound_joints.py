@@ -416,6 +416,8 @@ def test_urdf_chains_through_massless_links_become_compound_joints(tmp_path):
         "hip_virtual": ("hip_z+hip_x+hip_y", 1), "hip_virtual_2": ("hip_z+hip_x+hip_y", 2),
         "ankle_virtual": ("ankle_y+ankle_x", 1), "ankle_sensor": ("ankle_y+ankle_x", 1),
         "carriage": ("rail+wrist", 1)}
+    with pytest.raises(ValueError, match="moves with the first 2 DOF of compound joint"):
+        mech.frames["hip_virtual_2"].point()
 
 
 def _pinocchio_check(path, model, frames, floating=False, samples=4):
