@@ -7,7 +7,8 @@ exactly, for the joints of a *spanning tree* of the mechanism:
 
 * **The tree.** Joints are taken in the order they were added; a joint of a
   kind with a joint space (revolute, prismatic, cylindrical, universal,
-  spherical, fixed: :data:`TREE_DOF`) that links two bodies not yet connected
+  spherical, fixed: :data:`TREE_DOF`; every compound joint) that links two
+  bodies not yet connected
   is a *tree joint*, every other joint a *cut* (loop-closing) joint — what
   URDF calls a ``<loop_joint>``, natcoord imports last. A set of bodies with no
   tree path to ground hangs on a *free joint* (6 DOF, named after its root,
@@ -27,7 +28,11 @@ exactly, for the joints of a *spanning tree* of the mechanism:
   body frame's origin and its orientation quaternion, both relative to the
   reference placement in its body axes, ``(x, y, z, qx, qy, qz, qw)``, and
   ``q̇ = (v, ω)``: the origin's velocity and the angular velocity in body axes
-  (Pinocchio's ``JointModelFreeFlyer``). For a URDF model (body frame = link
+  (Pinocchio's ``JointModelFreeFlyer``). Compound (``Mechanism.add_compound``):
+  one column per DOF, named by the DOF, its angle or slide, the DOF applied in
+  turn as MuJoCo applies a body's joints (the product of exponentials,
+  :func:`_chain`); read back in closed form (:func:`_compound_coordinates`,
+  Davenport angles for three hinges). For a URDF model (body frame = link
   frame, reference = zero joint positions) these are Pinocchio's ``q``, ``v``,
   ``a`` and ``τ``.
 
@@ -38,8 +43,8 @@ of the body point at the world origin), so that a point r moves with
 ``v_O + ω × r``. A joint's relative twist is ``V_b − V_a = Ξ(q) q̇``, with the
 columns of ``Ξ`` the unit twists of its DOF in world coordinates, and
 ``A_b − A_a = V_a ×ₘ Ξ q̇ + Ξ q̈ + Ξ̇_rel q̇`` (``×ₘ`` the motion cross product;
-``Ξ̇_rel`` is non-zero only for the universal joint, whose second axis turns
-with the first). Natural coordinates follow exactly: ``o = Φ(o_ref)``,
+``Ξ̇_rel`` is non-zero only for the universal and compound joints, whose later
+axes turn with the earlier ones). Natural coordinates follow exactly: ``o = Φ(o_ref)``,
 ``e_k = D A_ref e_k``, ``ȯ = v_O + ω × o``, ``ė_k = ω × e_k``, and the
 accelerations alike. Read back, ``ω = ½ Σ e_k × ė_k`` (docs/method.md#11-coordinates)
 gives the twists and ``q̇ = Ξ⁺ (V_b − V_a)``.
@@ -78,7 +83,7 @@ from scipy.linalg import solve_triangular
 from ..model import validate
 from ..model.derived import derived
 from ..model.frozen import State
-from ..model.joints import perpendicular_basis
+from ..model.joints import common_perpendicular, meeting_point, perpendicular_basis
 from ..model.kinematics import rate_row
 from ..util.checks import shown
 from .assembly import ASSEMBLY_TOL, AssemblyError
@@ -188,7 +193,8 @@ class TreeJoint:
     ground), its coordinates move b relative to a; ``child``: the body it
     places (b, or a when the tree reaches the joint from b). Geometry in the
     reference configuration (world): ``point`` on the axes, ``axes`` (k, 3)
-    (revolute, prismatic, cylindrical: ``[u]``; universal: ``[u_a, u_b]``),
+    (revolute, prismatic, cylindrical: ``[u]``; universal: ``[u_a, u_b]``; compound:
+    the DOF's axes, the point the world origin),
     ``frame`` the reference axes of body b (columns; identity for ground).
     ``q``, ``v``: slices of the joint's entries in ``q`` and ``q̇``.
     """
@@ -205,6 +211,10 @@ class TreeJoint:
     q: slice
     v: slice
     drive: object = None
+    #: a compound joint's DOF (``natcoord.model.joints.Dof``, parent → child) and the
+    #: kind of its constraint set (``"planar"``, ``"spherical"``, …)
+    dofs: tuple = ()
+    structure: str = ""
 
     @property
     def nq(self):
@@ -235,6 +245,7 @@ class JointSpace:
 
     def __init__(self, model):
         self.n_bodies = model.n_bodies
+        self._body_index = dict(model.body_index)
         self.origins = np.array([b.origin for b in model.bodies]).reshape(-1, 3)
         self.frames = np.array([b.axes for b in model.bodies]).reshape(-1, 3, 3)
         tree_edges, cut = _spanning_tree(model)
@@ -247,14 +258,18 @@ class JointSpace:
         self.joint_names = tuple(j.name for j in moving)
         self.nq = sum(j.nq for j in moving)
         self.nv = sum(j.nv for j in moving)
-        self.q_names = tuple(j.name + s for j in moving for s in _COLUMNS[j.kind][0])
-        self.v_names = tuple(j.name + s for j in moving for s in _COLUMNS[j.kind][1])
+        self.q_names = tuple(name for j in moving for name in _column_names(j, 0))
+        self.v_names = tuple(name for j in moving for name in _column_names(j, 1))
+        #: a compound joint's DOF by name: (joint, index of the DOF)
+        self._dofs = {d.name: (j, k) for j in moving for k, d in enumerate(j.dofs)}
         self._by_name = {j.name: j for j in moving}
         self._fixed_names = {j.name: j.kind for j in self.tree if j.nv == 0}
         #: q columns that are angles, and the first columns of quaternions (x, y, z, w)
         angles = {"revolute": (0,), "cylindrical": (1,), "universal": (0, 1)}
-        self.angle_columns = np.array([j.q.start + k for j in moving
-                                       for k in angles.get(j.kind, ())], np.int64)
+        self.angle_columns = np.array(
+            [j.q.start + k for j in moving for k in angles.get(j.kind, ())]
+            + [j.q.start + k for j in moving for k, d in enumerate(j.dofs) if d.kind == "hinge"],
+            np.int64)
         self.quaternion_columns = np.array([j.q.stop - 4 for j in moving
                                             if j.kind in ("spherical", "free")], np.int64)
 
@@ -276,13 +291,22 @@ class JointSpace:
             raise ValueError(self._unknown(name, "joint"))
         return self._by_name[name]
 
+    def v_slice(self, name):
+        """The ``q̇`` columns (slice) of a joint with DOF, or of one DOF of a compound
+        joint by its name."""
+        if name in self._dofs:
+            j, k = self._dofs[name]
+            return slice(j.v.start + k, j.v.start + k + 1)
+        return self.joint(name).v
+
     def _unknown(self, name, what):
         if name in self.cut_joints:
             return (f"{what} {name!r} closes a loop (a cut joint): its coordinates follow "
                     f"from the tree joints {list(self.joint_names)}")
         if name in self._fixed_names:
             return f"{what} {name!r} is a {self._fixed_names[name]} joint: it has no DOF"
-        return f"unknown {what} {name!r}; joints with DOF (in order): {list(self.joint_names)}"
+        return (f"unknown {what} {name!r}; joints with DOF (in order): {list(self.joint_names)}"
+                + (f"; DOF of compound joints: {list(self._dofs)}" if self._dofs else ""))
 
     # ------------------------------------------------------------ arguments
     def vector(self, values, what, size_of="v"):
@@ -373,6 +397,8 @@ class JointSpace:
         if j.kind == "universal":
             return (rotation_about(j.axes[0], qj[..., 0])
                     @ rotation_about(j.axes[1], qj[..., 1])), zero
+        if j.kind == "compound":
+            return _chain(j, qj)[-1]             # the joint point is the world origin
         A = j.frame
         if j.kind == "spherical":
             return A @ quaternion_matrix(qj) @ A.T, zero
@@ -380,8 +406,29 @@ class JointSpace:
             return A @ quaternion_matrix(qj[..., 3:]) @ A.T, _mv(A, qj[..., :3])
         return eye, zero
 
-    def _twists(self, j, D, d):
-        """``Ξ`` (..., 6, nv_j): the world unit twists (ω, v_O) of the joint's DOF."""
+    def _twists(self, j, D, d, qj=None):
+        """``Ξ`` (..., 6, nv_j): the world unit twists (ω, v_O) of the joint's DOF.
+
+        A compound joint's twists depend on its coordinates ``qj`` (..., nv_j)
+        (read from the placements when not given): DOF k's reference twist ξ_k
+        (a hinge ``(u, c × u)``, a slide ``(0, u)``) carried by body a's
+        placement and the DOF before it, ``Ad(Φ_a ∘ E_1 ∘ … ∘ E_{k−1}) ξ_k``
+        (the product of exponentials, Murray, Li & Sastry 1994, §3.2)."""
+        if j.kind == "compound":
+            if qj is None:
+                qj = self._joint_positions(j, D, d)
+            Da, da = D[..., j.a, :, :], d[..., j.a, :]
+            cols = []
+            for dof, (Dk, tk) in zip(j.dofs, _chain(j, qj)):
+                DG, tG = Da @ Dk, _mv(Da, tk) + da
+                if dof.kind == "hinge":
+                    w = _mv(DG, dof.axis)
+                    v = _mv(DG, np.cross(dof.point, dof.axis)) + np.cross(tG, w)
+                else:
+                    v = _mv(DG, dof.axis)
+                    w = np.zeros_like(v)
+                cols.append(np.concatenate([w, v], -1))
+            return np.stack(cols, -1)
         Da = D[..., j.a, :, :]
         c = _mv(Da, j.point) + d[..., j.a, :]        # the joint point, on body a
 
@@ -415,14 +462,20 @@ class JointSpace:
 
     @staticmethod
     def _bias(j, Xi, qdj):
-        """``Ξ̇_rel q̇`` (..., 6): the universal joint's second axis turns with the first,
-        ``θ̇a θ̇b Ξ_a ×ₘ Ξ_b`` (a rotation ``θ̇a θ̇b ω_a × ω_b`` about the joint
-        point); zero for the other kinds (the spherical and free joints' axes are
-        body b's, which turn with the joint's own ω: ``ω × ω = 0``)."""
-        if j.kind != "universal":
+        """``Ξ̇_rel q̇`` (..., 6): a DOF's axis turns with the DOF before it in a series,
+        ``Σ_{i<k} q̇_i q̇_k Ξ_i ×ₘ Ξ_k`` — the universal joint's second axis with the
+        first (a rotation ``θ̇a θ̇b ω_a × ω_b`` about the joint point), each DOF of a
+        compound joint with those before it; zero for the other kinds (the
+        spherical and free joints' axes are body b's, which turn with the joint's
+        own ω: ``ω × ω = 0``)."""
+        if j.kind not in ("universal", "compound"):
             return 0.0
-        return ((qdj[..., 0] * qdj[..., 1])[..., None]
-                * _motion_cross(Xi[..., :, 0], Xi[..., :, 1]))
+        out = 0.0
+        for k in range(1, Xi.shape[-1]):
+            for i in range(k):
+                out = out + ((qdj[..., i] * qdj[..., k])[..., None]
+                             * _motion_cross(Xi[..., :, i], Xi[..., :, k]))
+        return out
 
     def forward(self, q, qd=None, qdd=None):
         """Natural coordinates ``(p, v, a)`` (..., 12 n) of joint-space ``(q, q̇, q̈)``.
@@ -447,7 +500,7 @@ class JointSpace:
                 if A is not None:
                     A[..., j.child, :] = A[..., parent, :]
                 continue
-            Xi = self._twists(j, D, d)
+            Xi = self._twists(j, D, d, q[..., j.q])
             rel = _apply(Xi, qd[..., j.v])
             if not j.reversed:
                 V[..., j.b, :] = V[..., j.a, :] + rel
@@ -517,37 +570,56 @@ class JointSpace:
         D, d = self._poses(X)
         q = np.zeros(X.shape[:-2] + (self.nq,))
         for j in self.joints:
-            Da, Db = D[..., j.a, :, :], D[..., j.b, :, :]
-            Drel = np.swapaxes(Da, -1, -2) @ Db
-            c = j.point
-            shift = _mv(np.swapaxes(Da, -1, -2), _mv(Db, c) + d[..., j.b, :] - d[..., j.a, :]) - c
-            q[..., j.q] = self._coordinates_of(j, Drel, shift)
+            q[..., j.q] = self._joint_positions(j, D, d)
         return q
 
-    def _coordinates_of(self, j, Drel, shift):
-        def angle(u, Rm):
-            h1, h2 = perpendicular_basis(u)
-            r = _mv(Rm, h1)
-            return np.arctan2(r @ h2, r @ h1)
+    def _joint_positions(self, j, D, d):
+        """The coordinates (..., nq_j) of joint j between bodies placed by ``(D, d)``."""
+        Da, Db = D[..., j.a, :, :], D[..., j.b, :, :]
+        Drel = np.swapaxes(Da, -1, -2) @ Db
+        c = j.point
+        shift = _mv(np.swapaxes(Da, -1, -2), _mv(Db, c) + d[..., j.b, :] - d[..., j.a, :]) - c
+        return self._coordinates_of(j, Drel, shift)
 
+    def _coordinates_of(self, j, Drel, shift):
+        if j.kind == "compound":
+            return _compound_coordinates(j, Drel, shift)
         if j.kind == "revolute":
-            return angle(j.axes[0], Drel)[..., None]
+            return _angle_about(j.axes[0], Drel)[..., None]
         if j.kind == "prismatic":
             return (shift @ j.axes[0])[..., None]
         if j.kind == "cylindrical":
-            return np.stack([shift @ j.axes[0], angle(j.axes[0], Drel)], -1)
+            return np.stack([shift @ j.axes[0], _angle_about(j.axes[0], Drel)], -1)
         if j.kind == "universal":
-            ua, ub = j.axes
-            v1, v2 = _across(ua, ub)
-            w1, w2 = _across(ub, ua)
-            sb = _mv(Drel, ub)
-            sa = _mv(np.swapaxes(Drel, -1, -2), ua)
-            return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)],
-                            -1)
+            return _universal_angles(*j.axes, Drel)
         Q = matrix_quaternion(j.frame.T @ Drel @ j.frame)
         if j.kind == "spherical":
             return Q
         return np.concatenate([_mv(j.frame.T, shift), Q], -1)
+
+    def frame_placement(self, frame, p):
+        """World origin (..., 3) and axes (..., 3, 3, columns) of a named frame
+        (``Mechanism.frames``) at coordinates ``p`` (..., 12 n).
+
+        A frame fixed in a body moves with it; a frame with ``after = (joint, k)``
+        (a massless link inside a compound joint) moves with body a and the
+        joint's first k DOF: ``Φ_a ∘ E_1 ∘ … ∘ E_k`` of its reference placement
+        (:func:`_chain`)."""
+        X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
+        D, d = self._poses(X)
+        index = -1 if not isinstance(frame.body, str) else self._body_index[frame.body]
+        A, o = (np.eye(3), np.zeros(3)) if index < 0 else (self.frames[index],
+                                                          self.origins[index])
+        y, axes = o + A @ frame.origin, A @ frame.axes     # reference world placement
+        DG, tG = D[..., index, :, :], d[..., index, :]
+        if frame.after is not None:
+            joint_name, k = frame.after
+            if joint_name not in self._by_name:
+                raise ValueError(self._unknown(joint_name, "joint"))
+            j = self._by_name[joint_name]
+            Dk, tk = _chain(j, self._joint_positions(j, D, d))[k]
+            DG, tG = DG @ Dk, _mv(DG, tk) + tG
+        return _mv(DG, y) + tG, DG @ axes
 
     def velocities(self, p, v):
         """Joint velocities ``q̇`` (..., nv) of coordinates and velocities (..., 12 n)."""
@@ -572,6 +644,8 @@ class JointSpace:
         qdd = np.zeros(lead + (self.nv,)) if a is not None else None
         for j in self.joints:
             Xi = self._twists(j, D, d)
+            if j.kind == "compound":
+                _check_regular(j, Xi)
             rel = V[..., j.b, :] - V[..., j.a, :]
             qd[..., j.v] = _least_squares(Xi, rel)
             if a is not None:
@@ -626,12 +700,178 @@ def _mv(M, x):
     return np.einsum("...ij,...j->...i", M, x)
 
 
+# ---------------------------------------------------------------- compound joints
+def _column_names(j, which):
+    """The q (``which`` 0) or q̇ (1) column names of tree joint j: a compound joint's
+    DOF names, else the joint's name and the kind's suffixes."""
+    if j.kind == "compound":
+        return tuple(d.name for d in j.dofs)
+    return tuple(j.name + suffix for suffix in _COLUMNS[j.kind][which])
+
+
+def _chain(j, qj):
+    """The rigid maps ``(D, t)`` (``y ↦ D y + t``, reference world coordinates) of the
+    partial products ``E_1 ∘ … ∘ E_k``, k = 0 … n, of a compound joint's DOF at
+    coordinates qj (..., n): ``E_k`` rotates about hinge k's line by ``q_k`` or
+    translates along slide k by ``q_k``. The last is the joint's motion of body b
+    relative to body a (the product of exponentials: each DOF's axis carried by
+    the DOF before it, MuJoCo's ``mj_kinematics``)."""
+    lead = qj.shape[:-1]
+    D = np.broadcast_to(np.eye(3), lead + (3, 3))
+    t = np.zeros(lead + (3,))
+    out = [(D, t)]
+    for k, dof in enumerate(j.dofs):
+        if dof.kind == "hinge":
+            Rk = rotation_about(dof.axis, qj[..., k])
+            tk = dof.point - _mv(Rk, dof.point)
+            D, t = D @ Rk, _mv(D, tk) + t
+        else:
+            t = _mv(D, qj[..., k:k + 1] * dof.axis) + t
+        out.append((D, t))
+    return out
+
+
+def _signed_angle(u, v, w):
+    """The angle (...) about unit u (3,) that turns v into w (..., 3) (their parts
+    normal to u; zero where either part vanishes)."""
+    v = v - (v @ u)[..., None] * u
+    w = w - (w @ u)[..., None] * u
+    return np.arctan2(np.cross(v, w) @ u, np.einsum("...i,...i->...", v, w))
+
+
+def davenport_angles(u1, u2, u3, R):
+    """``(θ1, θ2, θ3)`` (..., 3) with ``R = Rot(u1, θ1) Rot(u2, θ2) Rot(u3, θ3)``, for
+    unit axes (3,) with ``u1 · (u2 × u3) ≠ 0`` and rotations R (..., 3, 3).
+
+    Davenport angles (Shuster & Markley, "Generalization of Euler angles",
+    J. Astronaut. Sci. 51(2), 2003, in the active, reference-axes form):
+    ``u1ᵀ R u3 = u1ᵀ Rot(u2, θ2) u3 = a cos θ2 + b sin θ2 + (u1·u2)(u2·u3)`` with
+    ``a = u1·u3 − (u1·u2)(u2·u3)``, ``b = u1·(u2 × u3)`` (Rodrigues) gives θ2 on
+    the branch through 0, ``θ2 = φ − sgn(b) arccos(x/r)``, ``φ = atan2(b, a)``,
+    ``r = √(a² + b²)`` (for perpendicular axes ``θ2 ∈ [−π/2, π/2]``); then
+    ``Rot(u1, θ1) Rot(u2, θ2) u3 = R u3`` gives θ1 and
+    ``Rot(u3, −θ3) Rot(u2, −θ2) u1 = Rᵀ u1`` gives θ3. *Gimbal lock*, where
+    ``Rot(u2, θ2) u3 ∥ u1`` (the first and last axes aligned, θ1 and θ3 not
+    separate): θ3 = 0 and θ1 takes the whole turn about u1; rates are not
+    defined there (the joint space's rates raise ``ValueError``).
+    """
+    u1, u2, u3 = (np.asarray(u, float) for u in (u1, u2, u3))
+    R = np.asarray(R, float)
+    a = u1 @ u3 - (u1 @ u2) * (u2 @ u3)
+    b = u1 @ np.cross(u2, u3)
+    x = np.einsum("i,...ij,j->...", u1, R, u3) - (u1 @ u2) * (u2 @ u3)
+    r = np.hypot(a, b)
+    theta2 = np.arctan2(b, a) - np.sign(b) * np.arccos(np.clip(x / r, -1.0, 1.0))
+    R2 = rotation_about(u2, theta2)
+    v = _mv(R2, u3)
+    locked = np.linalg.norm(v - (v @ u1)[..., None] * u1, axis=-1) < 1e-12
+    theta1 = _signed_angle(u1, v, _mv(R, u3))
+    theta3 = -_signed_angle(u3, _mv(np.swapaxes(R2, -1, -2), u1),
+                            _mv(np.swapaxes(R, -1, -2), u1))
+    # locked: R = Rot(u1, θ1) R2 with θ3 = 0, θ1 the turn of R R2ᵀ about u1
+    h = perpendicular_basis(u1)[0]
+    whole = _signed_angle(u1, np.broadcast_to(h, v.shape), _mv(R @ np.swapaxes(R2, -1, -2), h))
+    theta1 = np.where(locked, whole, theta1)
+    theta3 = np.where(locked, 0.0, theta3)
+    return np.stack([theta1, theta2, theta3], -1)
+
+
+def _compound_coordinates(j, Drel, shift):
+    """A compound joint's coordinates (..., n) from its motion ``y ↦ Drel y + shift``.
+
+    The hinges' angles first: two or three hinges through one point c, the
+    universal joint's angles or the Davenport angles (:func:`davenport_angles`)
+    of ``Drel``; two hinges whose lines miss each other, the turn of their
+    common perpendicular about the first axis, then the rest of the rotation
+    about the second; one hinge (point c on its line), the rotation of ``Drel`` about
+    its axis. The slides then move c by ``T(c) − c = Σ s_k w_k`` (the rotations
+    about c leave it in place), ``w_k = u_k`` for a slide before the hinge(s)
+    and ``Rot(n, θ) u_k`` after one hinge — linear in s (least squares over the
+    independent ``w_k``). A planar joint whose hinge lies between its two
+    slides is singular where the turned slide is parallel to the other: there
+    ``ValueError`` names the joint.
+    """
+    hinges = [k for k, dof in enumerate(j.dofs) if dof.kind == "hinge"]
+    slides = [k for k, dof in enumerate(j.dofs) if dof.kind == "slide"]
+    out = np.zeros(Drel.shape[:-2] + (len(j.dofs),))
+    axes = [j.dofs[k].axis for k in hinges]
+    c, rotation = np.zeros(3), None
+    if len(hinges) == 3:
+        out[..., hinges] = davenport_angles(*axes, Drel)
+    elif j.structure in ("offset_universal", "planar_2r"):
+        # the first angle turns the common perpendicular p1 → p2 about axis 1; the
+        # second is what remains of the rotation, Rot(u2, θ2) = Rot(u1, θ1)ᵀ Drel
+        p1, p2 = common_perpendicular(*j.dofs)
+        theta1 = _signed_angle(axes[0], np.broadcast_to(p2 - p1, Drel.shape[:-1]),
+                               _mv(Drel, p2) + shift - p1)
+        out[..., 0] = theta1
+        out[..., 1] = _angle_about(axes[1], np.swapaxes(rotation_about(axes[0], theta1), -1, -2)
+                                   @ Drel)
+        return out
+    elif len(hinges) == 2:
+        out[..., hinges] = _universal_angles(*axes, Drel)
+    elif hinges:
+        out[..., hinges[0]] = _angle_about(axes[0], Drel)
+        rotation = rotation_about(axes[0], out[..., hinges[0]])
+    if hinges:
+        c = meeting_point([j.dofs[k] for k in hinges]) if len(hinges) > 1 \
+            else j.dofs[hinges[0]].point
+    if not slides:
+        return out
+    after = hinges[0] if hinges else len(j.dofs)
+    W = np.stack([np.broadcast_to(j.dofs[k].axis, Drel.shape[:-1]) if k < after
+                  else _mv(rotation, j.dofs[k].axis) for k in slides], -1)
+    moved = _mv(Drel, c) + shift - c
+    WtW = np.swapaxes(W, -1, -2) @ W
+    if np.min(np.linalg.eigvalsh(WtW), initial=1.0) < 1e-12:
+        raise ValueError(f"{j.structure} joint {j.name!r}: its coordinates are singular in "
+                         f"this configuration (a slide turned by the hinge before it is "
+                         f"parallel to another slide): the slides' coordinates are not "
+                         f"defined here")
+    out[..., slides] = np.linalg.solve(WtW, np.einsum("...ji,...j->...i", W, moved)[..., None])[
+        ..., 0]
+    return out
+
+
+def _check_regular(j, Xi):
+    """``ValueError`` where a compound joint's twists are dependent (gimbal lock of its
+    angles, or a singular slide arrangement): its rates are not defined there."""
+    s = np.linalg.svd(Xi, compute_uv=False)
+    scale = np.maximum(s[..., 0], 1.0)
+    if np.any(s[..., -1] < 1e-9 * scale):
+        raise ValueError(f"{j.structure} joint {j.name!r} (DOF "
+                         f"{', '.join(d.name for d in j.dofs)}) is at a singular configuration "
+                         f"of its coordinates (gimbal lock: the first and last hinge axes "
+                         f"aligned): its joint rates are not defined here; the natural-"
+                         f"coordinate motion is (the joint itself is a regular constraint set)")
+
+
 def _across(u, w):
     """Unit part of ``w`` perpendicular to unit ``u``, and ``u ×`` that (the universal
     joint's angle bases, as ``natcoord.model.joints.universal_coordinates``)."""
     v1 = w - (w @ u) * u
     v1 = v1 / np.linalg.norm(v1)
     return v1, np.cross(u, v1)
+
+
+def _angle_about(u, Drel):
+    """The angle θ (...) of rotations ``Drel = Rot(u, θ)`` (..., 3, 3): how far they turn
+    ``h1 ⊥ u`` about u, ``atan2(Drel h1 · h2, Drel h1 · h1)`` (the revolute drive's
+    convention, ``natcoord.model.joints.axial_coordinates``)."""
+    h1, h2 = perpendicular_basis(u)
+    r = _mv(Drel, h1)
+    return np.arctan2(r @ h2, r @ h1)
+
+
+def _universal_angles(ua, ub, Drel):
+    """``(θa, θb)`` (..., 2) with ``Drel = Rot(ua, θa) Rot(ub, θb)`` (the quotients of
+    ``natcoord.model.joints.universal_coordinates``): ``ub`` turns about ``ua`` by θa,
+    and seen from body b ``ua`` turns about ``ub`` by −θb."""
+    v1, v2 = _across(ua, ub)
+    w1, w2 = _across(ub, ua)
+    sb = _mv(Drel, ub)
+    sa = _mv(np.swapaxes(Drel, -1, -2), ua)
+    return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)], -1)
 
 
 def _least_squares(Xi, rhs):
@@ -704,7 +944,7 @@ def _spanning_tree(model):
     tree, cut = [], []
     for j, spec in enumerate(model.joints):
         a, b = (int(x) if x >= 0 else n for x in spec.bodies)
-        if spec.kind in TREE_DOF and find(a) != find(b):
+        if (spec.kind in TREE_DOF or spec.dofs) and find(a) != find(b):
             root[find(a)] = find(b)
             tree.append(j)
         else:
@@ -760,24 +1000,53 @@ def _ordered_tree(model, edges, origins, frames):
         ordered.append((None, root))
         visit(root)
     reference = np.asarray(model.p_reference, float).reshape(-1, 3)
+    joint_names = {j.name for j in model.joints} | {d.name for j in model.joints for d in j.dofs}
     tree, iq, iv = [], 0, 0
     for j, child in ordered:
         if j is None:
             name, kind, a, b, index = model.bodies[child].name, "free", -1, child, -1
+            if name in joint_names:        # joints have a name space of their own
+                name += ".free"
             point, axes, drive = origins[child], np.zeros((0, 3)), None
         else:
             spec = model.joints[j]
             name, kind, index, drive = spec.name, spec.kind, j, spec.drive
             a, b = (int(x) for x in spec.bodies)
-            point, axes = _geometry(model, j, reference)
-        nq, nv = len(_COLUMNS[kind][0]), len(_COLUMNS[kind][1])
+            if spec.dofs:
+                kind = "compound"
+                point, axes = np.zeros(3), _compound_geometry(model, j, reference)
+            else:
+                point, axes = _geometry(model, j, reference)
+        nq = len(spec.dofs) if kind == "compound" else len(_COLUMNS[kind][0])
+        nv = len(spec.dofs) if kind == "compound" else len(_COLUMNS[kind][1])
         frame = np.eye(3) if b < 0 else frames[b]
         for arr in (point, axes, frame):
             arr.setflags(write=False)
+        compound = (spec.dofs, spec.kind) if kind == "compound" else ((), "")
         tree.append(TreeJoint(name, kind, index, a, b, child, point, axes, frame,
-                              slice(iq, iq + nq), slice(iv, iv + nv), drive))
+                              slice(iq, iq + nq), slice(iv, iv + nv), drive, *compound))
         iq, iv = iq + nq, iv + nv
     return tuple(tree)
+
+
+def _twist_jacobian(spec, X, rows):
+    """``(K, fields, s)``: the rates (len(rows), 6) of a joint's ``rows`` under the six
+    unit relative twists ``ξ = (ω, v_O)`` of its body b with respect to a at the
+    configuration X (4 n, 3) (when b is ground, a moves by −ξ); ``fields`` the six
+    slot velocity fields, ``s`` the moving body's first slot."""
+    a, b = (int(x) for x in spec.bodies)
+    moving, sign = (b, 1.0) if b >= 0 else (a, -1.0)
+    s = 4 * moving
+    fields = []
+    for k in range(6):
+        twist = sign * np.eye(6)[k]
+        V = np.zeros_like(X)
+        V[s] = twist[3:] + np.cross(twist[:3], X[s])
+        V[s + 1:s + 4] = np.cross(twist[:3], X[s + 1:s + 4])
+        fields.append(V)
+    K = np.array([[sum(part.rate(X, V) for _, part in row.parts) for V in fields]
+                  for row in rows]).reshape(len(rows), 6)
+    return K, fields, s
 
 
 def _geometry(model, j, X):
@@ -792,19 +1061,8 @@ def _geometry(model, j, X):
     the rotational columns move nothing, ``ω × x = −v_O`` (least squares).
     """
     spec = model.joints[j]
-    a, b = (int(x) for x in spec.bodies)
-    moving, sign = (b, 1.0) if b >= 0 else (a, -1.0)
-    s = 4 * moving
-    fields = []
-    for k in range(6):
-        twist = sign * np.eye(6)[k]
-        V = np.zeros_like(X)
-        V[s] = twist[3:] + np.cross(twist[:3], X[s])
-        V[s + 1:s + 4] = np.cross(twist[:3], X[s + 1:s + 4])
-        fields.append(V)
     rows = [row for r, row in enumerate(spec.rows) if r != spec.drive_row]
-    K = np.array([[sum(part.rate(X, V) for _, part in row.parts) for V in fields]
-                  for row in rows]).reshape(len(rows), 6)
+    K, fields, s = _twist_jacobian(spec, X, rows)
     dof = TREE_DOF[spec.kind]
     _, sv, Vt = np.linalg.svd(np.vstack([K, np.zeros((6, 6))]))
     rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0)))
@@ -839,6 +1097,27 @@ def _geometry(model, j, X):
     if spec.kind == "universal":
         return point, np.array([_unit(col[:3], spec) for col in turning])
     return point, np.zeros((0, 3))        # spherical
+
+
+def _compound_geometry(model, j, X):
+    """The axes (n, 3) of compound joint j, after checking that its rows allow exactly
+    the relative twists of its DOF at the reference configuration X: the rows'
+    velocity Jacobian K (as :func:`_geometry`) has rank 6 − n and ``K ξ_k = 0``
+    for each DOF's reference twist ξ_k (a guard: the constraint set of
+    ``natcoord.model.joints.compound_joint`` is the sequence's motion set)."""
+    spec = model.joints[j]
+    K, _, _ = _twist_jacobian(spec, X, spec.rows)
+    xi = np.array([np.concatenate([d.axis, np.cross(d.point, d.axis)]) if d.kind == "hinge"
+                   else np.concatenate([np.zeros(3), d.axis]) for d in spec.dofs]).T
+    sv = np.linalg.svd(np.vstack([K, np.zeros((6, 6))]), compute_uv=False)
+    rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0)))
+    scale = max(1.0, np.abs(K).max())
+    if rank != 6 - len(spec.dofs) or np.abs(K @ xi).max() > 1e-9 * scale * max(
+            1.0, np.abs(xi).max()):
+        raise ValueError(f"{spec.kind} joint {spec.name!r}: its rows do not allow exactly the "
+                         f"motions of its DOF {[d.name for d in spec.dofs]} at the reference "
+                         f"configuration; the joint space cannot use it")
+    return np.array([d.axis for d in spec.dofs])
 
 
 def _unit(w, spec):
@@ -941,7 +1220,7 @@ def _driven(js, t, q, qd, qdd, keep):
     """
     kept = np.zeros(js.nv, bool)
     for name in (keep,) if isinstance(keep, str) else keep:
-        kept[js.joint(name).v] = True
+        kept[js.v_slice(name)] = True
     out = [None if x is None else x[0].copy() for x in (q, qd, qdd)]
     for j in js.joints:
         if j.drive is None:
@@ -1123,7 +1402,7 @@ def inverse_dynamics(model, q=None, qd=None, qdd=None, t=0.0, actuated=None, kee
         active[:] = True
     else:
         for name in [actuated] if isinstance(actuated, str) else actuated:
-            active[js.joint(name).v] = True
+            active[js.v_slice(name)] = True
         for j in js.joints:
             if j.drive is not None:
                 active[j.v] = True

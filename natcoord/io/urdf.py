@@ -10,10 +10,14 @@ named frame of the body it was lumped into (``Mechanism.frames``). The root
 link is ground, or with ``floating_base=True`` a free body.
 
 Joints: ``revolute``/``continuous`` (revolute), ``prismatic``, ``fixed``
-(lumped), ``floating`` (a free body). A link without mass after lumping is
-accepted as the cross of a universal joint (between two revolutes at one
-point with perpendicular axes) only. Loops: ``<loop_joint>`` elements
-(revolute, continuous, prismatic, fixed, spherical) inside ``<robot>``, with
+(lumped), ``floating`` (a free body). A link without mass after lumping
+with one moving joint leaving it is an intermediate frame: the chain of
+moving joints through such links, from the last link with mass to the next,
+is one compound joint (``Mechanism.add_compound``: three revolutes through a
+point a spherical joint, two a universal joint, …), each URDF joint a DOF
+keeping its name, the massless links frames that move with the chain.
+Loops: ``<loop_joint>`` elements (revolute, continuous, prismatic, fixed,
+spherical) inside ``<robot>``, with
 ``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
 and ``<axis>``. Every link natcoord cannot take as a body is named in one
 error; ``inertia_repair=True`` projects non-physical inertias to the nearest
@@ -146,8 +150,12 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     ``{"name", "type", "parent", "child", "xyz", "rpy", "axis"}`` (xyz/rpy of
     the joint frame in the parent link frame, axis in the joint frame).
 
-    Links that cannot be bodies after lumping (no mass, a non-physical
-    inertia, ``J4`` numerically singular) are all named in one ``ValueError``.
+    Chains of moving joints through massless links become compound joints
+    (module docstring); their massless links are frames with ``after = (joint,
+    k)`` (``nc.joint_space(model).frame_placement``). Links that cannot be
+    bodies after lumping (no mass and not between two moving joints, a
+    non-physical inertia, ``J4`` numerically singular) are all named in one
+    ``ValueError``, and so are chains without an exact constraint set.
     ``inertia_repair=True`` replaces each non-physical inertia by the nearest
     physical one (:func:`nearest_physical_inertia`) and names the links and
     the size of each change in one ``UserWarning``. Limits, dynamics,
@@ -201,11 +209,14 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     for j in joints:
         if j["kind"] != "fixed":
             leaving[host[j["parent"]]].append(j)
-    crosses = {h: parent_joint[h] for h, (m, _, _) in mass_properties.items()
-               if m == 0.0 and h != root
-               and _universal_cross(parent_joint[h], leaving[h], mass_properties, pose)}
+    # A massless link (after lumping) with one moving joint leaving it is an
+    # intermediate frame: the joints into and out of it join one compound joint.
+    massless = {h for h, (m, _, _) in mass_properties.items()
+                if m == 0.0 and h != root and parent_joint[h]["kind"] != "floating"}
+    intermediate = {h for h in massless if len(leaving[h]) == 1}
     moving = [h for h in links                      # bodies in the file's order
-              if h in mass_properties and h not in crosses and (h != root or floating_base)]
+              if h in mass_properties and h not in intermediate
+              and (h != root or floating_base)]
     if not moving:
         raise ValueError(f"{path}: every link is fixed to the root link {root!r} (ground): "
                          f"nothing moves; pass floating_base=True for a free-flying robot")
@@ -217,10 +228,11 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
         where = f"<link name=\"{name}\">"
         if mass == 0.0:
             problems.append(
-                f"{where}: has no <inertial> (or zero mass), nor links with mass fixed to it; "
-                f"natcoord needs a mass with a volume. A massless link is accepted only as "
-                f"the cross of a universal joint (between two revolute joints at one point "
-                f"with perpendicular axes, the second leading to a link with mass)")
+                f"{where}: has no <inertial> (or zero mass), nor links with mass fixed to it, "
+                f"and {len(leaving[name])} moving joints leave it; natcoord needs a mass with "
+                f"a volume. A massless link is accepted between two moving joints (one in, "
+                f"one out, a link with mass further on), folded into a compound joint; a "
+                f"massless link at the end of a chain has no inertia to determine its motion")
             continue
         try:
             validate_mass_properties(name, mass, inertia)
@@ -255,44 +267,72 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
         """The body a link belongs to (``GROUND`` for the root of a fixed base)."""
         return GROUND if host[link] == root and not floating_base else host[link]
 
+    for j in loops:
+        for role in ("parent", "child"):
+            if host[j[role]] in intermediate:
+                raise ValueError(f"{j['where']}: {role} link {j[role]!r} is a massless link "
+                                 f"inside a compound joint; attach the loop to a body")
+
+    def dof(j):
+        """A joint of a chain as a compound joint's DOF: (name, kind, point, axis)."""
+        x, R = pose[j["parent"]]
+        return (j["name"], "slide" if j["kind"] == "prismatic" else "hinge",
+                x + R @ j["xyz"], R @ j["R"] @ j["axis"])
+
+    chains = []
+    for j in _depth_first(root, children):
+        if j["kind"] in ("fixed", "floating") or host[j["parent"]] in intermediate:
+            continue                     # lumped; a free body; inside a chain
+        chain = [j]
+        while host[chain[-1]["child"]] in intermediate:
+            chain.append(leaving[host[chain[-1]["child"]]][0])
+        chains.append(chain)
     bodies = set(moving)
     for name in links:
-        if name not in bodies and host[name] not in crosses:
+        if name not in bodies and host[name] not in intermediate:
             local_origin, local_axes = placement[name]
             mech.attach_frame(name, side(name), origin=local_origin, axes=local_axes,
                               local=True)
-    for j in loops:
-        for role in ("parent", "child"):
-            if host[j[role]] in crosses:
-                raise ValueError(f"{j['where']}: {role} link {j[role]!r} is on the massless "
-                                 f"cross of a universal joint; attach the loop to a body")
-    for j in _depth_first(root, children) + loops:
-        if not j["loop"] and (j["kind"] in ("fixed", "floating") or j["child"] in crosses):
-            continue                     # lumped; a free body; a cross's first revolute
-        b = side(j["child"])
-        x, R = pose[j["parent"]]
-        point, Rj = x + R @ j["xyz"], R @ j["R"]
-        axis = Rj @ j["axis"]
-        if host[j["parent"]] in crosses:   # second revolute of a universal joint
-            first = crosses[host[j["parent"]]]
-            axis_a = pose[first["parent"]][1] @ first["R"] @ first["axis"]
-            a = side(first["parent"])
-            located(j["where"], lambda: mech.add_universal(
-                a, b, point=point, axis_a=axis_a, axis_b=axis, name=j["name"]))
+    refused = []
+    for chain in chains:             # depth first: the joint space's order is Pinocchio's
+        a, b = side(chain[0]["parent"]), side(chain[-1]["child"])
+        if len(chain) > 1:
+            try:
+                name = mech.add_compound(a, b, [dof(j) for j in chain])
+            except ValueError as err:
+                refused.append(f"  massless link(s) {[host[j['child']] for j in chain[:-1]]} "
+                               f"from {chain[0]['where']} to {chain[-1]['where']}: {err}")
+                continue
+            for k, j in enumerate(chain[:-1], start=1):    # the massless links
+                for link in links:
+                    if host[link] == host[j["child"]]:
+                        mech.attach_frame(link, a, *pose[link], after=(name, k))
             continue
-        a = side(j["parent"])
-        kind = j["kind"]
-        if kind in ("revolute", "continuous"):
-            add = lambda: mech.add_revolute(a, b, point=point, axis=axis, name=j["name"])
-        elif kind == "prismatic":
-            add = lambda: mech.add_prismatic(a, b, point=point, axis=axis, name=j["name"])
-        elif kind == "fixed":
-            add = lambda: mech.add_fixed(a, b, point=point, name=j["name"])
-        else:                            # spherical/ball loop joint
-            add = lambda: mech.add_spherical(a, b, point=point, name=j["name"])
-        located(j["where"], add)
+        _add_joint(mech, chain[0], a, b, pose)
+    if refused:
+        raise ValueError(f"{path}: {len(refused)} chain(s) of moving joints through massless "
+                         f"links cannot be modelled exactly:\n" + "\n".join(refused))
+    for j in loops:
+        _add_joint(mech, j, side(j["parent"]), side(j["child"]), pose)
     mech.scenario = {"t_end": float(t_end)}
     return mech
+
+
+def _add_joint(mech, j, a, b, pose):
+    """One URDF joint (or loop joint) from body a to body b."""
+    x, R = pose[j["parent"]]
+    point, Rj = x + R @ j["xyz"], R @ j["R"]
+    axis = Rj @ j["axis"]
+    kind = j["kind"]
+    if kind in ("revolute", "continuous"):
+        add = lambda: mech.add_revolute(a, b, point=point, axis=axis, name=j["name"])
+    elif kind == "prismatic":
+        add = lambda: mech.add_prismatic(a, b, point=point, axis=axis, name=j["name"])
+    elif kind == "fixed":
+        add = lambda: mech.add_fixed(a, b, point=point, name=j["name"])
+    else:                            # spherical/ball loop joint
+        add = lambda: mech.add_spherical(a, b, point=point, name=j["name"])
+    located(j["where"], add)
 
 
 def _depth_first(root, children):
@@ -337,28 +377,6 @@ def _lump_fixed_links(path, links, parent_joint, order):
             x, R = placement[name]
             parts[host[name]].append((mass, x + R @ com, R @ inertia @ R.T))
     return host, placement, {h: combined_mass_properties(p) for h, p in parts.items()}
-
-
-def _universal_cross(j, leaving, mass_properties, pose):
-    """Whether the massless link on joint ``j`` is the cross of a universal joint.
-
-    ``j`` and the only moving joint leaving the link (or a link lumped into
-    it), ``leaving``, are revolutes through one point with perpendicular
-    axes, and the second leads to a link with mass.
-    """
-    if j["kind"] not in ("revolute", "continuous") or len(leaving) != 1:
-        return False
-    k = leaving[0]
-    if k["kind"] not in ("revolute", "continuous") or mass_properties[k["child"]][0] == 0.0:
-        return False
-    xp, Rp = pose[j["parent"]]
-    xc, Rc = pose[k["parent"]]
-    point_j, point_k = xp + Rp @ j["xyz"], xc + Rc @ k["xyz"]
-    axis_j = Rp @ j["R"] @ j["axis"]
-    axis_k = Rc @ k["R"] @ k["axis"]
-    scale = max(1.0, np.abs(point_j).max())
-    cos = axis_j @ axis_k / (np.linalg.norm(axis_j) * np.linalg.norm(axis_k))
-    return np.abs(point_j - point_k).max() <= 1e-12 * scale and abs(cos) <= 1e-9
 
 
 def _repair_report(path, repairs):

@@ -270,8 +270,10 @@ class Model:
             start, stop = self.joint_rows[j]
             names = ["ground" if b < 0 else self.bodies[b].name for b in joint.bodies]
             drive = ", driven" if joint.drive is not None else ""
+            dofs = (" (DOF " + ", ".join(f"{d.name}: {d.kind}" for d in joint.dofs) + ")"
+                    if joint.dofs else "")
             lines.append(f"  {joint.name:14s} {joint.kind:11s} {names[0]} – {names[1]}: "
-                         f"{stop - start} rows{drive}")
+                         f"{stop - start} rows{drive}{dofs}")
         return "\n".join(lines)
 
     @cached_property
@@ -285,16 +287,27 @@ class Model:
         return slice(12 * i, 12 * i + 12)
 
     def joint_named(self, name):
+        """``(index, Joint)`` of the joint ``name`` (joints are a name space of their
+        own: a body or frame of that name is not looked at)."""
         for j, joint in enumerate(self.joints):
             if joint.name == name:
                 return j, joint
-        raise KeyError(f"no joint named {name!r}; joints: {[j.name for j in self.joints]}")
+        for joint in self.joints:
+            if any(d.name == name for d in joint.dofs):
+                raise KeyError(f"{name!r} is a DOF of the {joint.kind} compound joint "
+                               f"{joint.name!r}, not a joint: its coordinate is the column "
+                               f"{name!r} of the joint space (sol.q, nc.joint_state)")
+        hint = f" ({name!r} is a body)" if name in self.body_index else ""
+        raise KeyError(f"no joint named {name!r}{hint}; joints: "
+                       f"{[j.name for j in self.joints]}")
 
     def point_expression(self, body, point, local=False):
         """Affine expression of a body point (world reference point unless local)."""
         from .expressions import Affine
         if body not in self.body_index:
-            raise KeyError(f"unknown body {body!r}; bodies: {list(self.body_index)}")
+            hint = (f" ({body!r} is a joint)" if any(j.name == body for j in self.joints)
+                    else "")
+            raise KeyError(f"unknown body {body!r}{hint}; bodies: {list(self.body_index)}")
         b = self.bodies[self.body_index[body]]
         x = np.asarray(point, float)
         return Affine.body_point(b.index, x if local else b.to_local_point(x))

@@ -47,14 +47,28 @@ class NamedFrame:
     ``sol.point(f.body, f.point(x), local=True)`` is the world trajectory of
     the point ``x`` given in frame ``f``, ``sol.rotation(f.body) @ f.axes``
     its orientation. On ground, ``point`` gives world coordinates.
+
+    ``after = (joint, k)``: the frame of a massless link inside a compound
+    joint (a URDF chain folded by ``load_urdf``): it moves with ``body`` (the
+    joint's body a) and the joint's first k DOF; ``origin`` and ``axes`` are
+    its placement in the body frame when those DOF are zero, and
+    ``nc.joint_space(model).frame_placement(frame, p)`` its world placement.
     """
 
     body: object
     origin: np.ndarray
     axes: np.ndarray
+    after: tuple | None = None
 
     def point(self, local_point=(0.0, 0.0, 0.0)) -> np.ndarray:
-        """Body-frame coordinates (3,) of a point given in this frame."""
+        """Body-frame coordinates (3,) of a point given in this frame (``ValueError``
+        for a frame that moves with a compound joint: its points are not fixed in
+        a body)."""
+        if self.after is not None:
+            raise ValueError(f"this frame moves with the first {self.after[1]} DOF of "
+                             f"compound joint {self.after[0]!r}, not with body "
+                             f"{shown(self.body)}: its points are not fixed in a body; use "
+                             f"nc.joint_space(model).frame_placement(frame, p)")
         return self.origin + self.axes @ np.asarray(local_point, float)
 
 
@@ -84,8 +98,10 @@ class Mechanism:
         self._initial: dict[int, dict] = {}
         #: prescribed initial joint rates ``{(joint, coordinate): rate}``
         self.joint_rates: dict[str, tuple] = {}
-        self._names: set[str] = set()
+        # Bodies, joints and frames are three name spaces, as in URDF and MJCF (a
+        # joint may be named like a body); a compound joint's DOF are joint names.
         self._by_name: dict[str, Body] = {}
+        self._joint_names: set[str] = set()
         #: named frames ``{name: NamedFrame}`` (``attach_frame``), a name space of their own
         self.frames: dict[str, NamedFrame] = {}
 
@@ -101,8 +117,9 @@ class Mechanism:
         if not isinstance(name, str) or not name or name.lower() == "ground":
             raise ValueError(f"body name must be a non-empty string other than 'ground', "
                              f"got {name!r}")
-        if name in self._names:
-            raise ValueError(f"body {name!r}: the name is already used; names must be unique")
+        if name in self._by_name:
+            raise ValueError(f"body {name!r}: the name is already used by a body; body names "
+                             f"must be unique (joints and frames have name spaces of their own)")
         where = f"body {name!r}"
         origin = _vector(origin, "origin", where)
         A = validate_axes(name, np.eye(3) if axes is None else axes)
@@ -112,7 +129,6 @@ class Mechanism:
         body = Body(name, len(self.bodies), mass, local_com, inertia, origin, A)
         validate_conditioning(body)
         self.bodies.append(body)
-        self._names.add(name)
         self._by_name[name] = body
         return name
 
@@ -122,14 +138,23 @@ class Mechanism:
             return None
         if isinstance(ref, str) and ref in self._by_name:
             return self._by_name[ref]
-        raise ValueError(f"unknown body {ref!r}; known bodies: "
+        hint = ""
+        if isinstance(ref, str) and ref in self._joint_names:
+            hint = f" ({ref!r} is a joint, not a body)"
+        elif isinstance(ref, str) and ref in self.frames:
+            hint = (f" ({ref!r} is a frame, not a body: it is fixed in "
+                    f"{shown(self.frames[ref].body)})")
+        raise ValueError(f"unknown body {ref!r}{hint}; known bodies: "
                          f"{[b.name for b in self.bodies] or 'none yet'} (or nc.GROUND)")
 
-    def attach_frame(self, name, body, origin=(0.0, 0.0, 0.0), axes=None, local=False):
+    def attach_frame(self, name, body, origin=(0.0, 0.0, 0.0), axes=None, local=False,
+                     after=None):
         """Name a frame fixed in ``body`` (or ``GROUND``); returns the name.
 
         ``origin``/``axes`` (columns) place the frame: in the reference
         configuration's world coordinates, or in the body frame if ``local``.
+        ``after=(joint, k)``: the frame moves with the first k DOF of compound
+        joint ``joint`` from ``body`` (its body a; :class:`NamedFrame`).
         Frames are looked up in ``frames``; model files do not store them.
         """
         if not isinstance(name, str) or not name:
@@ -147,9 +172,16 @@ class Mechanism:
         except ValueError:
             raise ValueError(f"{where}: axes must be an orthonormal right-handed 3×3 matrix "
                              f"(columns e1, e2, e3), got {shown(axes)}") from None
+        if after is not None:
+            joint = next((j for j in self.joints if j.name == after[0]), None)
+            if joint is None or not joint.dofs or not 0 <= after[1] <= len(joint.dofs) \
+                    or joint.bodies[0] != (-1 if b is None else b.index):
+                raise ValueError(f"{where}: after={shown(after)} must name a compound joint "
+                                 f"from body {shown(body)} and a number of its DOF")
+            after = (joint.name, int(after[1]))
         if b is not None and not local:
             x, A = b.to_local_point(x), b.axes.T @ A
-        self.frames[name] = NamedFrame(GROUND if b is None else b.name, x, A)
+        self.frames[name] = NamedFrame(GROUND if b is None else b.name, x, A, after)
         return name
 
     def set_initial(self, body, origin=None, axes=None, velocity=None,
@@ -176,8 +208,10 @@ class Mechanism:
         if not isinstance(label, str) or not label:
             raise ValueError(f"{kind} joint name must be a non-empty string, got {name!r}")
         where = f"{kind} joint {label!r}"
-        if label in self._names:
-            raise ValueError(f"{where}: the name is already used; names must be unique")
+        if label in self._joint_names:
+            raise ValueError(f"{where}: the name is already used by a joint (or a compound "
+                             f"joint's DOF); joint names must be unique (bodies and frames "
+                             f"have name spaces of their own)")
         try:
             ba, bb = self.body(a), self.body(b)
         except ValueError as err:
@@ -195,10 +229,11 @@ class Mechanism:
         body = fi.body or fj.body
         return body.to_world_direction(v) if direction else body.to_world_point(v)
 
-    def _add(self, kind, label, fi, fj, rows, drive=None, coordinates=()):
+    def _add(self, kind, label, fi, fj, rows, drive=None, coordinates=(), dofs=()):
         bodies = tuple(-1 if f.body is None else f.body.index for f in (fi, fj))
-        self.joints.append(J.Joint(label, kind, bodies, tuple(rows), drive, coordinates))
-        self._names.add(label)
+        self.joints.append(J.Joint(label, kind, bodies, tuple(rows), drive, coordinates,
+                                   tuple(dofs)))
+        self._joint_names.update([label] + [d.name for d in dofs])
         return label
 
     def _add_axial(self, kind, rows, a, b, point, axis, name, local, drive=None):
@@ -250,6 +285,69 @@ class Mechanism:
         return self._add("universal", label, fi, fj,
                          J.universal_rows(label, fi, fj, x, ua, ub, cos_angle),
                          coordinates=J.universal_coordinates(fi, fj, ua, ub))
+
+    def add_compound(self, a, b, dofs, name=None, local=False):
+        """Several joints in series from a to b with no body between them (rows 6 − DOF).
+
+        ``dofs``: ``[(dof_name, kind, point, axis), ...]`` with ``kind`` ``"hinge"``
+        or ``"slide"``, ordered parent → child as MuJoCo lists the ``<joint>``s of a
+        body and a URDF chain runs through massless links: starting from the
+        reference configuration, each DOF in turn rotates b about its axis
+        through its point (right-handed) or translates b along its axis, the
+        axes of later DOF carried along by the earlier ones (MuJoCo's
+        ``mj_kinematics``). ``point``, ``axis``: world coordinates of the
+        reference configuration, or with ``local=True`` in b's frame (a's when
+        b is ground). Each coordinate is zero in the reference configuration.
+
+        The motion set of the sequence is modelled exactly by one constraint set
+        (:func:`natcoord.model.joints.compound_joint`: prismatic, translational,
+        revolute, cylindrical, pin-in-slot, planar, Schoenflies, universal,
+        spherical); the joint's ``kind`` is that set's. Each DOF keeps its name
+        as a joint-space column (``nc.joint_space(model).q_names``, ``sol.q``,
+        ``nc.joint_state``, ``nc.inverse_dynamics``); DOF names share the joint
+        name space. ``name`` defaults to the DOF names joined by ``+``. A
+        sequence without such a set raises ``ValueError`` naming the joint and
+        its DOF.
+        """
+        where = f"compound joint {name!r}" if name is not None else "compound joint"
+        if isinstance(dofs, (str, bytes, dict)) or not hasattr(dofs, "__len__") \
+                or not 1 <= len(dofs) <= 6:
+            raise ValueError(f"{where}: dofs must be a list of 1 to 6 (dof_name, kind, point, "
+                             f"axis) tuples, got {shown(dofs)}")
+        entries = []
+        for k, entry in enumerate(dofs):
+            if isinstance(entry, (str, bytes, dict)) or not hasattr(entry, "__len__") \
+                    or len(entry) != 4:
+                raise ValueError(f"{where}: dofs[{k}] must be (dof_name, kind, point, axis), "
+                                 f"got {shown(entry)}")
+            dof_name, kind = entry[0], entry[1]
+            if not isinstance(dof_name, str) or not dof_name:
+                raise ValueError(f"{where}: dofs[{k}]: the DOF name must be a non-empty "
+                                 f"string, got {shown(dof_name)}")
+            if kind not in ("hinge", "slide"):
+                raise ValueError(f"{where}: DOF {dof_name!r}: kind must be 'hinge' or 'slide', "
+                                 f"got {shown(kind)}")
+            entries.append(entry)
+        names = [e[0] for e in entries]
+        label, where, fi, fj = self._joint_frames(
+            "compound", a, b, "+".join(names) if name is None else name)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"{where}: DOF names {twice} appear twice; each DOF needs its own "
+                             f"name")
+        used = [n for n in names if n in self._joint_names or (n == label and len(names) > 1)]
+        if used:
+            raise ValueError(f"{where}: DOF name(s) {used} already name a joint (or this "
+                             f"joint); DOF names share the joint name space")
+        frame = J.Frame(fj.body or fi.body) if local else fi
+        out = []
+        for dof_name, kind, point, axis in entries:
+            at = f"{where}, DOF {dof_name!r}"
+            out.append(J.Dof(dof_name, kind,
+                             self._world(frame, fi, point, "point", at, local),
+                             self._world(frame, fi, axis, "axis", at, local, direction=True)))
+        kind, rows, coordinates = J.compound_joint(label, fi, fj, out)
+        return self._add(kind, label, fi, fj, rows, coordinates=coordinates, dofs=out)
 
     def add_point_on_line(self, a, b, point, axis, name=None, local=False):
         """Point-on-line joint (2 rows): ``point`` of b stays on the line (point, axis) of a.
