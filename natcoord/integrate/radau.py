@@ -143,8 +143,14 @@ COEFFICIENTS = np.concatenate([T.ravel(), TI.ravel(), [MU, LAMBDA[1, 1], LAMBDA[
                                P.ravel(), C])
 #: Newton iterations per attempt (Hairer's NIT; radau.c's NEWTON_MAXITER)
 NEWTON_MAXITER = 7
-#: Newton contraction rate up to which J is kept for the next step (radau.c's JAC_RATE)
-JAC_RATE = 0.1
+#: Newton contraction rate up to which J is kept for the next step (Hairer's THET): RADAU5's
+#: default where the core computes J (2N directional solves on the kept factorization,
+#: microseconds); its advice for costly Jacobians where ``linearize`` computes J in Python
+#: (2N KKT solves from Python, ~0.1 s on the hexapod). Measured on the elastic pendulum
+#: (benchmarks/stiff.py): 0.1 took 218 steps (63 rejected, 90 Jacobians), 0.001 takes
+#: 169 (32 rejected, 169 Jacobians): a Jacobian one step old has a spring direction
+#: turned by φ̇ h ≈ 0.03 rad, and Newton under it fails at h ≈ 0.011 s
+JAC_RATE_CORE, JAC_RATE_PYTHON = 0.001, 0.1
 
 #: the buffers of a run (natcoord/core/src/radau.h)
 RadauBuffers = namedtuple("RadauBuffers", [
@@ -152,10 +158,10 @@ RadauBuffers = namedtuple("RadauBuffers", [
     "Z", "W", "F", "dW", "scale", "err", "point", "value", "b", "bc", "ja", "jlam", "jF",
     "js", "jmu", "je", "jzero", "jda", "weights"])
 #: ctrl (float64), as radau.h numbers it
-(T_NOW, H, RTOL, ATOL, PROJ_TOL, MAX_STEP, T_BOUND, NEWTON_TOL, H_LU, H_ACC, ERR_ACC,
- FACCON, THETA, T_OLD, H_OLD, ERR, HAVE_J, JAC_CURRENT, HAVE_LU, HAVE_DENSE,
- REJECTED_LAST) = range(21)
-N_CTRL = 21
+(T_NOW, H, RTOL, ATOL, PROJ_TOL, MAX_STEP, T_BOUND, NEWTON_TOL, JAC_RATE, H_LU, H_ACC,
+ ERR_ACC, FACCON, THETA, T_OLD, H_OLD, ERR, HAVE_J, JAC_CURRENT, HAVE_LU, HAVE_DENSE,
+ REJECTED_LAST) = range(22)
+N_CTRL = 22
 #: counts (int64): Jacobians, LU decompositions, Newton iterations, last failed evaluation
 N_JACOBIANS, N_LU, N_NEWTON, N_FAILURE = range(4)
 
@@ -247,7 +253,8 @@ class Radau:
             max_step, t_bound
         # Hairer's Newton tolerance (fnewt) relative to the error scale
         c[NEWTON_TOL] = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
-        c[FACCON], c[THETA] = 1.0, JAC_RATE
+        c[JAC_RATE] = JAC_RATE_CORE if self.compiled else JAC_RATE_PYTHON
+        c[FACCON], c[THETA] = 1.0, c[JAC_RATE]
         c[T_NOW] = self.t_old = t0
         R.y[:self.n], R.y[self.n:] = state.p, state.v
         R.f[:] = self.rhs(t0, R.y)

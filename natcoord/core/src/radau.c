@@ -25,7 +25,6 @@
 
 /* Hairer's constants (IV.8 and radau5.f), named as in natcoord/integrate/radau.py */
 #define NEWTON_MAXITER 7          /* NIT */
-#define JAC_RATE 0.1              /* THET: θ up to which J is kept (costly Jacobians) */
 #define KEEP_H_LOW 1.0            /* QUOT1, QUOT2: h and the LU kept for h_new/h here */
 #define KEEP_H_HIGH 1.2
 #define FAC_MIN 0.2               /* 1/FACL: h_new/h ≥ 0.2 */
@@ -33,7 +32,7 @@
 #define SAFETY 0.9
 #define ERR_ACC_MIN 1e-2          /* floor of ERRACC in the predictive controller */
 #define DIVERGENCE 0.99           /* θ taken for divergence */
-#define PREDICT_FROM 3            /* first iteration whose prediction may give up */
+#define PREDICT_FROM 3
 #define FAC_NEWTON_FAILED 0.5
 #define FAC_FIRST_REJECTED 0.1
 #define EVALUATION_SHRINK 0.25    /* h after a failed evaluation, as the DOPRI5 step */
@@ -51,10 +50,19 @@ static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
 
 /* ------------------------------------------------------------ dense LU */
+static inline double rmul(double a, double b) { return a * b; }
+static inline double complex cmul(double complex a, double complex b)
+{
+    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+}
+
 /* LU with partial pivoting of the n × n row-major A in place (LAPACK's getrf without
  * blocking), one definition for real and complex scalars; returns 0, or 1 for an exactly
- * zero pivot. Solve: b overwritten by A⁻¹ b. */
-#define NC_DENSE_LU(name, scalar, magnitude)                                              \
+ * zero pivot. Solve: b overwritten by A⁻¹ b. `mul` multiplies two scalars: C99's complex
+ * `*` calls __muldc3 for its Annex G infinities (the complex LU of the hexapod's N = 156
+ * took 2.2× SciPy's), cmul is the textbook product. */
+#define NC_DENSE_LU(name, scalar, magnitude, mul)                                              \
     static int name##_factor(scalar *A, int64_t n, int64_t *piv)                          \
     {                                                                                     \
         for (int64_t k = 0; k < n; k++) {                                                 \
@@ -74,9 +82,9 @@ static inline double dmin(double a, double b) { return a < b ? a : b; }
                 }                                                                         \
             scalar inv = 1.0 / A[k * n + k];                                              \
             for (int64_t i = k + 1; i < n; i++) {                                         \
-                scalar l = A[i * n + k] *= inv;                                           \
+                scalar l = A[i * n + k] = mul(A[i * n + k], inv);                                           \
                 for (int64_t j = k + 1; j < n; j++)                                       \
-                    A[i * n + j] -= l * A[k * n + j];                                     \
+                    A[i * n + j] -= mul(l, A[k * n + j]);                                     \
             }                                                                             \
         }                                                                                 \
         return 0;                                                                         \
@@ -91,19 +99,19 @@ static inline double dmin(double a, double b) { return a < b ? a : b; }
         for (int64_t i = 1; i < n; i++) {                                                 \
             scalar s = b[i];                                                              \
             for (int64_t j = 0; j < i; j++)                                               \
-                s -= LU[i * n + j] * b[j];                                                \
+                s -= mul(LU[i * n + j], b[j]);                                                \
             b[i] = s;                                                                     \
         }                                                                                 \
         for (int64_t i = n - 1; i >= 0; i--) {                                            \
             scalar s = b[i];                                                              \
             for (int64_t j = i + 1; j < n; j++)                                           \
-                s -= LU[i * n + j] * b[j];                                                \
+                s -= mul(LU[i * n + j], b[j]);                                                \
             b[i] = s / LU[i * n + i];                                                     \
         }                                                                                 \
     }
 
-NC_DENSE_LU(real_lu, double, fabs)
-NC_DENSE_LU(complex_lu, double complex, cabs)
+NC_DENSE_LU(real_lu, double, fabs, rmul)
+NC_DENSE_LU(complex_lu, double complex, cabs, cmul)
 
 /* ------------------------------------------------------------ evaluations */
 /* the Python callback on R.point at t: its status, or NC_RADAU_RAISED */
@@ -324,7 +332,7 @@ static int64_t newton(const radau_ctx *x, double t, const double *y, double h,
         }
     }
     mix3(TI, Z, N2, W);
-    double faccon = pow(dmax(ctrl[RC_FACCON], EPS), 0.8), theta = JAC_RATE;
+    double faccon = pow(dmax(ctrl[RC_FACCON], EPS), 0.8), theta = ctrl[RC_JAC_RATE];
     double norm_old = 0.0, ratio_old = -1.0;
     *factor = FAC_NEWTON_FAILED;
     for (int64_t k = 1; k <= NEWTON_MAXITER; k++) {
@@ -434,22 +442,23 @@ static double quotient(const double *ctrl, double h, double err, int64_t iterati
 
 /* After a rejected attempt, the retry's h (h > 0; else kept). A Jacobian older than this
  * step's start is recomputed after a failed Newton iteration or evaluation, and after a
- * failed error test only if Newton contracted slowly (θ > JAC_RATE): RADAU5 recomputes
- * it after either, which cost the hexapod of benchmarks/stiff.py 6 of its 14 Jacobians. */
+ * failed error test only if Newton contracted slowly (θ > THET, ctrl[RC_JAC_RATE]):
+ * RADAU5 recomputes it after either, which cost the hexapod of benchmarks/stiff.py 6 of
+ * its 14 Jacobians. */
 static void rejected_attempt(double *ctrl, double h, int newton_failed)
 {
     if (h > 0.0)
         ctrl[RC_H] = h;
     ctrl[RC_REJECTED_LAST] = 1.0;
-    if (ctrl[RC_JAC_CURRENT] == 0.0 && (newton_failed || ctrl[RC_THETA] > JAC_RATE))
+    if (ctrl[RC_JAC_CURRENT] == 0.0 && (newton_failed || ctrl[RC_THETA] > ctrl[RC_JAC_RATE]))
         ctrl[RC_HAVE_J] = 0.0;
 }
 
 /* One attempt of step h to t_new (t_bound exactly for the last step): NC_ACCEPTED,
  * NC_REJECTED (the next h set) or a failed evaluation's status. The Jacobian is computed
  * at the step's start when none is kept, the LU factors whenever h differs from theirs.
- * After an accepted step (projected) J is kept if Newton contracted with θ ≤ JAC_RATE,
- * and with it h and the LU factors if the proposed change lies in [KEEP_H_LOW,
+ * After an accepted step (projected) J is kept if Newton contracted with θ ≤ THET
+ * (ctrl[RC_JAC_RATE]), and with it h and the LU factors if the proposed change lies in [KEEP_H_LOW,
  * KEEP_H_HIGH]; after a rejection h does not grow. */
 static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
 {
@@ -518,7 +527,7 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
     if (ctrl[RC_REJECTED_LAST] != 0.0)
         h_new = dmin(h_new, h);
     ctrl[RC_REJECTED_LAST] = ctrl[RC_JAC_CURRENT] = 0.0;
-    if (ctrl[RC_THETA] <= JAC_RATE) {
+    if (ctrl[RC_THETA] <= ctrl[RC_JAC_RATE]) {
         if (KEEP_H_LOW <= h_new / h && h_new / h <= KEEP_H_HIGH)
             h_new = h;
     } else {

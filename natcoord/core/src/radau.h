@@ -23,14 +23,15 @@ enum {
     "err,point,value,b,bc,ja,jlam,jF,js,jmu,je,jzero,jda,weights"
 
 /* ctrl (float64): time and step, tolerances (rtol, atol, proj_tol), max_step, t_bound,
- * Newton's tolerance κ·Tol, h of the LU factors, the last accepted step's h and error
+ * Newton's tolerance κ·Tol, the contraction rate up to which J is kept (RADAU5's THET),
+ * h of the LU factors, the last accepted step's h and error
  * (Gustafsson), η = θ/(1 − θ) and θ of the last Newton iteration, the dense output's
  * t_old and h, the last attempt's error, flags (1/0): a Jacobian kept, computed at
  * this step's start, LU factors kept, a dense output exists, the last attempt rejected */
 enum {
     RC_T_NOW, RC_H, RC_RTOL, RC_ATOL, RC_PROJ_TOL, RC_MAX_STEP, RC_T_BOUND, RC_NEWTON_TOL,
-    RC_H_LU, RC_H_ACC, RC_ERR_ACC, RC_FACCON, RC_THETA, RC_T_OLD, RC_H_OLD, RC_ERR,
-    RC_HAVE_J, RC_JAC_CURRENT, RC_HAVE_LU, RC_HAVE_DENSE, RC_REJECTED_LAST, RC_COUNT
+    RC_JAC_RATE, RC_H_LU, RC_H_ACC, RC_ERR_ACC, RC_FACCON, RC_THETA, RC_T_OLD, RC_H_OLD,
+    RC_ERR, RC_HAVE_J, RC_JAC_CURRENT, RC_HAVE_LU, RC_HAVE_DENSE, RC_REJECTED_LAST, RC_COUNT
 };
 /* counts (int64): Jacobians, LU decompositions (real and complex apart), Newton
  * iterations, the status of the last failed evaluation */
