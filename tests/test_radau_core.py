@@ -135,3 +135,19 @@ def test_exception_in_a_python_force_is_the_cause_of_the_failure():
     assert isinstance(failure.value.__cause__, Broken)
     partial = failure.value.solution
     assert not partial.success and 0 < partial.t[-1] <= 0.05 + 1e-12
+
+
+def test_observe_is_energy_and_residuals_on_both_paths():
+    """``observe`` (what a driver records): the elastic pendulum at release, at rest
+    with the spring at its static stretch s = m g cos φ0 / k, has E = ½ k s² + m g y
+    (y = −r cos φ0 the ball's height) and satisfies its rigid-body constraints."""
+    k, m, g, phi0 = 1e4, 1.0, 9.81, np.radians(60.0)
+    model = nc.models.spring_pendulum(stiffness=k).build()
+    stretch = m * g * np.cos(phi0) / k
+    energy = 0.5 * k * stretch**2 - m * g * (1.0 + stretch) * np.cos(phi0)
+    for solver in ("block", "dense"):
+        stepper = Radau(model, t_bound=1.0, solver=solver)
+        assert stepper.compiled == (solver == "block")
+        observed = stepper.observe(0.0, stepper.y)
+        np.testing.assert_allclose(observed[0], energy, rtol=1e-12)
+        assert max(observed[1:]) < 1e-12
