@@ -54,7 +54,7 @@ def test_core_jacobian_equals_central_differences(build):
     np.testing.assert_array_equal(J[:N, :N], 0.0)
     reference = finite_difference_jacobian(model, t, y)
     scale = np.abs(reference).max()
-    np.testing.assert_allclose(J[N:], reference, rtol=0, atol=1e-6 * scale)    # measured ≤ 3.4e-8
+    np.testing.assert_allclose(J[N:], reference, rtol=0, atol=1e-6 * scale)  # measured ≤ 3.4e-8
 
 
 OMEGA, R0, V0 = 2.0, np.array([0.3, 0.0, 0.0]), np.array([0.0, 0.5, 0.2])
