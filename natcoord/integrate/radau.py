@@ -30,9 +30,8 @@ pieces, as in IV.8 (the RADAU5 code):
   ``fac = min(0.9, 0.9 (2 NIT + 1)/(2 NIT + iterations))``, no growth right
   after a rejection, a tenth of the step after a rejected first step;
 * the Jacobian is computed at a step's start only when none is kept: it is kept
-  while Newton contracts with ``θ ≤ THET`` (RADAU5's default 0.001 where the core
-  computes ``J``, its 0.1 for costly Jacobians where Python does, see
-  :data:`JAC_RATE_CORE`) and recomputed after a failed Newton iteration or slow
+  while Newton contracts with ``θ ≤ THET`` (RADAU5's default 0.001 for small
+  systems, its 0.1 for costly Jacobians: :func:`jacobian_rate`) and recomputed after a failed Newton iteration or slow
   convergence; the LU
   factorizations are kept with ``h`` when the proposed change ``h_new/h`` lies in
   ``[1, 1.2]`` and ``J`` is kept;
@@ -162,14 +161,25 @@ COEFFICIENTS = np.concatenate([T.ravel(), TI.ravel(), [MU, LAMBDA[1, 1], LAMBDA[
                                P.ravel(), C])
 #: Newton iterations per attempt (Hairer's NIT; radau.c's NEWTON_MAXITER)
 NEWTON_MAXITER = 7
-#: Newton contraction rate up to which J is kept for the next step (Hairer's THET): RADAU5's
-#: default where the core computes J (2N directional solves on the kept factorization,
-#: microseconds); its advice for costly Jacobians where ``linearize`` computes J in Python
-#: (2N KKT solves from Python, ~0.1 s on the hexapod). Measured on the elastic pendulum
-#: (benchmarks/stiff.py): 0.1 took 218 steps (63 rejected, 90 Jacobians), 0.001 takes
-#: 169 (32 rejected, 169 Jacobians): a Jacobian one step old has a spring direction
-#: turned by φ̇ h ≈ 0.03 rad, and Newton under it fails at h ≈ 0.011 s
-JAC_RATE_CORE, JAC_RATE_PYTHON = 0.001, 0.1
+#: Newton contraction rate up to which J is kept for the next step (Hairer's THET):
+#: RADAU5's default, 0.001, "for small systems", and its 0.1 "when Jacobian evaluations are
+#: costly". Small here: a Jacobian (one evaluation and 2N directional solves on its
+#: factorization, each about half an evaluation: 6 µs against 0.5 µs for one body) costs
+#: no more than the 3 NIT evaluations of an attempt's Newton iterations, ``1 + N ≤ 21``,
+#: and the core computes it. Measured (Radau's steps alone, rtol 1e-6): elastic pendulum
+#: (N = 12) 0.001: 169 steps, 32 rejected, 169 Jacobians, 3.5 ms; 0.1: 218, 63, 90,
+#: 4.9 ms (a Jacobian one step old has a spring direction turned by φ̇ h ≈ 0.03 rad);
+#: driven hexapod (N = 156, 1 s) 0.001: 39 Jacobians in 40 steps, 0.37 s; 0.1: 1 in 42,
+#: 0.067 s; six-bar (N = 60) 0.036 s against 0.017 s
+JAC_RATE_SMALL, JAC_RATE_COSTLY = 0.001, 0.1
+
+
+def jacobian_rate(n_coords, compiled):
+    """THET for a model of ``n_coords`` coordinates (:data:`JAC_RATE_SMALL` where a
+    Jacobian is as cheap as an attempt's Newton evaluations, :data:`JAC_RATE_COSTLY`
+    otherwise, or where Python computes it: 2N KKT solves from Python)."""
+    small = compiled and 1 + n_coords <= 3 * NEWTON_MAXITER
+    return JAC_RATE_SMALL if small else JAC_RATE_COSTLY
 
 #: the buffers of a run (natcoord/core/src/radau.h)
 RadauBuffers = namedtuple("RadauBuffers", [
@@ -272,7 +282,7 @@ class Radau:
             max_step, t_bound
         # Hairer's Newton tolerance (fnewt) relative to the error scale
         c[NEWTON_TOL] = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
-        c[JAC_RATE] = JAC_RATE_CORE if self.compiled else JAC_RATE_PYTHON
+        c[JAC_RATE] = jacobian_rate(self.n, self.compiled)
         c[FACCON], c[THETA] = 1.0, c[JAC_RATE]
         c[T_NOW] = self.t_old = t0
         R.y[:self.n], R.y[self.n:] = state.p, state.v
