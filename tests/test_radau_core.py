@@ -151,3 +151,14 @@ def test_observe_is_energy_and_residuals_on_both_paths():
         observed = stepper.observe(0.0, stepper.y)
         np.testing.assert_allclose(observed[0], energy, rtol=1e-12)
         assert max(observed[1:]) < 1e-12
+
+
+def test_newton_matrices_that_cannot_fit_are_refused_by_name(monkeypatch):
+    """The dense N × N Newton matrices are checked against the memory before a run (here
+    a machine of 100 kB: chain(4), N = 48, needs 92 kB of them)."""
+    from natcoord.util import resources
+    model = nc.models.chain(4).build()
+    monkeypatch.setattr(resources, "physical_memory", lambda: 100_000)
+    with pytest.raises(ValueError, match=r"Radau's dense Newton matrices .* \(48 coordinates\)"
+                                         r".*method='dopri5'"):
+        Radau(model, t_bound=1.0)

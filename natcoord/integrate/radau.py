@@ -110,6 +110,7 @@ from ..dynamics.projection import ProjectionError
 from ..dynamics.workspace import Workspace
 from ..linalg import blockldl, make_solver
 from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..util.resources import check_memory
 from .base import EPS_FLOOR, PROJECTIONS, Evaluations, StepRecord, initial_step
 
 # ------------------------------------------------------------ coefficients (IV.5, Table 5.6)
@@ -195,10 +196,19 @@ N_CTRL = 22
 N_JACOBIANS, N_LU, N_NEWTON, N_FAILURE = range(4)
 
 
+#: bytes per N² of the buffers: K, D and the real LU (float64), the complex LU (complex128)
+NEWTON_BYTES = 3 * 8 + 16
+
+
 def make_buffers(model):
     """A run's :data:`RadauBuffers` (N = ``model.n_coords``, m = ``model.n_rows``), the
-    weight table's constant rows filled."""
+    weight table's constant rows filled. The Newton matrices are dense N × N: a
+    ``ValueError`` names the model's size if they would not fit in memory."""
     N, m = model.n_coords, model.n_rows
+    check_memory(NEWTON_BYTES * N * N,
+                 f"Radau's dense Newton matrices for model {model.name!r} ({N} coordinates)",
+                 "their LU decomposition, O(N³) per step, would also take hours: integrate "
+                 "with method='dopri5'")
     z = np.zeros
     R = RadauBuffers(ctrl=z(N_CTRL), counts=np.zeros(4, np.int64), coef=COEFFICIENTS.copy(),
                      y=z(2 * N), f=z(2 * N), yold=z(2 * N), Q=z((3, 2 * N)), K=z((N, N)),
