@@ -182,6 +182,7 @@ def jacobian_rate(n_coords, compiled):
     small = compiled and 1 + n_coords <= 3 * NEWTON_MAXITER
     return JAC_RATE_SMALL if small else JAC_RATE_COSTLY
 
+
 #: the buffers of a run (natcoord/core/src/radau.h)
 RadauBuffers = namedtuple("RadauBuffers", [
     "ctrl", "counts", "coef", "y", "f", "yold", "Q", "K", "D", "lu", "piv", "luc", "pivc",
@@ -192,8 +193,8 @@ RadauBuffers = namedtuple("RadauBuffers", [
  ERR_ACC, FACCON, THETA, T_OLD, H_OLD, ERR, HAVE_J, JAC_CURRENT, HAVE_LU, HAVE_DENSE,
  REJECTED_LAST) = range(22)
 N_CTRL = 22
-#: counts (int64): Jacobians, LU decompositions, Newton iterations, last failed evaluation
-N_JACOBIANS, N_LU, N_NEWTON, N_FAILURE = range(4)
+#: counts (int64): Jacobians, LU decompositions, Newton iterations
+N_JACOBIANS, N_LU, N_NEWTON = range(3)
 
 
 #: bytes per N² of the buffers: K, D and the real LU (float64), the complex LU (complex128)
@@ -210,7 +211,7 @@ def make_buffers(model):
                  "their LU decomposition, O(N³) per step, would also take hours: integrate "
                  "with method='dopri5'")
     z = np.zeros
-    R = RadauBuffers(ctrl=z(N_CTRL), counts=np.zeros(4, np.int64), coef=COEFFICIENTS.copy(),
+    R = RadauBuffers(ctrl=z(N_CTRL), counts=np.zeros(3, np.int64), coef=COEFFICIENTS.copy(),
                      y=z(2 * N), f=z(2 * N), yold=z(2 * N), Q=z((3, 2 * N)), K=z((N, N)),
                      D=z((N, N)), lu=z((N, N)), piv=np.zeros(N, np.int64),
                      luc=z((N, N), complex), pivc=np.zeros(N, np.int64), Z=z((3, 2 * N)),

@@ -560,7 +560,6 @@ static int64_t radau_step(const radau_ctx *x, int64_t max_attempts, double eps_f
         if (status == NC_ACCEPTED || status == NC_RADAU_RAISED)
             return status;
         if (status != NC_REJECTED) {
-            I64(x->R[R_counts])[RN_FAILURE] = status;
             if (h < 1e-12 * dmax(fabs(t_bound), 1.0))
                 return status;
             rejected_attempt(ctrl, EVALUATION_SHRINK * h, 1);

@@ -34,8 +34,8 @@ enum {
     RC_ERR, RC_HAVE_J, RC_JAC_CURRENT, RC_HAVE_LU, RC_HAVE_DENSE, RC_REJECTED_LAST, RC_COUNT
 };
 /* counts (int64): Jacobians, LU decompositions (real and complex apart), Newton
- * iterations, the status of the last failed evaluation */
-enum { RN_JACOBIANS, RN_LU, RN_NEWTON, RN_FAILURE, RN_COUNT };
+ * iterations */
+enum { RN_JACOBIANS, RN_LU, RN_NEWTON, RN_COUNT };
 /* coef: T (3, 3), T⁻¹ (3, 3), μ, α, β (A⁻¹ = T Λ T⁻¹), e (3), P (3, 3: Q = P Z), c (3) */
 enum { RCOEF_T = 0, RCOEF_TI = 9, RCOEF_MU = 18, RCOEF_ALPHA = 19, RCOEF_BETA = 20,
        RCOEF_E = 21, RCOEF_P = 24, RCOEF_C = 33, RCOEF_COUNT = 36 };
