@@ -1,7 +1,8 @@
 """The compiled core's view of the Python side cannot drift from it.
 
 The core reads the named tuples (Tables, Buffers, PlanArrays, WorkBuffers,
-FactorStore, Laws) by field enums compiled in from natcoord/core/src/nc_fields.h,
+FactorStore, Laws; Radau's RadauBuffers) by field enums compiled in from
+natcoord/core/src/nc_fields.h and radau.h,
 and the step's statuses and ``ctrl``/``counts`` indices from dopri5.h. A field
 added on one side only would have the core read the wrong array: the names
 compiled in (``engine.layout()``) must be the namedtuples' ``_fields`` in order
@@ -18,6 +19,7 @@ import pytest
 import natcoord as nc
 from natcoord.core import engine
 from natcoord.integrate import compiled as cc
+from natcoord.integrate import radau
 from natcoord.integrate.stepper import DOPRI5
 from natcoord.linalg import blockldl, make_solver
 from natcoord.model.drives import Laws
@@ -25,7 +27,8 @@ from natcoord.model.drives import Laws
 SRC = Path(__file__).resolve().parent.parent / "natcoord" / "core" / "src"
 
 TUPLES = {"Tables": cc.Tables, "Buffers": cc.Buffers, "PlanArrays": blockldl.PlanArrays,
-          "WorkBuffers": blockldl.WorkBuffers, "FactorStore": cc.FactorStore, "Laws": Laws}
+          "WorkBuffers": blockldl.WorkBuffers, "FactorStore": cc.FactorStore, "Laws": Laws,
+          "RadauBuffers": radau.RadauBuffers}
 #: fields that hold a nested named tuple, flattened with their name as prefix
 NESTED = {("Tables", "laws"): Laws}
 
@@ -90,6 +93,20 @@ def test_header_codes_are_the_python_names():
     assert len(factor) == 4
     assert (blockldl.FACTORED, blockldl.SINGULAR_FRAME, blockldl.NOT_POSITIVE_DEFINITE,
             blockldl.UNPIVOTABLE_JOINT) == tuple(range(4))
+
+
+def test_radau_header_codes_are_the_python_names():
+    """radau.h's ctrl and counts indices and callback codes are natcoord.integrate.radau's."""
+    header = (SRC / "radau.h").read_text(encoding="utf-8")
+    ctrl = header_enum(header, "RC_T_NOW")
+    assert ctrl[-1] == "RC_COUNT" and len(ctrl) - 1 == radau.N_CTRL
+    assert [getattr(radau, c[3:]) for c in ctrl[:-1]] == list(range(radau.N_CTRL))
+    counts = header_enum(header, "RN_JACOBIANS")
+    assert [getattr(radau, c[1:]) for c in counts[:-1]] == list(range(len(counts) - 1))
+    codes = header_enum(header, "RADAU_RHS")
+    assert [getattr(radau, c[6:]) for c in codes] == list(range(3))
+    coef = header_enum(header, "RCOEF_T")
+    assert coef[-1] == "RCOEF_COUNT" and radau.COEFFICIENTS.size == 36
 
 
 def test_hold_for_output_and_resume(driven):

@@ -165,15 +165,17 @@ def test_elastic_pendulum_follows_the_polar_solution(elastic_pendulum_run):
 
 
 def test_elastic_pendulum_step_budget(elastic_pendulum_run):
-    """RADAU5's step control: measured 213 steps, 59 rejected, 90 Jacobians (before it:
-    250 steps, 178 rejected, 180 Jacobians; SciPy's Radau on the same equations takes
-    271 steps and 193 Jacobians). DOPRI5 takes 1759 steps; the polar form, 90
-    (natcoord/integrate/radau.py: the spring's turning direction costs the rest)."""
+    """RADAU5's step control: measured 169 steps, 32 rejected, 169 Jacobians (RADAU5's
+    THET = 0.001 for a small system; with THET = 0.1, 218 steps, 63 rejected, 90
+    Jacobians; before RADAU5's control: 250 steps, 178 rejected, 180
+    Jacobians; SciPy's Radau on the same equations takes 271 steps and 193 Jacobians).
+    DOPRI5 takes 1759 steps; the polar form, 90 (natcoord/integrate/radau.py: the
+    spring's turning direction costs the rest). At most one Jacobian per attempt."""
     _, sol = elastic_pendulum_run
     stats = sol.stats
-    assert stats["steps"] <= 250
-    assert stats["rejected"] <= 90
-    assert stats["jacobians"] <= 130
+    assert stats["steps"] <= 185
+    assert stats["rejected"] <= 45
+    assert stats["jacobians"] <= stats["steps"] + stats["rejected"]
     explicit = nc.simulate(nc.models.spring_pendulum(stiffness=K_STIFF).build(),
                            PENDULUM_T_END, rtol=1e-6, t_eval=[PENDULUM_T_END])
     assert stats["steps"] * 6 < explicit.stats["steps"]    # DOPRI5: h ≲ 3.3/ω

@@ -24,15 +24,19 @@ evaluations, Jacobians, LU decompositions (real and complex counted apart) and
 Newton iterations (Radau), and the wall time (median over ``--repeat``; for
 ``simulate`` its ``stats["wall_time"]``). The pendulum's spring has a compiled
 form, the hexapod's Cartesian springs have not: DOPRI5 runs compiled on the
-pendulum and in Python on the hexapod; Radau is Python with NumPy/SciPy
-throughout, its Jacobian from ``linearize`` (one KKT solve per column, in
-Python). The printed summary adds DOPRI5's wall time over Radau's per problem.
+pendulum and in Python on the hexapod. Radau's step (Newton iteration, the
+reduced N × N real and complex LU decompositions and solves, error estimate,
+controller) runs in the core (natcoord/core/src/radau.c) for both; on the
+pendulum with the core's evaluations and Jacobian, on the hexapod calling back
+into Python for the right-hand side and for the Jacobian (``linearize``, one KKT
+solve per column). The printed summary adds DOPRI5's wall time over Radau's per
+problem.
 
-Radau's LU decompositions and solves go through the BLAS: on a small machine
-shared with other work, OpenBLAS's threads make them many times slower and the
-times erratic (the hexapod's Radau run, 2-core machine, the same hour: 0.84 s
-with one thread, 3.8 s with the default two); ``OPENBLAS_NUM_THREADS=1`` in the
-environment avoids that, and the CSV header records it when set.
+The reference runs (SciPy's Radau, DOPRI5 at rtol = 1e-10 in Python on the
+hexapod) go through the BLAS: on a small machine shared with other work,
+OpenBLAS's threads make them slower and the times erratic;
+``OPENBLAS_NUM_THREADS=1`` in the environment avoids that, and the CSV header
+records it when set.
 """
 from __future__ import annotations
 

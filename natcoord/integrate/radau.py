@@ -3,63 +3,94 @@
 The three-stage collocation method (Hairer & Wanner, *Solving ODEs II*, IV.5
 and IV.8) integrates ``y' = F(t, y)``, ``y = (p, v)``, ``F = (v, a(t, p, v))``
 (docs/method.md#15-descriptor-form); accepted steps are projected onto the
-position and velocity constraints as DOPRI5's are (VII.2). The pieces, as in
-IV.8 (the RADAU5 code):
+position and velocity constraints as DOPRI5's are (VII.2). The step runs in the
+compiled core (natcoord/core/src/radau.c); this module computes the method's
+coefficients, sets up the buffers and wraps the step as a stepper object. The
+pieces, as in IV.8 (the RADAU5 code):
 
 * stage increments ``Z = (z1, z2, z3)``, ``z_i = Y_i − y0``, solve
   ``Z = h (A ⊗ I) F(Z)`` by simplified Newton with one Jacobian
-  ``J = ∂F/∂y = [[0, I], [∂a/∂p, ∂a/∂v]]``; in the variables
+  ``J = ∂F/∂y = [[0, I], [K, D]]``, ``K = ∂a/∂p``, ``D = ∂a/∂v``; in the variables
   ``W = (T⁻¹ ⊗ I) Z`` that diagonalize ``A⁻¹ = T Λ T⁻¹`` the iteration
   needs one real system ``(μ/h − J)`` and one complex system
   ``((α − iβ)/h − J)``. It starts from the last step's collocation polynomial,
   watches the contraction rate θ of the increments ``‖ΔW‖`` and stops when
   ``θ/(1 − θ) ‖ΔW‖ ≤ κ·Tol``; it gives up (a smaller ``h``) when θ ≥ 0.99 or when
-  the rate predicts no convergence within ``NEWTON_MAXITER`` iterations;
+  the rate predicts no convergence within ``NIT = 7`` iterations;
+* each system is reduced to N × N as RADAU5 reduces second-order systems:
+  eliminating ``x_v = γ x_p − r_p`` leaves ``(γ² − γ D − K) x_p = r_v + (γ − D) r_p``
+  (a quarter of the 2N × 2N matrix, an eighth of its LU). ``K`` and ``D`` are dense
+  (``a`` is ``M⁻¹`` projected onto the constraints, which couples the bodies of a
+  loop or chain), so the two matrices are factored by a dense LU with partial
+  pivoting in the core, O(N³): N ≤ 156 for the benchmark mechanisms;
 * the error of the embedded order-3 formula ``ŷ1 − y1 = γ0 h f(y0) + Σ e_i z_i``,
   filtered by ``(I − h γ0 J)⁻¹``, filtered a second time (with ``f(y0 + err)``)
   when it fails on the first step or after a rejection;
 * the predictive (Gustafsson) step-size controller with the safety factor
-  ``fac = min(SAFETY, SAFETY (2 NIT + 1)/(2 NIT + iterations))``, no growth right
+  ``fac = min(0.9, 0.9 (2 NIT + 1)/(2 NIT + iterations))``, no growth right
   after a rejection, a tenth of the step after a rejected first step;
 * the Jacobian is computed at a step's start only when none is kept: it is kept
-  while Newton contracts with ``θ ≤ JAC_RATE`` and recomputed after a failed
-  Newton iteration or slow convergence; the LU factorizations are kept with
-  ``h`` when the proposed change lies in ``KEEP_H`` and ``J`` is kept;
+  while Newton contracts with ``θ ≤ THET`` (RADAU5's default 0.001 for small
+  systems, its 0.1 for costly Jacobians: :func:`jacobian_rate`) and recomputed after a failed Newton iteration or slow
+  convergence; the LU
+  factorizations are kept with ``h`` when the proposed change ``h_new/h`` lies in
+  ``[1, 1.2]`` and ``J`` is kept;
 * the collocation polynomial as dense output (order 3 uniformly).
 
 This is the logic of RADAU5 (IV.8 and radau5.f), with its constants, and two
 departures measured on benchmarks/stiff.py: slow convergence is predicted from
-the third Newton iteration, not the second (``PREDICT_FROM``), and a failed
-error test alone does not discard a Jacobian under which Newton contracted
-fast (:meth:`Radau._rejected`).
+the third Newton iteration, not the second (RADAU5's second-iteration θ is a single
+ratio, which a stiff component the first increment mostly corrects inflates: on the
+elastic pendulum ratios 0.6, 0.08, 0.3, … where the iteration converges; 169 steps,
+32 rejected instead of 233, 92), and a failed error test alone
+does not discard a Jacobian under which Newton contracted fast (RADAU5 recomputes
+it, which cost the hexapod 6 of its 14 Jacobians). RADAU5 also replaces the user's
+tolerance by ``0.1 rtol^(2/3)`` (an order-3 estimate read as a global tolerance);
+that is not done here, ``rtol`` means what it means for DOPRI5: with it the elastic
+pendulum took 146 steps (THET = 0.1) but ended 3.4e-6 m from the reference instead
+of 2.4e-8 m
+(tests/test_radau.py asks for 1e-6 m at rtol = 1e-6).
+
+Evaluations: where the core has the model (the ``block`` solver, applied forces with
+a compiled form, drives as compiled laws) ``F``, the projection and ``J`` are the
+core's — ``J`` column by column from one factorization at the step's start, by the
+derivative the sensitivity sweep uses (natcoord/core/src/sensitivity.c), exact for
+the constraint, spring and torque terms, without Baumgarte's stabilization terms
+(which only slows Newton down). Otherwise (a force or drive given as a Python
+callable, a Cartesian spring–damper, the ``dense``, ``superlu`` or ``cholmod``
+solver) the same compiled step calls back into Python for them: ``F`` and the
+projection from :class:`~natcoord.integrate.base.Evaluations`, ``J`` from
+:func:`natcoord.dynamics.linearization.linearize` — slower, the same algorithm.
 
 In natural coordinates a stiff spring's direction turns with the bodies, so the
 Jacobian of one stage is not that of another. On the elastic pendulum
-(``models.spring_pendulum``, k = 10⁶ N/m, ω = 1000 s⁻¹) simplified Newton
-contracts slowly once the spring turns by a few hundredths of a radian within a
-step (h ≳ 0.01 s at the bottom of the swing), and the velocity along the spring,
-which turns any position error δ along it into an oscillation of amplitude ω δ,
-holds the error estimate near 0.3 at h ≈ 0.013 s for ``rtol = atol = 1e-6``.
-Even with Newton iterated to convergence the 2 s run then takes ~150 steps
-where the same problem in polar coordinates (the spring's direction fixed)
-takes 90; SciPy's Radau on this module's right-hand side and Jacobian takes 271.
+(``models.spring_pendulum``, k = 10⁶ N/m, ω = 1000 s⁻¹, rtol = atol = 1e-6, 2 s;
+benchmarks/stiff.py) the run takes 169 steps, 32 rejected, where the same problem
+in polar coordinates (the spring's direction fixed) takes 90 and SciPy's Radau on
+this module's right-hand side and Jacobian 271. Two limits, measured:
+
+* simplified Newton contracts slowly once the spring turns by a few hundredths of
+  a radian within a step (h ≳ 0.01 s at the bottom of the swing): all 32
+  rejections are Newton failures (none an error test), when the controller, seeing
+  errors of 0.01–0.05, grows h past ≈ 0.011 s; a Jacobian kept from the previous
+  step (THET = 0.1) makes it worse, 218 steps and 63 rejections;
+* where Newton converges, the error estimate holds h near 0.012–0.014 s at
+  err ≈ 0.25–0.4 over most of the swing (median of the accepted steps 0.25):
+  ≈ 150 steps for 2 s. It is the velocity
+  along the spring: at the turning point t = 1.09 s (h = 0.0129 s, err = 0.36) the
+  filtered estimate is 1.9e-6 m/s along the spring (scaled 1.56 and 0.85 in x, y
+  against atol + rtol |v| ≈ 1.1e-6) and 6e-9 m in position — the stiff mode
+  turns a position error δ along the spring into a velocity ω δ. In polar
+  coordinates that direction is a coordinate of its own, which J, the filter and
+  the quasi-static r(t) follow exactly.
+
+RADAU5's tolerance transformation (above; measured with THET = 0.1) took it to
+146 steps with a 140× larger error; 120 steps are not reached by RADAU5's logic
+in these coordinates.
 
 The coefficients ``T, Λ, e`` are computed from the Butcher tableau at import
 (``T`` from the eigenvectors of ``A⁻¹``, ``e`` from the order conditions of
-the embedded formula with ``γ0 = 1/μ``).
-
-``J`` comes from :func:`natcoord.dynamics.linearization.linearize` (one solve of the
-factored KKT system per column, exact for the constraint and spring terms;
-without the stabilization terms for ``projection="baumgarte"``, which only
-slows Newton down). The Newton matrices are dense 2N × 2N (N = 12 × bodies)
-and factored by ``scipy.linalg.lu_factor``: O(N³) per factorization, against
-the O(N) right-hand side, at most one real and one complex factorization per
-attempted step. That is acceptable here: the benchmark mechanisms have
-N ≤ 156, where such an LU costs milliseconds, no more than the Jacobian's
-2N KKT solves, and a stiff problem needs far fewer steps than with DOPRI5
-(8× to 30× in benchmarks/stiff.py). A mechanism of hundreds of bodies would
-want the structure of ``J`` exploited (the second-order form reduces the
-systems to N × N, the block solver's sparsity further).
+the embedded formula with ``γ0 = 1/μ``) and handed to the core.
 
     stepper = Radau(model, t_bound=1.0, rtol=1e-8)
     while stepper.status == "running":
@@ -67,15 +98,20 @@ systems to N × N, the block solver's sparsity further).
 """
 from __future__ import annotations
 
-import numpy as np
-from scipy.linalg import lu_factor, lu_solve
+from collections import namedtuple
 
+import numpy as np
+
+from . import compiled as cc
+from ..core import engine
 from ..dynamics.assembly import assemble
 from ..dynamics.linearization import linearize
-from ..dynamics.workspace import Workspace
-from .base import EPS_FLOOR, PROJECTIONS, Evaluations, StepRecord, clip_step, initial_step
-from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..dynamics.projection import ProjectionError
+from ..dynamics.workspace import Workspace
+from ..linalg import blockldl, make_solver
+from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..util.resources import check_memory
+from .base import EPS_FLOOR, PROJECTIONS, Evaluations, StepRecord, initial_step
 
 # ------------------------------------------------------------ coefficients (IV.5, Table 5.6)
 S6 = np.sqrt(6.0)
@@ -112,32 +148,79 @@ E = (np.linalg.solve(np.vander(C, 3, increasing=True).T, [1 - 1 / MU, 1 / 2, 1 /
 #: ``Z = V Q`` with ``V_ik = c_i^(k+1)``: the collocation polynomial ``u(t0 + θh) = y0 + Σ θ^(k+1) Q_k``
 P = np.linalg.inv(np.vander(C, 4, increasing=True)[:, 1:])
 
-#: Newton iterations per attempt (Hairer's NIT)
+#: status of an attempt the core returns (natcoord.integrate.compiled's codes; −1: step-size
+#: underflow)
+ACCEPTED, REJECTED, MAX_ATTEMPTS, UNDERFLOW = cc.ACCEPTED, cc.REJECTED, cc.MAX_ATTEMPTS, -1
+#: what the core asks a Python evaluation callback for (radau.h)
+RHS, JACOBIAN, PROJECT = range(3)
+#: a Python evaluation that failed (a projection, a factorization): retried with h/4
+EVALUATION_FAILED = cc.NON_FINITE
+
+#: the method's coefficients as the core reads them (radau.h: coef): T, T⁻¹, μ, α, β,
+#: e, P, c
+COEFFICIENTS = np.concatenate([T.ravel(), TI.ravel(), [MU, LAMBDA[1, 1], LAMBDA[1, 2]], E,
+                               P.ravel(), C])
+#: Newton iterations per attempt (Hairer's NIT; radau.c's NEWTON_MAXITER)
 NEWTON_MAXITER = 7
 #: Newton contraction rate up to which J is kept for the next step (Hairer's THET):
-#: RADAU5 advises 0.1 where Jacobians are costly, as here (2N KKT solves each, against
-#: 3 per Newton iteration)
-JAC_RATE = 0.1
-#: step-size changes in this range keep h and the LU factorizations (Hairer's QUOT1, QUOT2)
-KEEP_H = (1.0, 1.2)
-#: bounds of the step-size factor (Hairer's FACL = 5, FACR = 1/8: 1/5 ≤ h_new/h ≤ 8)
-FAC_MIN, FAC_MAX, SAFETY = 0.2, 8.0, 0.9
-#: floor of the last accepted error in the predictive controller (RADAU5's ERRACC)
-ERR_ACC_MIN = 1e-2
-#: Newton contraction rate taken for divergence (RADAU5: θ ≥ 0.99)
-DIVERGENCE = 0.99
-#: first iteration whose predicted convergence may abandon the attempt (RADAU5: the
-#: second). From the third, θ is RADAU5's geometric mean of the last two ratios; the
-#: second has one ratio, which a stiff component the first increment mostly corrects
-#: inflates (the elastic pendulum in natural coordinates: ratios 0.6, 0.08, 0.3, …
-#: where the iteration converges). Testing from the third iteration costs one more
-#: iteration on an attempt that fails; on the pendulum of benchmarks/stiff.py it
-#: takes 213 steps (59 rejected, 90 Jacobians) instead of 270 (116, 114), the
-#: hexapod's run is the same.
-PREDICT_FROM = 3
-#: step-size factors after a Newton iteration that diverged, met a non-finite value or
-#: used up NEWTON_MAXITER iterations, and after an error rejection of the first step
-FAC_NEWTON_FAILED, FAC_FIRST_REJECTED = 0.5, 0.1
+#: RADAU5's default, 0.001, "for small systems", and its 0.1 "when Jacobian evaluations are
+#: costly". Small here: a Jacobian (one evaluation and 2N directional solves on its
+#: factorization, each about half an evaluation: 6 µs against 0.5 µs for one body) costs
+#: no more than the 3 NIT evaluations of an attempt's Newton iterations, ``1 + N ≤ 21``,
+#: and the core computes it. Measured (Radau's steps alone, rtol 1e-6): elastic pendulum
+#: (N = 12) 0.001: 169 steps, 32 rejected, 169 Jacobians, 3.5 ms; 0.1: 218, 63, 90,
+#: 4.9 ms (a Jacobian one step old has a spring direction turned by φ̇ h ≈ 0.03 rad);
+#: driven hexapod (N = 156, 1 s) 0.001: 39 Jacobians in 40 steps, 0.37 s; 0.1: 1 in 42,
+#: 0.067 s; six-bar (N = 60) 0.036 s against 0.017 s
+JAC_RATE_SMALL, JAC_RATE_COSTLY = 0.001, 0.1
+
+
+def jacobian_rate(n_coords, compiled):
+    """THET for a model of ``n_coords`` coordinates (:data:`JAC_RATE_SMALL` where a
+    Jacobian is as cheap as an attempt's Newton evaluations, :data:`JAC_RATE_COSTLY`
+    otherwise, or where Python computes it: 2N KKT solves from Python)."""
+    small = compiled and 1 + n_coords <= 3 * NEWTON_MAXITER
+    return JAC_RATE_SMALL if small else JAC_RATE_COSTLY
+
+
+#: the buffers of a run (natcoord/core/src/radau.h)
+RadauBuffers = namedtuple("RadauBuffers", [
+    "ctrl", "counts", "coef", "y", "f", "yold", "Q", "K", "D", "lu", "piv", "luc", "pivc",
+    "Z", "W", "F", "dW", "scale", "err", "point", "value", "b", "bc", "ja", "jlam", "jF",
+    "js", "jmu", "je", "jzero", "jda", "weights"])
+#: ctrl (float64), as radau.h numbers it
+(T_NOW, H, RTOL, ATOL, PROJ_TOL, MAX_STEP, T_BOUND, NEWTON_TOL, JAC_RATE, H_LU, H_ACC,
+ ERR_ACC, FACCON, THETA, T_OLD, H_OLD, ERR, HAVE_J, JAC_CURRENT, HAVE_LU, HAVE_DENSE,
+ REJECTED_LAST) = range(22)
+N_CTRL = 22
+#: counts (int64): Jacobians, LU decompositions, Newton iterations
+N_JACOBIANS, N_LU, N_NEWTON = range(3)
+
+
+#: bytes per N² of the buffers: K, D and the real LU (float64), the complex LU (complex128)
+NEWTON_BYTES = 3 * 8 + 16
+
+
+def make_buffers(model):
+    """A run's :data:`RadauBuffers` (N = ``model.n_coords``, m = ``model.n_rows``), the
+    weight table's constant rows filled. The Newton matrices are dense N × N: a
+    ``ValueError`` names the model's size if they would not fit in memory."""
+    N, m = model.n_coords, model.n_rows
+    check_memory(NEWTON_BYTES * N * N,
+                 f"Radau's dense Newton matrices for model {model.name!r} ({N} coordinates)",
+                 "their LU decomposition, O(N³) per step, would also take hours: integrate "
+                 "with method='dopri5'")
+    z = np.zeros
+    R = RadauBuffers(ctrl=z(N_CTRL), counts=np.zeros(3, np.int64), coef=COEFFICIENTS.copy(),
+                     y=z(2 * N), f=z(2 * N), yold=z(2 * N), Q=z((3, 2 * N)), K=z((N, N)),
+                     D=z((N, N)), lu=z((N, N)), piv=np.zeros(N, np.int64),
+                     luc=z((N, N), complex), pivc=np.zeros(N, np.int64), Z=z((3, 2 * N)),
+                     W=z((3, 2 * N)), F=z((3, 2 * N)), dW=z((3, 2 * N)), scale=z(2 * N),
+                     err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z(N, complex),
+                     ja=z(N), jlam=z(m), jF=z(N), js=z(m), jmu=z(m), je=z(N), jzero=z(N),
+                     jda=z(N), weights=z((model.n_weights, 3)))
+    model.tables.weight_table(0.0, R.weights)
+    return R
 
 
 class DenseOutput:
@@ -154,6 +237,10 @@ class DenseOutput:
         return self.y_old + np.stack([theta, theta**2, theta**3], axis=-1) @ self.Q
 
 
+def _control(index, doc=None):
+    return property(lambda self: float(self._R.ctrl[index]), doc=doc)
+
+
 class Radau:
     """Radau IIA (order 5) with projection, one accepted step per :meth:`step`.
 
@@ -161,15 +248,16 @@ class Radau:
     backend); ``state``: a consistent initial :class:`~natcoord.model.frozen.State`
     (default ``assemble(model, t=t0).state``). Interface of
     :class:`natcoord.integrate.stepper.DOPRI5`: ``t``, ``y`` ((2 N,) = (p, v), read-only
-    view), ``h``, ``status``, ``message``, :meth:`rhs`, :meth:`project`,
+    view), ``h``, ``status``, ``message``, :meth:`rhs`, :meth:`project`, :meth:`observe`,
     ``dropped``, counters ``n_steps n_rejected n_rhs n_factorizations
     n_projection_iterations n_active_set_changes`` and ``n_jacobians``,
     ``n_lu`` (LU decompositions, real and complex counted apart),
     ``n_newton_iterations``; ``n_rejected`` counts failed error tests and Newton
-    iterations that did not converge. Applied forces may be Python callables.
+    iterations that did not converge. ``compiled``: the core evaluates the model
+    (else the core's step calls back into Python for ``F``, ``J`` and the projection:
+    applied forces or drives given as Python callables, forces without a compiled
+    form, a solver other than ``block``).
     """
-
-    compiled = False
 
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
@@ -177,314 +265,220 @@ class Radau:
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
         self.model, self.n = model, model.n_coords
-        self.ws = Workspace(model, solver, drop_tol, hold_tol)
+        tables = cc.make_tables(model)
+        python_drives = model.n_weights > 1 and model.tables.laws is None
+        self.compiled = solver in (None, "block") and tables is not None and not python_drives
         if state is None:
             state = assemble(model, t=t0).state
         t0 = float(state.t)
         if not t_bound > t0:
             raise ValueError(f"t_bound ({t_bound}) must be greater than t0 ({t0})")
-        self.rtol = rtol
-        self.atol = rtol if atol is None else atol
-        self.proj_tol, self.projection, self.max_step = proj_tol, projection, max_step
-        self.evaluations = Evaluations(self.ws, projection, proj_tol, baumgarte)
-        self.t_bound, self.t_old = float(t_bound), t0
+        atol = rtol if atol is None else atol
+        self.rtol, self.atol, self.proj_tol = rtol, atol, proj_tol
+        self.projection, self.max_step, self.t_bound = projection, max_step, float(t_bound)
+        if self.compiled:
+            self.solver = make_solver(model, "block", drop_tol, hold_tol)
+            self._S = cc.make_buffers(model, self.solver)
+            self._S.ctrl[cc.ALPHA], self._S.ctrl[cc.BETA_B] = baumgarte
+            self._packed = cc.pack_run(tables, self._S, self.solver)
+            self._mode = cc.MODES[projection]
+        else:
+            self.ws = Workspace(model, solver, drop_tol, hold_tol)
+            self.evaluations = Evaluations(self.ws, projection, proj_tol, baumgarte)
+            self._failure = None          # the exception of the last failed evaluation
+        self._R = R = make_buffers(model)
+        self._R_packed = engine.pack(R, "R")
+        c = R.ctrl
+        c[RTOL], c[ATOL], c[PROJ_TOL], c[MAX_STEP], c[T_BOUND] = rtol, atol, proj_tol, \
+            max_step, t_bound
         # Hairer's Newton tolerance (fnewt) relative to the error scale
-        self.newton_tol = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
-        self.n_steps = self.n_rejected = 0
-        self.n_jacobians = self.n_lu = self.n_newton_iterations = 0
-        self.status, self.message = "running", ""
-        self._t, self._y = t0, np.concatenate([state.p, state.v])
-        self._f = self.rhs(t0, self._y)
-        h = first_step or initial_step(self.rhs, t0, self._y, self._f, rtol, self.atol,
+        c[NEWTON_TOL] = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
+        c[JAC_RATE] = jacobian_rate(self.n, self.compiled)
+        c[FACCON], c[THETA] = 1.0, c[JAC_RATE]
+        c[T_NOW] = self.t_old = t0
+        R.y[:self.n], R.y[self.n:] = state.p, state.v
+        R.f[:] = self.rhs(t0, R.y)
+        h = first_step or initial_step(self.rhs, t0, R.y.copy(), R.f.copy(), rtol, atol,
                                         t_bound - t0)
-        self._h = min(h, max_step)
-        self._J = self._lu = self._dense = None
-        self._jac_current = False                         # J at the present (t, y)
-        self._h_lu = None                                 # h of the LU factorizations
-        self._h_acc = self._err_acc = None                # of the last accepted step
-        self._faccon = 1.0                                # η = θ/(1 − θ) of the last iteration
-        self._theta = JAC_RATE                            # contraction rate of the last step
-        self._rejected_last = False                       # the last attempt was rejected
-        self._y_view = self._y.view()
+        c[H] = min(h, max_step)
+        self.n_steps = self.n_rejected = 0
+        self.status, self.message = "running", ""
+        self._y_view = R.y.view()
         self._y_view.flags.writeable = False
 
     # ------------------------------------------------------------ state
-    @property
-    def t(self):
-        return self._t
+    t = _control(T_NOW)
+    h = _control(H, "Step size the next attempt starts from.")
 
     @property
     def y(self):
         return self._y_view
 
-    @property
-    def h(self):
-        """Step size the next attempt starts from."""
-        return self._h
+    n_jacobians = property(lambda self: int(self._R.counts[N_JACOBIANS]))
+    n_lu = property(lambda self: int(self._R.counts[N_LU]))
+    n_newton_iterations = property(lambda self: int(self._R.counts[N_NEWTON]))
 
-    n_rhs = nfev = property(lambda self: self.evaluations.n_rhs)
-    n_projection_iterations = property(lambda self: self.evaluations.n_projection_iterations)
-    n_active_set_changes = property(lambda self: self.evaluations.n_active_set_changes)
+    def _count(self, core, python):
+        return int(self._S.counts[core]) if self.compiled else getattr(self.evaluations, python)
+
+    n_rhs = nfev = property(lambda self: self._count(cc.N_RHS, "n_rhs"))
+    n_projection_iterations = property(
+        lambda self: self._count(cc.N_PROJ, "n_projection_iterations"))
+    n_active_set_changes = property(
+        lambda self: self._count(cc.N_ACTIVE, "n_active_set_changes"))
 
     @property
     def n_factorizations(self):
         """KKT factorizations (evaluations, Jacobians and projections)."""
-        return self.ws.n_factorizations
+        return int(self._S.counts[cc.N_FACT]) if self.compiled else self.ws.n_factorizations
 
     @property
     def dropped(self):
         """Rows dropped as redundant at the last KKT factorization (sorted)."""
-        return self.ws.dropped.copy()
+        return np.flatnonzero(self._S.mask) if self.compiled else self.ws.dropped.copy()
 
     # ------------------------------------------------------------ evaluations
+    def _weights(self, t):
+        W = self._R.weights
+        if self.model.n_weights > 1:
+            self.model.tables.weight_table(t, W)
+        return W
+
+    def _raise(self, status, t):
+        """The exception of a failed compiled evaluation with ``status``."""
+        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
+            raise ProjectionError(f"projection failed at t = {t:.6g} (core status {status})")
+        raise np.linalg.LinAlgError(self.solver.failure(_FACTOR_FAILURES[status],
+                                                        int(self._S.counts[cc.FAIL_WHERE]))
+                                    if status in _FACTOR_FAILURES else
+                                    f"evaluation failed at t = {t:.6g} (core status {status})")
+
     def rhs(self, t, y):
         """``F = (v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
-        return self.evaluations.rhs(t, y)
+        if not self.compiled:
+            return self.evaluations.rhs(t, y)
+        out = np.empty(2 * self.n)
+        status = engine.rhs(*self._packed, np.ascontiguousarray(y, float), self._weights(t),
+                            self._mode, out)
+        if status:
+            self._raise(status, t)
+        return out
 
     def project(self, t, y):
         """``y`` projected as an output (a new array; docs/method.md#17-integration):
-        factored at ``y`` first, see :func:`~natcoord.dynamics.projection.project_state`."""
-        return self.evaluations.project(t, y, fresh=True)
+        factored at ``y`` first, from the dropped set of the last step, see
+        :func:`~natcoord.dynamics.projection.project_state`."""
+        if not self.compiled:
+            return self.evaluations.project(t, y, fresh=True)
+        y = np.array(y, float)
+        engine.hold_for_output(self._packed[1])
+        status = engine.project(*self._packed, y, self._weights(t), self._mode,
+                                self.proj_tol, True)
+        if status:
+            self._raise(status, t)
+        return y
+
+    def observe(self, t, y):
+        """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
+        y = np.ascontiguousarray(y, float)
+        if self.compiled:
+            return engine.observe(self._packed[0], self._packed[1], y, self._weights(t), False)
+        p, v = y[:self.n], y[self.n:]
+        self.ws.constraints(t, p, v)
+        return (self.model.energy(p, v), np.abs(self.ws.g).max(initial=0),
+                np.abs(self.ws.velocity_residual(v)).max(initial=0))
 
     def jacobian(self, t, y):
-        """``J = [[0, I], [∂a/∂p, ∂a/∂v]]`` at ``(t, y)``, from the linearization."""
-        lin = linearize(self.model, (t, y[:self.n], y[self.n:]), workspace=self.ws)
-        self.n_jacobians += 1
-        n = self.n
+        """``J = [[0, I], [∂a/∂p, ∂a/∂v]]`` (2 N, 2 N) at ``(t, y)``, as the step computes it
+        (the core's, or :func:`~natcoord.dynamics.linearization.linearize`)."""
+        R, n = self._R, self.n
+        R.point[:] = y
+        if self.compiled:
+            status = engine.radau_jacobian(*self._packed, self._R_packed, self._mode, t)
+        else:
+            R.counts[N_JACOBIANS] += 1
+            status = self._evaluate(JACOBIAN, t)
+        if status and self.compiled:
+            self._raise(status, t)
+        if status:
+            raise self._failure
         J = np.zeros((2 * n, 2 * n))
         J[:n, n:] = np.eye(n)
-        J[n:, :n], J[n:, n:] = lin.da_dp, lin.da_dv
+        J[n:, :n], J[n:, n:] = R.K, R.D
         return J
 
-    def _factor(self, h):
-        """LU factorizations of the real and complex Newton systems ``(γ − J) x = r``,
-        ``γ = μ/h`` and ``γ = (α − iβ)/h``, in RADAU5's form for second-order systems
-        (its ``M1 = M2 = N`` structure): with ``J = [[0, I], [K, D]]``, eliminating
-        ``x_v = γ x_p − r_p`` leaves the N × N matrix ``γ² − γ D − K`` (a quarter of the
-        2N × 2N matrix's storage, an eighth of its LU), see :meth:`_solve`."""
-        n = self.n
-        K, D = self._J[n:, :n], self._J[n:, n:]
-        self._lu = tuple(lu_factor(gamma * (gamma * np.eye(n) - D) - K)
-                         for gamma in (MU / h, MU_COMPLEX / h))
-        self._h_lu = h
-        self.n_lu += 2
-
-    def _solve(self, r):
-        """``x`` (2 N,) with ``(μ/h − J) x = r`` from the reduced real factorization of
-        :meth:`_factor`: ``(γ² − γ D − K) x_p = r_v + (γ − D) r_p``, ``x_v = γ x_p − r_p``."""
-        n, gamma = self.n, MU / self._h_lu
-        r_p = r[:n]
-        x_p = lu_solve(self._lu[0], r[n:] + gamma * r_p - self._J[n:, n:] @ r_p,
-                       check_finite=False)
-        return np.concatenate([x_p, gamma * x_p - r_p])
-
-    def _solve_stages(self, R):
-        """``ΔW`` (3, 2 N) of one Newton iteration (IV.8): row 0 from the real system,
-        rows 1 and 2 as the real and imaginary parts of the complex one with the right-hand
-        side ``R[1] + i R[2]``; reduced as in :meth:`_solve`, ``D`` applied to the three
-        position parts at once."""
-        n = self.n
-        real, complex_ = MU / self._h_lu, MU_COMPLEX / self._h_lu
-        R_p, R_v = R[:, :n], R[:, n:]
-        DR = R_p @ self._J[n:, n:].T
-        x0 = lu_solve(self._lu[0], R_v[0] + real * R_p[0] - DR[0], check_finite=False)
-        r_p = R_p[1] + 1j * R_p[2]
-        x1 = lu_solve(self._lu[1], R_v[1] + 1j * R_v[2] + complex_ * r_p - (DR[1] + 1j * DR[2]),
-                      check_finite=False)
-        v1 = complex_ * x1 - r_p
-        return np.array([np.concatenate([x0, real * x0 - R_p[0]]),
-                         np.concatenate([x1.real, v1.real]),
-                         np.concatenate([x1.imag, v1.imag])])
-
-    # ------------------------------------------------------------ one attempt
-    def _newton(self, t, y, h, scale):
-        """Simplified Newton for ``Z`` in the transformed variables ``W = (T⁻¹ ⊗ I) Z``
-        (IV.8, RADAU5).
-
-        Starts from the last step's collocation polynomial extrapolated to
-        ``t + c_i h`` (zero on the first step). With ``‖ΔW_k‖`` the scaled RMS norm of
-        the k-th increment, the contraction rate is ``θ_k = ‖ΔW_k‖/‖ΔW_(k−1)‖``, from the
-        third iteration on the geometric mean ``√(θ_k θ_(k−1))`` (a stiff component the
-        first increment mostly corrects makes single ratios alternate); stopped when
-        ``η ‖ΔW_k‖ ≤ κ·Tol`` (``η = θ/(1 − θ)``, ``κ·Tol = newton_tol``; on the first
-        iteration η is the last step's, ``max(η_old, eps)^0.8``); abandoned when
-        ``θ ≥ 0.99`` or when ``θ^(NIT−1−k) η ‖ΔW_k‖`` predicts more than
-        ``κ·Tol`` after the iterations left.
-
-        Returns ``(Z, iterations, factor)``: ``factor`` is ``None`` when it converged,
-        else the step-size factor for the retry: ``0.8 q^(−1/(4 + NIT − 1 − k))`` with
-        ``q`` the predicted excess for slow convergence (RADAU5), ``0.5`` for
-        divergence, a non-finite evaluation or ``NEWTON_MAXITER`` iterations used up.
-        """
-        if self._dense is None:
-            Z = np.zeros((3, y.size))
-        else:
-            Z = np.array([self._dense(t + c * h) for c in C]) - self._dense(t)
-        W = TI @ Z
-        faccon = max(self._faccon, np.finfo(float).eps) ** 0.8
-        theta, norm_old, ratio_old = JAC_RATE, None, None
-        for k in range(1, NEWTON_MAXITER + 1):
-            F = np.array([self.rhs(t + c * h, y + z) for c, z in zip(C, Z)])
-            if not np.all(np.isfinite(F)):
-                return Z, k, FAC_NEWTON_FAILED
-            R = TI @ F - LAMBDA @ W / h
-            dW = self._solve_stages(R)
-            norm = _rms(dW / scale)
-            if 1 < k < NEWTON_MAXITER:
-                ratio = norm / norm_old
-                theta = ratio if ratio_old is None else np.sqrt(ratio * ratio_old)
-                ratio_old = ratio
-                if theta >= DIVERGENCE:
-                    return Z, k, FAC_NEWTON_FAILED
-                faccon = theta / (1 - theta)
-                excess = faccon * norm * theta ** (NEWTON_MAXITER - 1 - k) / self.newton_tol
-                if excess >= 1 and k >= PREDICT_FROM:
-                    self._faccon = faccon
-                    excess = max(1e-4, min(20.0, excess))
-                    return Z, k, 0.8 * excess ** (-1 / (4 + NEWTON_MAXITER - 1 - k))
-            norm_old = max(norm, np.finfo(float).eps)
-            W += dW
-            Z = T @ W
-            if faccon * norm <= self.newton_tol:
-                self._faccon, self._theta = faccon, theta
-                return Z, k, None
-        return Z, NEWTON_MAXITER, FAC_NEWTON_FAILED
-
-    def _error(self, t, y, h, Z, scale, refine):
-        """``‖(I − h γ0 J)⁻¹ (γ0 h f(y0) + Σ e_i z_i)‖``, as
-        ``(μ/h − J)⁻¹ (f(y0) + μ/h Σ e_i z_i)``; ``refine`` (the first step, or after a
-        rejection) and above 1: once more with ``f(y0 + err)`` for ``f(y0)`` (IV.8)."""
-        ZE = MU / h * (E @ Z)
-        err = self._solve(self._f + ZE)
-        size = _rms(err / scale)
-        if refine and size >= 1:
-            err = self._solve(self.rhs(t, y + err) + ZE)
-            size = _rms(err / scale)
-        return max(size, 1e-10)
-
-    def _quotient(self, h, err, iterations):
-        """``h / h_new`` proposed after an error ``err`` (RADAU5): ``err^(1/4) / fac`` with
-        the safety factor ``fac = min(SAFETY, SAFETY (2 NIT + 1)/(2 NIT + iterations))``
-        lowered by slow Newton convergence; for an acceptable error also at least
-        Gustafsson's predictive ``(h_acc/h) (err²/err_acc)^(1/4) / SAFETY`` from the
-        last accepted step ``(h_acc, err_acc)``; clipped to ``[1/FAC_MAX, 1/FAC_MIN]``."""
-        fac = min(SAFETY, SAFETY * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + iterations))
-        quot = min(1 / FAC_MIN, max(1 / FAC_MAX, err ** 0.25 / fac))
-        if err < 1 and self._h_acc is not None:
-            predictive = self._h_acc / h * (err ** 2 / self._err_acc) ** 0.25 / SAFETY
-            quot = max(quot, min(1 / FAC_MIN, max(1 / FAC_MAX, predictive)))
-        return quot
+    def _evaluate(self, code, t):
+        """The core's callback (radau.h): at ``(t, R.point)`` ``F`` into ``R.value``, the
+        Jacobian into ``R.K, R.D``, or the projection of ``R.point`` in place; 0, or
+        :data:`EVALUATION_FAILED` with the exception kept (a failed factorization or
+        projection, which the step retries with a smaller ``h``)."""
+        R, n = self._R, self.n
+        y = R.point.copy()
+        try:
+            if code == RHS:
+                R.value[:] = self.evaluations.rhs(t, y)
+            elif code == JACOBIAN:
+                lin = linearize(self.model, (t, y[:n], y[n:]), workspace=self.ws)
+                R.K[:], R.D[:] = lin.da_dp, lin.da_dv
+            else:
+                R.point[:] = self.evaluations.project(t, y)
+        except (ProjectionError, FloatingPointError, np.linalg.LinAlgError) as exc:
+            self._failure = exc
+            return EVALUATION_FAILED
+        return 0
 
     # ------------------------------------------------------------ stepping
     def step(self, max_attempts=1_000_000):
         """Advance by one accepted step (rejected attempts retried inside).
 
-        Returns a :class:`~natcoord.integrate.stepper.StepRecord`; on failure (step-size
+        Returns a :class:`~natcoord.integrate.base.StepRecord`; on failure (step-size
         underflow, an evaluation that keeps failing, ``max_attempts``
         attempts) ``status`` becomes ``"failed"`` and the state stays at the
         last accepted step.
         """
         if self.status != "running":
             raise RuntimeError(f"step() on a {self.status} stepper")
-        self.evaluations.resume()          # the Jacobian factors too: not from an output's set
-        t, y = self._t, self._y
-        rejected, err = 0, np.nan
-        for _ in range(max_attempts):
-            h = clip_step(self._h, t, self.t_bound, EPS_FLOOR)
-            if h < EPS_FLOOR * max(abs(t), 1.0):
-                return self._fail(t, err, rejected,
-                                  f"step size underflow at t = {t:.6g} (h = {h:.3e})")
-            try:
-                accepted, err = self._attempt(t, y, h, t_new=self.t_bound
-                                              if h == self.t_bound - t else t + h)
-            except (ProjectionError, FloatingPointError, np.linalg.LinAlgError) as exc:
-                if h < 1e-12 * max(abs(self.t_bound), 1.0):
-                    return self._fail(t, err, rejected,
-                                      f"evaluation failed at t = {t:.6g}: {exc}")
-                self._h, accepted = 0.25 * h, False
-                self._rejected(None)
-            if accepted:
-                self.n_rejected += rejected
-                self.n_steps += 1
-                if self._t >= self.t_bound:
-                    self.status = "finished"
-                return StepRecord(t, self._t, h, err, rejected, "accepted")
-            rejected += 1
-        return self._fail(t, err, rejected,
-                          f"no step accepted in {max_attempts} attempts at t = {t:g}")
-
-    def _fail(self, t, err, rejected, message):
+        t, c = self.t, self._R.ctrl
+        if self.compiled:
+            status, rejected = engine.radau_step(*self._packed, self._R_packed, self._mode,
+                                                 max_attempts, EPS_FLOOR)
+        else:
+            self.evaluations.resume()      # the Jacobian factors too: not from an output's set
+            status, rejected = engine.radau_step_called(self._R_packed, self._evaluate,
+                                                        max_attempts, EPS_FLOOR)
         self.n_rejected += rejected
+        err = float(c[ERR])
+        if status == ACCEPTED:
+            self.n_steps += 1
+            self.t_old = t
+            if self.t >= self.t_bound:
+                self.status = "finished"
+            return StepRecord(t, self.t, float(c[H_OLD]), err, rejected, "accepted")
+        if status == UNDERFLOW:
+            message = (f"step size underflow at t = {t:.6g} "
+                       f"(h = {min(c[H], self.t_bound - t):.3e})")
+        elif status == MAX_ATTEMPTS:
+            message = f"no step accepted in {max_attempts} attempts at t = {t:g}"
+        else:
+            try:
+                if self.compiled:
+                    self._raise(status, t)
+                raise self._failure
+            except Exception as exc:                 # noqa: BLE001 - its message
+                message = f"evaluation failed at t = {t:.6g}: {exc}"
         self.status, self.message = "failed", message
         return StepRecord(t, t, 0.0, err, rejected, "failed", message)
 
-    def _rejected(self, h, newton_failed=True):
-        """After a rejected attempt: ``h`` the retry's step (``None``: already set). A
-        Jacobian older than this step's start is recomputed after a failed Newton
-        iteration (or evaluation), and after a failed error test only if Newton
-        contracted slowly (``θ > JAC_RATE``): RADAU5 recomputes it after either, which
-        cost the hexapod of benchmarks/stiff.py 6 of its 14 Jacobians."""
-        if h is not None:
-            self._h = h
-        self._rejected_last = True
-        if not self._jac_current and (newton_failed or self._theta > JAC_RATE):
-            self._J = None
-
-    def _attempt(self, t, y, h, t_new):
-        """One attempt of step ``h`` to ``t_new`` (``t_bound`` exactly for the last step),
-        RADAU5's logic: returns ``(accepted, error norm)`` and sets the next ``h``.
-
-        The Jacobian is computed at the step's start when none is kept; the LU
-        factorizations whenever ``h`` differs from theirs. A Newton failure retries
-        with a smaller ``h`` (:meth:`_newton`) and a Jacobian of this step's start, an
-        error rejection with the controller's ``h`` (a tenth of ``h`` on the very first
-        step; :meth:`_rejected`). After an accepted step (projected) the Jacobian is
-        kept if Newton contracted with ``θ ≤ JAC_RATE``, and with it ``h`` and the LU
-        factorizations if the proposed change lies in ``KEEP_H``; after a rejection
-        ``h`` does not grow.
-        """
-        if self._J is None:
-            self._J, self._lu, self._jac_current = self.jacobian(t, y), None, True
-        if self._lu is None or h != self._h_lu:
-            self._factor(h)
-        scale = self.atol + self.rtol * np.abs(y)
-        Z, iterations, failed = self._newton(t, y, h, scale)
-        self.n_newton_iterations += iterations
-        if failed is not None:
-            self._rejected(failed * h)
-            return False, np.nan
-        y_new = y + Z[-1]
-        first = self._dense is None
-        err = self._error(t, y, h, Z, scale, refine=first or self._rejected_last)
-        h_new = h / self._quotient(h, err, iterations)
-        if err >= 1:
-            self._rejected(FAC_FIRST_REJECTED * h if first else h_new, newton_failed=False)
-            return False, err
-        y_proj = self.evaluations.project(t_new, y_new)
-        self._f = self.rhs(t_new, y_proj)
-        self._dense = DenseOutput(t, h, y.copy(), P @ Z)
-        self.t_old, self._t, self._y = t, t_new, y_proj
-        self._y_view = y_proj.view()
-        self._y_view.flags.writeable = False
-        self._h_acc, self._err_acc = h, max(ERR_ACC_MIN, err)
-        h_new = min(h_new, self.max_step)
-        if self._rejected_last:
-            h_new = min(h_new, h)
-        self._rejected_last = self._jac_current = False
-        if self._theta <= JAC_RATE:
-            if KEEP_H[0] <= h_new / h <= KEEP_H[1]:
-                h_new = h
-        else:
-            self._J = None
-        self._h = h_new
-        return True, err
-
     def dense_output(self):
         """The collocation polynomial of the last accepted step (a :class:`DenseOutput`)."""
-        if self._dense is None:
+        R = self._R
+        if R.ctrl[HAVE_DENSE] == 0:
             raise RuntimeError("dense_output() needs an accepted step")
-        return self._dense
+        return DenseOutput(float(R.ctrl[T_OLD]), float(R.ctrl[H_OLD]), R.yold.copy(),
+                           R.Q.copy())
 
 
-def _rms(x):
-    return float(np.sqrt(np.mean(x**2)))
+#: the core's statuses of a failed factorization and the block solver's own codes
+_FACTOR_FAILURES = {cc.SINGULAR_FRAME: blockldl.SINGULAR_FRAME,
+                    cc.NOT_POSITIVE_DEFINITE: blockldl.NOT_POSITIVE_DEFINITE,
+                    cc.UNPIVOTABLE_JOINT: blockldl.UNPIVOTABLE_JOINT}

@@ -4,6 +4,7 @@
  * NumPy array never moves its data while referenced. */
 #include "nc_core.h"
 #include "sensitivity.h"
+#include "radau.h"
 
 static const char *kind_name(char kind)
 {
@@ -136,6 +137,7 @@ const char *nc_tuple_kinds(char code, const char **what)
     case 'C': *what = "constraint terms"; return NC_TERMS_KINDS;
     case 'D': *what = "Directions"; return NC_DIRECTIONS_KINDS;
     case 'K': *what = "sweep Work"; return NC_SWEEP_KINDS;
+    case 'R': *what = "RadauBuffers"; return NC_RADAU_KINDS;
     }
     return NULL;
 }
@@ -183,7 +185,7 @@ static PyObject *py_pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     const char *code, *what = NULL, *kinds;
     if (nargs != 2 || !PyUnicode_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "core.pack(named_tuple, code): code one of "
-                        "T S P W F L C D K");
+                        "T S P W F L C D K R");
         return NULL;
     }
     code = PyUnicode_AsUTF8(args[1]);
@@ -216,7 +218,8 @@ PyMethodDef nc_binding_methods[] = {
     {"pack", (PyCFunction)(void (*)(void))py_pack, METH_FASTCALL,
      "pack(named_tuple, code) -> Packed: the tuple's arrays unpacked once, for every "
      "later kernel call (code as in nc_core.h: T Tables, S Buffers, P PlanArrays, "
-     "W WorkBuffers, F FactorStore, L Laws, C constraint terms, D Directions, K Work)."},
+     "W WorkBuffers, F FactorStore, L Laws, C constraint terms, D Directions, K Work, "
+     "R RadauBuffers)."},
     {NULL, NULL, 0, NULL},
 };
 

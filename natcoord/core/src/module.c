@@ -1,24 +1,25 @@
 /* The extension module natcoord.core.engine: the method tables of every source
  * file of the core joined into one module. */
 #include "nc_core.h"
+#include "radau.h"
 
 static PyObject *py_layout(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s}", "Tables", NC_TABLES_NAMES,
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "Tables", NC_TABLES_NAMES,
                          "Buffers", NC_BUFFERS_NAMES, "PlanArrays", NC_PLAN_NAMES,
                          "WorkBuffers", NC_WORK_NAMES, "FactorStore", NC_STORE_NAMES,
-                         "Laws", NC_LAWS_NAMES);
+                         "Laws", NC_LAWS_NAMES, "RadauBuffers", NC_RADAU_NAMES);
 }
 
 static PyMethodDef *const tables[] = {
     nc_binding_methods, nc_constraints_methods, nc_drives_methods, nc_forces_methods,
-    nc_blockldl_methods, nc_dopri5_methods, nc_sensitivity_methods,
+    nc_blockldl_methods, nc_dopri5_methods, nc_sensitivity_methods, nc_radau_methods,
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "engine",
     "natcoord's compiled core (C99): constraints, forces, drives, the block LDL^T, "
-    "the DOPRI5 step and the sensitivity sweep.", -1, NULL,
+    "the DOPRI5 step, the sensitivity sweep and the Radau IIA step.", -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit_engine(void)

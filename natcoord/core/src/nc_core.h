@@ -46,8 +46,8 @@ typedef struct {
 /* Argument specification of a kernel's Python wrapper (nc_parse): one
  * character per argument: d q ? Z arrays of float64, int64, bool, complex128;
  * f a Python float (double), i a Python int (int64), p a truth value (int);
- * T S P W F L the named tuples Tables, Buffers, PlanArrays, WorkBuffers,
- * FactorStore, Laws, C the constraint terms (an nc_arr array each, caller-provided,
+ * T S P W F L R the named tuples Tables, Buffers, PlanArrays, WorkBuffers,
+ * FactorStore, Laws, RadauBuffers, C the constraint terms (an nc_arr array each, caller-provided,
  * T_COUNT etc. long). */
 typedef union {
     nc_arr arr;
@@ -112,6 +112,7 @@ extern PyMethodDef nc_forces_methods[];
 extern PyMethodDef nc_blockldl_methods[];
 extern PyMethodDef nc_dopri5_methods[];
 extern PyMethodDef nc_sensitivity_methods[];
+extern PyMethodDef nc_radau_methods[];
 
 /* Declare a fast-call wrapper. */
 #define NC_WRAPPER(name) static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)

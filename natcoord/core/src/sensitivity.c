@@ -235,20 +235,33 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
 
 /* ------------------------------------------------------------ one point */
 
-/* da of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a] along (dX, dV) and
- * column j's parameter, with K factored in Wk at (X, V) and (a, λ) in B[K_a], B[K_lam]
- * (LinearizationPoint.derivative). */
+/* da of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a] along (dX, dV) and,
+ * with D (not NULL), column j's parameter, K factored in Wk at (X, V) with the
+ * accelerations A and multipliers lam there (LinearizationPoint.derivative). F (12 n)
+ * and s, mu (m) are scratch. The sweep's stage derivatives and Radau's Jacobian
+ * columns (radau.c) are this one function. */
+void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
+                                const nc_arr *D, int64_t j, const double *X,
+                                const double *V, const double *W, const double *A,
+                                const double *lam, const double *dX, const double *dV,
+                                double *F, int64_t n, double *s, double *mu, int64_t m,
+                                double *da)
+{
+    force_derivative(T, X, V, dX, dV, F, n);
+    if (D != NULL)
+        parameter_force(T, D, j, X, V, A, F);
+    constraint_directional(T, X, V, W, dX, dV, A, lam, 1, s, m, F);
+    nc_solve_kernel(F, s, P, Wk, da, mu);
+}
+
 static void acceleration_derivative(const sweep_ctx *x, const nc_arr *Wk, int64_t j,
                                     const double *X, const double *V, const double *W,
                                     const double *dX, const double *dV, double *da)
 {
-    const nc_arr *T = x->T, *B = x->B;
-    double *F = F64(B[K_F]), *s = F64(B[K_s]);
-    const double *A = F64(B[K_a]);
-    force_derivative(T, X, V, dX, dV, F, B[K_F].size);
-    parameter_force(T, x->D, j, X, V, A, F);
-    constraint_directional(T, X, V, W, dX, dV, A, F64(B[K_lam]), 1, s, B[K_s].size, F);
-    nc_solve_kernel(F, s, x->P, Wk, da, F64(B[K_mu]));
+    const nc_arr *B = x->B;
+    nc_acceleration_derivative(x->T, x->P, Wk, x->D, j, X, V, W, F64(B[K_a]), F64(B[K_lam]),
+                               dX, dV, F64(B[K_F]), B[K_F].size, F64(B[K_s]), F64(B[K_mu]),
+                               B[K_s].size, da);
 }
 
 /* out = (dp⁺, dv⁺) of the projection of dy at the projected (X, V), with K factored

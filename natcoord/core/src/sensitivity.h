@@ -41,4 +41,17 @@ enum {
 #define NC_SWEEP_KINDS "dddddddddddddddd"
 #define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,clock"
 
+#include "nc_core.h"
+
+/* da of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a] along (dX, dV) (and,
+ * D not NULL, the parameter of column j of the Directions D) with K factored in Wk at
+ * (X, V, weights W), accelerations A and multipliers lam there; F (n = 12 n_bodies),
+ * s and mu (m rows) scratch. Exact for the constraint terms, springs and torques. */
+void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
+                                const nc_arr *D, int64_t j, const double *X,
+                                const double *V, const double *W, const double *A,
+                                const double *lam, const double *dX, const double *dV,
+                                double *F, int64_t n, double *s, double *mu, int64_t m,
+                                double *da);
+
 #endif

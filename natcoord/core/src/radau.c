@@ -1,0 +1,664 @@
+/* Radau IIA of order 5 with projection: one accepted step per call (Hairer & Wanner,
+ * Solving ODEs II, IV.8, the logic of RADAU5; docs/method.md#110-stiff-mechanisms-radau-iia;
+ * the Python side, natcoord/integrate/radau.py, sets up the buffers and the constants).
+ *
+ * y' = F(t, y), y = (p, v), F = (v, a(t, p, v)). Simplified Newton for the stage
+ * increments Z in the variables W = (T⁻¹ ⊗ I) Z with one Jacobian
+ * J = [[0, I], [K, D]], K = ∂a/∂p, D = ∂a/∂v, needs the real system (γ − J) x = r,
+ * γ = μ/h, and the complex one with γ = (α − iβ)/h. Eliminating x_v = γ x_p − r_p
+ * leaves the N × N system (γ² − γ D − K) x_p = r_v + (γ − D) r_p — RADAU5's
+ * treatment of second-order systems (its M1 = M2 = N structure, IV.8): a quarter of the
+ * 2N × 2N matrix's storage and an eighth of its LU. K and D are dense: a is M⁻¹
+ * projected onto the constraints, which couples every body of a closed loop or chain,
+ * so the N × N matrices are factored by the dense LU with partial pivoting below
+ * (O(N³), real and complex, at most two per attempt), not by the block LDLᵀ.
+ *
+ * The evaluations are the core's own (nc_rhs and nc_project of dopri5.c; the Jacobian's
+ * columns by nc_acceleration_derivative of sensitivity.c, one solve with the kept
+ * factorization each) or, for a model the core cannot evaluate (a force or drive given
+ * as a Python callable, a force without a compiled form, a reference KKT solver), a
+ * Python callback cb(code, t) that evaluates at R.point (radau.h). The algorithm is
+ * this file's either way. */
+#include "nc_core.h"
+#include "dopri5.h"
+#include "sensitivity.h"
+#include "radau.h"
+
+/* Hairer's constants (IV.8 and radau5.f), named as in natcoord/integrate/radau.py */
+#define NEWTON_MAXITER 7          /* NIT */
+#define KEEP_H_LOW 1.0            /* QUOT1, QUOT2: h and the LU kept for h_new/h here */
+#define KEEP_H_HIGH 1.2
+#define FAC_MIN 0.2               /* 1/FACL: h_new/h ≥ 0.2 */
+#define FAC_MAX 8.0               /* 1/FACR: h_new/h ≤ 8 */
+#define SAFETY 0.9
+#define ERR_ACC_MIN 1e-2          /* floor of ERRACC in the predictive controller */
+#define DIVERGENCE 0.99           /* θ taken for divergence */
+#define PREDICT_FROM 3            /* first iteration whose prediction may give up (radau.py) */
+#define FAC_NEWTON_FAILED 0.5
+#define FAC_FIRST_REJECTED 0.1
+#define EVALUATION_SHRINK 0.25    /* h after a failed evaluation, as the DOPRI5 step */
+
+static const double EPS = 2.220446049250313e-16;
+
+/* what one step reads: the core's tuples (compiled evaluations) or a Python callback */
+typedef struct {
+    const nc_arr *T, *S, *P, *Wk, *R;
+    int64_t mode;
+    PyObject *callback;
+} radau_ctx;
+
+static inline double dmax(double a, double b) { return a > b ? a : b; }
+static inline double dmin(double a, double b) { return a < b ? a : b; }
+
+/* ------------------------------------------------------------ dense LU */
+static inline double rmul(double a, double b) { return a * b; }
+static inline double complex cmul(double complex a, double complex b)
+{
+    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+}
+
+/* LU with partial pivoting of the n × n row-major A in place (LAPACK's getrf without
+ * blocking), one definition for real and complex scalars; returns 0, or 1 for an exactly
+ * zero pivot. Solve: b overwritten by A⁻¹ b. `mul` multiplies two scalars: C99's complex
+ * `*` calls __muldc3 for its Annex G infinities (with it the elastic hexapod's Radau run,
+ * N = 156, took 1.9 s instead of 0.85 s); cmul is the textbook product. */
+#define NC_DENSE_LU(name, scalar, magnitude, mul)                                         \
+    static int name##_factor(scalar *A, int64_t n, int64_t *piv)                          \
+    {                                                                                     \
+        for (int64_t k = 0; k < n; k++) {                                                 \
+            int64_t p = k;                                                                \
+            double best = magnitude(A[k * n + k]);                                        \
+            for (int64_t i = k + 1; i < n; i++)                                           \
+                if (magnitude(A[i * n + k]) > best)                                       \
+                    best = magnitude(A[i * n + k]), p = i;                                \
+            piv[k] = p;                                                                   \
+            if (best == 0.0)                                                              \
+                return 1;                                                                 \
+            if (p != k)                                                                   \
+                for (int64_t j = 0; j < n; j++) {                                         \
+                    scalar s = A[k * n + j];                                              \
+                    A[k * n + j] = A[p * n + j];                                          \
+                    A[p * n + j] = s;                                                     \
+                }                                                                         \
+            scalar inv = 1.0 / A[k * n + k];                                              \
+            for (int64_t i = k + 1; i < n; i++) {                                         \
+                scalar l = A[i * n + k] = mul(A[i * n + k], inv);                         \
+                for (int64_t j = k + 1; j < n; j++)                                       \
+                    A[i * n + j] -= mul(l, A[k * n + j]);                                 \
+            }                                                                             \
+        }                                                                                 \
+        return 0;                                                                         \
+    }                                                                                     \
+    static void name##_solve(const scalar *LU, const int64_t *piv, int64_t n, scalar *b)  \
+    {                                                                                     \
+        for (int64_t k = 0; k < n; k++) {                                                 \
+            scalar s = b[piv[k]];                                                         \
+            b[piv[k]] = b[k];                                                             \
+            b[k] = s;                                                                     \
+        }                                                                                 \
+        for (int64_t i = 1; i < n; i++) {                                                 \
+            scalar s = b[i];                                                              \
+            for (int64_t j = 0; j < i; j++)                                               \
+                s -= mul(LU[i * n + j], b[j]);                                            \
+            b[i] = s;                                                                     \
+        }                                                                                 \
+        for (int64_t i = n - 1; i >= 0; i--) {                                            \
+            scalar s = b[i];                                                              \
+            for (int64_t j = i + 1; j < n; j++)                                           \
+                s -= mul(LU[i * n + j], b[j]);                                            \
+            b[i] = s / LU[i * n + i];                                                     \
+        }                                                                                 \
+    }
+
+NC_DENSE_LU(real_lu, double, fabs, rmul)
+NC_DENSE_LU(complex_lu, double complex, cabs, cmul)
+
+/* ------------------------------------------------------------ evaluations */
+/* the Python callback on R.point at t: its status, or NC_RADAU_RAISED */
+static int64_t call_back(const radau_ctx *x, int64_t code, double t)
+{
+    PyObject *result = PyObject_CallFunction(x->callback, "Ld", (long long)code, t);
+    if (result == NULL)
+        return NC_RADAU_RAISED;
+    long long status = PyLong_AsLongLong(result);
+    Py_DECREF(result);
+    if (status == -1 && PyErr_Occurred())
+        return NC_RADAU_RAISED;
+    return status;
+}
+
+static int64_t half(const radau_ctx *x)
+{
+    return x->R[R_y].size / 2;
+}
+
+/* out = F(t, y) (2 N); out may not overlap y. A status (0: evaluated). */
+static int64_t rhs(const radau_ctx *x, double t, const double *y, double *out)
+{
+    const nc_arr *R = x->R;
+    int64_t N2 = R[R_y].size;
+    if (x->callback != NULL) {
+        memcpy(F64(R[R_point]), y, N2 * sizeof(double));
+        int64_t status = call_back(x, RADAU_RHS, t);
+        if (status == 0)
+            memcpy(out, F64(R[R_value]), N2 * sizeof(double));
+        return status;
+    }
+    double *W = F64(R[R_weights]);
+    nc_weights_at(x->T, t, W);
+    return nc_rhs(x->T, x->S, x->P, x->Wk, y, W, x->mode, out);
+}
+
+/* R.K = ∂a/∂p, R.D = ∂a/∂v at (t, y): column j from the derivative along the unit
+ * direction e_j with the KKT matrix factored at y (one solve per column; exact for the
+ * constraint terms, springs and torques; without the stabilization of Baumgarte's
+ * mode, which only slows Newton down). */
+static int64_t jacobian(const radau_ctx *x, double t, const double *y)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x);
+    I64(R[R_counts])[RN_JACOBIANS]++;
+    if (x->callback != NULL) {
+        memcpy(F64(R[R_point]), y, 2 * N * sizeof(double));
+        return call_back(x, RADAU_JACOBIAN, t);
+    }
+    const nc_arr *S = x->S;
+    int64_t status = rhs(x, t, y, F64(R[R_value]));
+    if (status != 0)
+        return status;
+    int64_t m = S[S_lam].size;
+    memcpy(F64(R[R_ja]), F64(R[R_value]) + N, N * sizeof(double));
+    memcpy(F64(R[R_jlam]), F64(S[S_lam]), m * sizeof(double));
+    double *e = F64(R[R_je]), *da = F64(R[R_jda]), *K = F64(R[R_K]), *D = F64(R[R_D]);
+    const double *zero = F64(R[R_jzero]), *W = F64(R[R_weights]);
+    for (int64_t j = 0; j < N; j++) {
+        e[j] = 1.0;
+        for (int side = 0; side < 2; side++) {
+            double *out = side == 0 ? K : D;
+            nc_acceleration_derivative(x->T, x->P, x->Wk, NULL, 0, y, y + N, W, F64(R[R_ja]),
+                                       F64(R[R_jlam]), side == 0 ? e : zero,
+                                       side == 0 ? zero : e, F64(R[R_jF]), N, F64(R[R_js]),
+                                       F64(R[R_jmu]), m, da);
+            for (int64_t i = 0; i < N; i++)
+                out[i * N + j] = da[i];
+        }
+        e[j] = 0.0;
+    }
+    return 0;
+}
+
+/* y projected in place at t (per the projection mode; the accepted step's) */
+static int64_t project(const radau_ctx *x, double t, double *y)
+{
+    const nc_arr *R = x->R;
+    int64_t N2 = R[R_y].size;
+    if (x->callback != NULL) {
+        memcpy(F64(R[R_point]), y, N2 * sizeof(double));
+        int64_t status = call_back(x, RADAU_PROJECT, t);
+        if (status == 0)
+            memcpy(y, F64(R[R_point]), N2 * sizeof(double));
+        return status;
+    }
+    double *W = F64(R[R_weights]);
+    nc_weights_at(x->T, t, W);
+    return nc_project(x->T, x->S, x->P, x->Wk, y, W, x->mode,
+                      F64(R[R_ctrl])[RC_PROJ_TOL], 0);
+}
+
+/* ------------------------------------------------------------ linear algebra */
+/* The LU factors of γ² − γ D − K for γ = μ/h and (α − iβ)/h; 1 if one is singular. */
+static int factor(const radau_ctx *x, double h)
+{
+    const nc_arr *R = x->R;
+    const double *coef = F64(R[R_coef]), *K = F64(R[R_K]), *D = F64(R[R_D]);
+    double *lu = F64(R[R_lu]), *ctrl = F64(R[R_ctrl]);
+    double complex *luc = CPLX(R[R_luc]);
+    int64_t N = half(x);
+    double g = coef[RCOEF_MU] / h;
+    double complex gc = (coef[RCOEF_ALPHA] - I * coef[RCOEF_BETA]) / h;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double diagonal = i == j;
+            lu[i * N + j] = g * (g * diagonal - D[i * N + j]) - K[i * N + j];
+            luc[i * N + j] = cmul(gc, gc * diagonal - D[i * N + j]) - K[i * N + j];
+        }
+    I64(R[R_counts])[RN_LU] += 2;
+    ctrl[RC_H_LU] = h;
+    ctrl[RC_HAVE_LU] = 1.0;
+    return real_lu_factor(lu, N, I64(R[R_piv])) || complex_lu_factor(luc, N, I64(R[R_pivc]));
+}
+
+/* x = (μ/h − J)⁻¹ r (2 N; x may be r) from the real factors:
+ * (γ² − γ D − K) x_p = r_v + (γ − D) r_p, x_v = γ x_p − r_p */
+static void solve_real(const radau_ctx *x, const double *r, double *out)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x);
+    const double *D = F64(R[R_D]);
+    double g = F64(R[R_coef])[RCOEF_MU] / F64(R[R_ctrl])[RC_H_LU], *b = F64(R[R_b]);
+    for (int64_t i = 0; i < N; i++) {
+        double s = r[N + i] + g * r[i];
+        for (int64_t j = 0; j < N; j++)
+            s -= D[i * N + j] * r[j];
+        b[i] = s;
+    }
+    real_lu_solve(F64(R[R_lu]), I64(R[R_piv]), N, b);
+    for (int64_t i = 0; i < N; i++) {
+        out[N + i] = g * b[i] - r[i];
+        out[i] = b[i];
+    }
+}
+
+/* dW (3, 2 N) of one Newton iteration for the right-hand sides Rw (3, 2 N) (IV.8): row 0
+ * from the real system, rows 1 and 2 the real and imaginary parts of the complex
+ * system's solution for Rw[1] + i Rw[2] */
+static void solve_stages(const radau_ctx *x, const double *Rw, double *dW)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x), N2 = 2 * N;
+    const double *coef = F64(R[R_coef]), *D = F64(R[R_D]);
+    double h = F64(R[R_ctrl])[RC_H_LU];
+    double complex gc = (coef[RCOEF_ALPHA] - I * coef[RCOEF_BETA]) / h, *b = CPLX(R[R_bc]);
+    solve_real(x, Rw, dW);
+    const double *r1 = Rw + N2, *r2 = Rw + 2 * N2;
+    for (int64_t i = 0; i < N; i++) {
+        double complex s = CMPLX(r1[N + i], r2[N + i]) + cmul(gc, CMPLX(r1[i], r2[i]));
+        for (int64_t j = 0; j < N; j++)
+            s -= D[i * N + j] * CMPLX(r1[j], r2[j]);
+        b[i] = s;
+    }
+    complex_lu_solve(CPLX(R[R_luc]), I64(R[R_pivc]), N, b);
+    double *w1 = dW + N2, *w2 = dW + 2 * N2;
+    for (int64_t i = 0; i < N; i++) {
+        double complex v = cmul(gc, b[i]) - CMPLX(r1[i], r2[i]);
+        w1[i] = creal(b[i]);
+        w2[i] = cimag(b[i]);
+        w1[N + i] = creal(v);
+        w2[N + i] = cimag(v);
+    }
+}
+
+/* RMS of v / scale over k rows of 2 N (the scale repeated per row) */
+static double scaled_rms(const double *v, const double *scale, int64_t k, int64_t N2)
+{
+    double sum = 0.0;
+    for (int64_t r = 0; r < k; r++)
+        for (int64_t i = 0; i < N2; i++) {
+            double q = v[r * N2 + i] / scale[i];
+            sum += q * q;
+        }
+    return sqrt(sum / (double)(k * N2));
+}
+
+/* out (3 rows of 2 N) = M (3, 3) applied to the rows of Z */
+static void mix3(const double *M, const double *Z, int64_t N2, double *out)
+{
+    for (int r = 0; r < 3; r++)
+        for (int64_t i = 0; i < N2; i++)
+            out[r * N2 + i] = M[3 * r] * Z[i] + M[3 * r + 1] * Z[N2 + i]
+                              + M[3 * r + 2] * Z[2 * N2 + i];
+}
+
+/* ------------------------------------------------------------ one attempt */
+/* Simplified Newton for Z at (t, y) with step h (IV.8, RADAU5): starts from the last
+ * step's collocation polynomial extrapolated to t + c_i h (zero on the first step);
+ * θ_k = ‖ΔW_k‖/‖ΔW_(k−1)‖ (from the third iteration the geometric mean of the last two
+ * ratios), stops when η ‖ΔW_k‖ ≤ κ·Tol (η = θ/(1 − θ); on the first iteration the last
+ * step's η^0.8), gives up when θ ≥ 0.99 or when θ^(NIT−1−k) η ‖ΔW_k‖ predicts more than
+ * κ·Tol after the iterations left. Returns a status; *iterations, and *factor: 0 if it
+ * converged, else the step-size factor of the retry (0.8 q^(−1/(4 + NIT − 1 − k)) for a
+ * predicted excess q, 0.5 for divergence, a non-finite value or NIT iterations used up). */
+static int64_t newton(const radau_ctx *x, double t, const double *y, double h,
+                      int64_t *iterations, double *factor)
+{
+    const nc_arr *R = x->R;
+    int64_t N2 = R[R_y].size;
+    double *ctrl = F64(R[R_ctrl]), *Z = F64(R[R_Z]), *W = F64(R[R_W]), *F = F64(R[R_F]);
+    double *dW = F64(R[R_dW]), *point = F64(R[R_err]);
+    const double *coef = F64(R[R_coef]), *scale = F64(R[R_scale]), *Q = F64(R[R_Q]);
+    const double *c = coef + RCOEF_C, *TI = coef + RCOEF_TI, *Tm = coef + RCOEF_T;
+    double mu = coef[RCOEF_MU], alpha = coef[RCOEF_ALPHA], beta = coef[RCOEF_BETA];
+    double tol = ctrl[RC_NEWTON_TOL];
+    if (ctrl[RC_HAVE_DENSE] == 0.0) {
+        memset(Z, 0, 3 * N2 * sizeof(double));
+    } else {              /* u(t + c_i h) − u(t), u(t_old + θ h_old) = y_old + Σ θ^(k+1) Q_k */
+        double end = (t - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
+        for (int r = 0; r < 3; r++) {
+            double theta = (t + c[r] * h - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
+            double w[3] = {theta - end, theta * theta - end * end,
+                           theta * theta * theta - end * end * end};
+            for (int64_t i = 0; i < N2; i++)
+                Z[r * N2 + i] = w[0] * Q[i] + w[1] * Q[N2 + i] + w[2] * Q[2 * N2 + i];
+        }
+    }
+    mix3(TI, Z, N2, W);
+    double faccon = pow(dmax(ctrl[RC_FACCON], EPS), 0.8), theta = ctrl[RC_JAC_RATE];
+    double norm_old = 0.0, ratio_old = -1.0;
+    *factor = FAC_NEWTON_FAILED;
+    for (int64_t k = 1; k <= NEWTON_MAXITER; k++) {
+        *iterations = k;
+        for (int r = 0; r < 3; r++) {
+            for (int64_t i = 0; i < N2; i++)
+                point[i] = y[i] + Z[r * N2 + i];
+            int64_t status = rhs(x, t + c[r] * h, point, F + r * N2);
+            if (status != 0)
+                return status;
+        }
+        for (int64_t i = 0; i < 3 * N2; i++)
+            if (!isfinite(F[i]))
+                return 0;
+        /* R = T⁻¹ F − Λ W / h into F's rows, then ΔW */
+        mix3(TI, F, N2, dW);
+        for (int64_t i = 0; i < N2; i++) {
+            double w0 = W[i], w1 = W[N2 + i], w2 = W[2 * N2 + i];
+            F[i] = dW[i] - mu * w0 / h;
+            F[N2 + i] = dW[N2 + i] - (alpha * w1 + beta * w2) / h;
+            F[2 * N2 + i] = dW[2 * N2 + i] - (alpha * w2 - beta * w1) / h;
+        }
+        solve_stages(x, F, dW);
+        double norm = scaled_rms(dW, scale, 3, N2);
+        if (1 < k && k < NEWTON_MAXITER) {
+            double ratio = norm / norm_old;
+            theta = ratio_old < 0.0 ? ratio : sqrt(ratio * ratio_old);
+            ratio_old = ratio;
+            if (theta >= DIVERGENCE)
+                return 0;
+            faccon = theta / (1.0 - theta);
+            double excess = faccon * norm * pow(theta, (double)(NEWTON_MAXITER - 1 - k)) / tol;
+            if (excess >= 1.0 && k >= PREDICT_FROM) {
+                ctrl[RC_FACCON] = faccon;
+                excess = dmax(1e-4, dmin(20.0, excess));
+                *factor = 0.8 * pow(excess, -1.0 / (4.0 + NEWTON_MAXITER - 1 - k));
+                return 0;
+            }
+        }
+        norm_old = dmax(norm, EPS);
+        for (int64_t i = 0; i < 3 * N2; i++)
+            W[i] += dW[i];
+        mix3(Tm, W, N2, Z);
+        if (!isfinite(norm))
+            return 0;
+        if (faccon * norm <= tol) {
+            ctrl[RC_FACCON] = faccon;
+            ctrl[RC_THETA] = theta;
+            *factor = 0.0;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* ‖(I − h γ0 J)⁻¹ (γ0 h f(y0) + Σ e_i z_i)‖, as (μ/h − J)⁻¹ (f(y0) + μ/h Σ e_i z_i) (IV.8,
+ * the filtered estimate of the embedded order-3 formula); with `refine` (the first step,
+ * or after a rejection) and above 1: once more with f(y0 + err) for f(y0). A status;
+ * *size the norm (at least 1e-10). */
+static int64_t error_estimate(const radau_ctx *x, double t, const double *y, double h,
+                              int refine, double *size)
+{
+    const nc_arr *R = x->R;
+    int64_t N2 = R[R_y].size;
+    const double *coef = F64(R[R_coef]), *Z = F64(R[R_Z]), *f = F64(R[R_f]);
+    const double *scale = F64(R[R_scale]), *e = coef + RCOEF_E;
+    double *err = F64(R[R_err]), *ze = F64(R[R_dW]);
+    double g = coef[RCOEF_MU] / h;
+    for (int64_t i = 0; i < N2; i++) {
+        ze[i] = g * (e[0] * Z[i] + e[1] * Z[N2 + i] + e[2] * Z[2 * N2 + i]);
+        err[i] = f[i] + ze[i];
+    }
+    solve_real(x, err, err);
+    *size = scaled_rms(err, scale, 1, N2);
+    if (refine && *size >= 1.0) {
+        double *value = F64(R[R_F]), *point = value + N2;      /* free after Newton */
+        for (int64_t i = 0; i < N2; i++)
+            point[i] = y[i] + err[i];
+        int64_t status = rhs(x, t, point, value);
+        if (status != 0)
+            return status;
+        for (int64_t i = 0; i < N2; i++)
+            err[i] = value[i] + ze[i];
+        solve_real(x, err, err);
+        *size = scaled_rms(err, scale, 1, N2);
+    }
+    *size = dmax(*size, 1e-10);
+    return 0;
+}
+
+/* h / h_new after an error err (RADAU5): err^(1/4)/fac with the safety factor
+ * fac = min(SAFETY, SAFETY (2 NIT + 1)/(2 NIT + iterations)) lowered by slow Newton
+ * convergence; for an acceptable error also at least Gustafsson's predictive
+ * (h_acc/h) (err²/err_acc)^(1/4)/SAFETY; clipped to [1/FAC_MAX, 1/FAC_MIN]. */
+static double quotient(const double *ctrl, double h, double err, int64_t iterations)
+{
+    double fac = dmin(SAFETY, SAFETY * (2 * NEWTON_MAXITER + 1)
+                                  / (double)(2 * NEWTON_MAXITER + iterations));
+    double quot = dmin(1.0 / FAC_MIN, dmax(1.0 / FAC_MAX, pow(err, 0.25) / fac));
+    if (err < 1.0 && ctrl[RC_H_ACC] > 0.0) {
+        double predictive = ctrl[RC_H_ACC] / h * pow(err * err / ctrl[RC_ERR_ACC], 0.25)
+                            / SAFETY;
+        quot = dmax(quot, dmin(1.0 / FAC_MIN, dmax(1.0 / FAC_MAX, predictive)));
+    }
+    return quot;
+}
+
+/* After a rejected attempt, the retry's h (h > 0; else kept). A Jacobian older than this
+ * step's start is recomputed after a failed Newton iteration or evaluation, and after a
+ * failed error test only if Newton contracted slowly (θ > THET, ctrl[RC_JAC_RATE]):
+ * RADAU5 recomputes it after either, which cost the hexapod of benchmarks/stiff.py 6 of
+ * its 14 Jacobians. */
+static void rejected_attempt(double *ctrl, double h, int newton_failed)
+{
+    if (h > 0.0)
+        ctrl[RC_H] = h;
+    ctrl[RC_REJECTED_LAST] = 1.0;
+    if (ctrl[RC_JAC_CURRENT] == 0.0 && (newton_failed || ctrl[RC_THETA] > ctrl[RC_JAC_RATE]))
+        ctrl[RC_HAVE_J] = 0.0;
+}
+
+/* One attempt of step h to t_new (t_bound exactly for the last step): NC_ACCEPTED,
+ * NC_REJECTED (the next h set) or a failed evaluation's status. The Jacobian is computed
+ * at the step's start when none is kept, the LU factors whenever h differs from theirs.
+ * After an accepted step (projected) J is kept if Newton contracted with θ ≤ THET
+ * (ctrl[RC_JAC_RATE]), and with it h and the LU factors if the proposed change lies in
+ * [KEEP_H_LOW, KEEP_H_HIGH]; after a rejection h does not grow. */
+static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
+{
+    const nc_arr *R = x->R;
+    int64_t N2 = R[R_y].size, status;
+    double *ctrl = F64(R[R_ctrl]), *y = F64(R[R_y]), *scale = F64(R[R_scale]);
+    int64_t *counts = I64(R[R_counts]);
+    if (ctrl[RC_HAVE_J] == 0.0) {
+        status = jacobian(x, t, y);
+        if (status != 0)
+            return status;
+        ctrl[RC_HAVE_J] = ctrl[RC_JAC_CURRENT] = 1.0;
+        ctrl[RC_HAVE_LU] = 0.0;
+    }
+    if ((ctrl[RC_HAVE_LU] == 0.0 || h != ctrl[RC_H_LU]) && factor(x, h) != 0) {
+        ctrl[RC_HAVE_LU] = 0.0;              /* singular: as a failed Newton iteration */
+        rejected_attempt(ctrl, FAC_NEWTON_FAILED * h, 1);
+        return NC_REJECTED;
+    }
+    for (int64_t i = 0; i < N2; i++)
+        scale[i] = ctrl[RC_ATOL] + ctrl[RC_RTOL] * fabs(y[i]);
+    int64_t iterations = 0;
+    double failed;
+    status = newton(x, t, y, h, &iterations, &failed);
+    counts[RN_NEWTON] += iterations;
+    if (status != 0)
+        return status;
+    if (failed != 0.0) {
+        ctrl[RC_ERR] = NAN;
+        rejected_attempt(ctrl, failed * h, 1);
+        return NC_REJECTED;
+    }
+    int first = ctrl[RC_HAVE_DENSE] == 0.0;
+    double err;
+    status = error_estimate(x, t, y, h, first || ctrl[RC_REJECTED_LAST] != 0.0, &err);
+    if (status != 0)
+        return status;
+    ctrl[RC_ERR] = err;
+    double h_new = h / quotient(ctrl, h, err, iterations);
+    if (err >= 1.0) {
+        rejected_attempt(ctrl, first ? FAC_FIRST_REJECTED * h : h_new, 0);
+        return NC_REJECTED;
+    }
+    /* accepted: y_new projected and F there, into scratch until both succeeded */
+    const double *Z = F64(R[R_Z]);
+    double *y_new = F64(R[R_err]), *f_new = F64(R[R_F]);
+    for (int64_t i = 0; i < N2; i++)
+        y_new[i] = y[i] + Z[2 * N2 + i];
+    status = project(x, t_new, y_new);
+    if (status == 0)
+        status = rhs(x, t_new, y_new, f_new);
+    if (status != 0)
+        return status;
+    const double *P = F64(R[R_coef]) + RCOEF_P;
+    memcpy(F64(R[R_yold]), y, N2 * sizeof(double));
+    mix3(P, Z, N2, F64(R[R_Q]));
+    memcpy(y, y_new, N2 * sizeof(double));
+    memcpy(F64(R[R_f]), f_new, N2 * sizeof(double));
+    ctrl[RC_T_OLD] = t;
+    ctrl[RC_H_OLD] = h;
+    ctrl[RC_T_NOW] = t_new;
+    ctrl[RC_HAVE_DENSE] = 1.0;
+    ctrl[RC_H_ACC] = h;
+    ctrl[RC_ERR_ACC] = dmax(ERR_ACC_MIN, err);
+    h_new = dmin(h_new, ctrl[RC_MAX_STEP]);
+    if (ctrl[RC_REJECTED_LAST] != 0.0)
+        h_new = dmin(h_new, h);
+    ctrl[RC_REJECTED_LAST] = ctrl[RC_JAC_CURRENT] = 0.0;
+    if (ctrl[RC_THETA] <= ctrl[RC_JAC_RATE]) {
+        if (KEEP_H_LOW <= h_new / h && h_new / h <= KEEP_H_HIGH)
+            h_new = h;
+    } else {
+        ctrl[RC_HAVE_J] = 0.0;
+    }
+    ctrl[RC_H] = h_new;
+    return NC_ACCEPTED;
+}
+
+/* Attempts from (ctrl[RC_T_NOW], R.y) until one is accepted (NC_ACCEPTED), max_attempts
+ * (NC_MAX_ATTEMPTS), a step-size underflow (NC_UNDERFLOW), an evaluation that keeps
+ * failing (its status, once h < 1e-12 max(|t_bound|, 1); a failed evaluation retries
+ * with h/4 and a Jacobian of the step's start) or a Python exception (NC_RADAU_RAISED).
+ * *rejected: the attempts rejected. */
+static int64_t radau_step(const radau_ctx *x, int64_t max_attempts, double eps_floor,
+                          int64_t *rejected)
+{
+    double *ctrl = F64(x->R[R_ctrl]);
+    *rejected = 0;
+    if (x->callback == NULL)
+        nc_resume(x->S);
+    for (int64_t k = 0; k < max_attempts; k++) {
+        double t = ctrl[RC_T_NOW], t_bound = ctrl[RC_T_BOUND];
+        double h = nc_clip_step(ctrl[RC_H], t, t_bound, eps_floor);
+        if (h < eps_floor * dmax(fabs(t), 1.0))
+            return NC_UNDERFLOW;
+        ctrl[RC_H] = h;
+        int64_t status = attempt(x, t, h, h == t_bound - t ? t_bound : t + h);
+        if (status == NC_ACCEPTED || status == NC_RADAU_RAISED)
+            return status;
+        if (status != NC_REJECTED) {
+            if (h < 1e-12 * dmax(fabs(t_bound), 1.0))
+                return status;
+            rejected_attempt(ctrl, EVALUATION_SHRINK * h, 1);
+        }
+        ++*rejected;
+    }
+    return NC_MAX_ATTEMPTS;
+}
+
+/* ------------------------------------------------------------------ wrappers */
+static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
+{
+    int ok = R[R_ctrl].size >= RC_COUNT && R[R_counts].size >= RN_COUNT &&
+             R[R_coef].size == RCOEF_COUNT && R[R_y].size == 2 * N && R[R_K].size == N * N &&
+             R[R_D].size == N * N && R[R_lu].size == N * N && R[R_luc].size == N * N &&
+             R[R_piv].size == N && R[R_pivc].size == N && R[R_Z].size == 6 * N &&
+             R[R_W].size == 6 * N && R[R_F].size == 6 * N && R[R_dW].size == 6 * N &&
+             R[R_Q].size == 6 * N && R[R_f].size == 2 * N && R[R_yold].size == 2 * N &&
+             R[R_scale].size == 2 * N && R[R_err].size == 2 * N &&
+             R[R_point].size == 2 * N && R[R_value].size == 2 * N && R[R_b].size == N &&
+             R[R_bc].size == N && R[R_ja].size == N && R[R_jF].size == N &&
+             R[R_je].size == N && R[R_jzero].size == N && R[R_jda].size == N &&
+             (m < 0 || (R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m));
+    if (!ok)
+        PyErr_Format(PyExc_ValueError, "core.%s: the RadauBuffers do not fit the model "
+                     "(integrate/radau.py make_buffers)", function);
+    return ok ? 0 : -1;
+}
+
+static PyObject *result(int64_t status, int64_t rejected)
+{
+    if (status == NC_RADAU_RAISED)
+        return NULL;
+    return Py_BuildValue("(LL)", (long long)status, (long long)rejected);
+}
+
+NC_WRAPPER(radau_step)
+{
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], r[R_COUNT];
+    nc_value a[8] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}, {.tuple = r}};
+    if (nc_parse(args, nargs, "TSPWRiif", a, "radau_step") < 0)
+        return NULL;
+    radau_ctx x = {a[0].tuple, a[1].tuple, a[2].tuple, a[3].tuple, a[4].tuple, a[5].i, NULL};
+    const nc_arr *S = x.S, *R = x.R;
+    int64_t N = S[S_x].size;
+    if (fits(R, N, S[S_lam].size, "radau_step") < 0)
+        return NULL;
+    if (R[R_weights].ndim != 2 || R[R_weights].shape[1] != 3 ||
+        R[R_weights].shape[0] <= x.T[T_laws_weight_kind].size) {
+        PyErr_SetString(PyExc_ValueError, "core.radau_step: the weight table must have "
+                        "shape (n_weights, 3)");
+        return NULL;
+    }
+    int64_t rejected, status = radau_step(&x, a[6].i, a[7].f, &rejected);
+    return result(status, rejected);
+}
+
+NC_WRAPPER(radau_step_called)
+{
+    nc_arr r[R_COUNT];
+    nc_value a[3] = {{.tuple = r}};
+    if (nargs != 4 || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "core.radau_step_called(R, callback, max_attempts, "
+                        "eps_floor): 4 arguments, callback callable");
+        return NULL;
+    }
+    PyObject *const rest[3] = {args[0], args[2], args[3]};
+    if (nc_parse(rest, 3, "Rif", a, "radau_step_called") < 0)
+        return NULL;
+    radau_ctx x = {NULL, NULL, NULL, NULL, a[0].tuple, 0, args[1]};
+    if (fits(x.R, x.R[R_y].size / 2, -1, "radau_step_called") < 0)
+        return NULL;
+    int64_t rejected, status = radau_step(&x, a[1].i, a[2].f, &rejected);
+    return result(status, rejected);
+}
+
+NC_WRAPPER(radau_jacobian)
+{
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], r[R_COUNT];
+    nc_value a[7] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}, {.tuple = r}};
+    if (nc_parse(args, nargs, "TSPWRif", a, "radau_jacobian") < 0)
+        return NULL;
+    radau_ctx x = {a[0].tuple, a[1].tuple, a[2].tuple, a[3].tuple, a[4].tuple, a[5].i, NULL};
+    if (fits(x.R, x.S[S_x].size, x.S[S_lam].size, "radau_jacobian") < 0)
+        return NULL;
+    double *point = F64(x.R[R_point]);
+    return PyLong_FromLongLong(jacobian(&x, a[6].f, point));
+}
+
+PyMethodDef nc_radau_methods[] = {
+    NC_METHOD(radau_step, "radau_step(T, S, P, Wk, R, mode, max_attempts, eps_floor) -> "
+              "(status, rejected): Radau IIA attempts from (R.ctrl[T], R.y) until one is "
+              "accepted and projected, a failure, or max_attempts (the core's evaluations; "
+              "status −1: step-size underflow)."),
+    NC_METHOD(radau_step_called, "radau_step_called(R, callback, max_attempts, eps_floor) "
+              "-> (status, rejected): radau_step with the evaluations by callback(code, t) "
+              "at R.point (code 0: F into R.value, 1: the Jacobian into R.K and R.D, 2: "
+              "R.point projected in place; returns 0 or a failure status)."),
+    NC_METHOD(radau_jacobian, "radau_jacobian(T, S, P, Wk, R, mode, t) -> status: R.K = "
+              "∂a/∂p and R.D = ∂a/∂v at (t, R.point), as radau_step computes them."),
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,48 @@
+/* Radau IIA of order 5 with projection (radau.c; Python side natcoord/integrate/radau.py,
+ * docs/method.md#110-stiff-mechanisms-radau-iia): the field layout of its named tuple
+ * RadauBuffers (nc_parse code 'R'), the indices of its ctrl and counts arrays and its
+ * evaluation codes. y = (p, v) is (2 N,), N = 12 n; m constraint rows. */
+#ifndef NC_RADAU_H
+#define NC_RADAU_H
+
+/* RadauBuffers (integrate/radau.py make_buffers): ctrl (RC_COUNT), counts (RN_COUNT),
+ * coef (the method's coefficients, RCOEF_COUNT), the state y and f = F(t, y), the dense
+ * output's y_old and Q (3, 2 N), the Jacobian's blocks K = ∂a/∂p and D = ∂a/∂v (N, N),
+ * the reduced Newton matrices' LU factors (real lu, piv; complex luc, pivc), the stage
+ * increments Z, W = T⁻¹ Z, their right-hand sides F and Newton steps dW (3, 2 N), the
+ * error scale and estimate (2 N), the point and value of an evaluation (2 N), scratch
+ * b (N) and bc (N, complex), the Jacobian's a, λ, F, s, μ, direction e_j, zero and da,
+ * and the weight table (n_weights, 3) */
+enum {
+    R_ctrl, R_counts, R_coef, R_y, R_f, R_yold, R_Q, R_K, R_D, R_lu, R_piv, R_luc, R_pivc,
+    R_Z, R_W, R_F, R_dW, R_scale, R_err, R_point, R_value, R_b, R_bc, R_ja, R_jlam, R_jF,
+    R_js, R_jmu, R_je, R_jzero, R_jda, R_weights, R_COUNT
+};
+#define NC_RADAU_KINDS "dqddddddddqZqdddddddddZddddddddd"
+#define NC_RADAU_NAMES "ctrl,counts,coef,y,f,yold,Q,K,D,lu,piv,luc,pivc,Z,W,F,dW,scale," \
+    "err,point,value,b,bc,ja,jlam,jF,js,jmu,je,jzero,jda,weights"
+
+/* ctrl (float64): time and step, tolerances (rtol, atol, proj_tol), max_step, t_bound,
+ * Newton's tolerance κ·Tol, the contraction rate up to which J is kept (RADAU5's THET),
+ * h of the LU factors, the last accepted step's h and error
+ * (Gustafsson), η = θ/(1 − θ) and θ of the last Newton iteration, the dense output's
+ * t_old and h, the last attempt's error, flags (1/0): a Jacobian kept, computed at
+ * this step's start, LU factors kept, a dense output exists, the last attempt rejected */
+enum {
+    RC_T_NOW, RC_H, RC_RTOL, RC_ATOL, RC_PROJ_TOL, RC_MAX_STEP, RC_T_BOUND, RC_NEWTON_TOL,
+    RC_JAC_RATE, RC_H_LU, RC_H_ACC, RC_ERR_ACC, RC_FACCON, RC_THETA, RC_T_OLD, RC_H_OLD,
+    RC_ERR, RC_HAVE_J, RC_JAC_CURRENT, RC_HAVE_LU, RC_HAVE_DENSE, RC_REJECTED_LAST, RC_COUNT
+};
+/* counts (int64): Jacobians, LU decompositions (real and complex apart), Newton
+ * iterations */
+enum { RN_JACOBIANS, RN_LU, RN_NEWTON, RN_COUNT };
+/* coef: T (3, 3), T⁻¹ (3, 3), μ, α, β (A⁻¹ = T Λ T⁻¹), e (3), P (3, 3: Q = P Z), c (3) */
+enum { RCOEF_T = 0, RCOEF_TI = 9, RCOEF_MU = 18, RCOEF_ALPHA = 19, RCOEF_BETA = 20,
+       RCOEF_E = 21, RCOEF_P = 24, RCOEF_C = 33, RCOEF_COUNT = 36 };
+/* what a Python evaluation callback cb(code, t) computes at (t, R.point): F into R.value,
+ * the Jacobian into R.K, R.D, or R.point projected in place; it returns 0 or a failure */
+enum { RADAU_RHS, RADAU_JACOBIAN, RADAU_PROJECT };
+/* a Python callback raised: the exception is set */
+#define NC_RADAU_RAISED (-2)
+
+#endif
