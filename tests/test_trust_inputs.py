@@ -254,6 +254,8 @@ FAILING_CALLS = {                # method -> calls that fail after a valid first
                         stiffness=10.0)],
     "add_cartesian_spring": [dict(a="crank0", b="slider", point_a=(0, 1, 0),
                                   point_b=(3, 0, 0), stiffness=(1, 1, -1))],
+    "add_joint_spring": [dict(joint="c", stiffness=1.0, coordinate="twist"),
+                         dict(joint="c", stiffness=-1.0)],
     "add_force": [dict(body="ground", point=(0, 0, 0), force=(1, 0, 0))],
     "add_torque": [dict(body="slider", torque=(0, 0, np.inf))],
 }
