@@ -88,6 +88,9 @@ class Mechanism:
         self._by_name: dict[str, Body] = {}
         #: named frames ``{name: NamedFrame}`` (``attach_frame``), a name space of their own
         self.frames: dict[str, NamedFrame] = {}
+        #: what a file importer reported (``natcoord.load_mjcf``: the elements not
+        #: modelled, the MuJoCo joints' DOF); carried to ``Model.import_report``
+        self.import_report: dict = {}
 
     # ------------------------------------------------------------- bodies
     def add_body(self, name, mass, com, inertia, origin=(0.0, 0.0, 0.0), axes=None,
