@@ -6,7 +6,8 @@ For each imported model, at a few seeded random states, natcoord's joint
 accelerations equal the peer's — MuJoCo's ``mj_forward`` (MJCF) or
 Pinocchio's ``aba`` (URDF) — to 1e-9 relative, and a passive run of 1 s stays
 within 1e-7 m of the peer's (an accurate integration of ``mj_forward`` /
-``aba`` with SciPy's DOP853; 0.3 s for models with more than 12 bodies).
+``aba`` with SciPy's DOP853 at rtol 1e-12; to keep the test near 30 s, 0.3 s
+for MJCF and 0.1 s for URDF models of more than 12 bodies).
 
 On the MuJoCo side contacts and joint limits are off (``opt.disableflags``),
 and so is each feature the import report lists as not modelled — and only
@@ -28,7 +29,7 @@ from natcoord.io.mjcf import from_mujoco
 
 mujoco = pytest.importorskip("mujoco")
 
-REL = 1e-9             # joint accelerations, relative to the largest
+REL = 1e-9             # joint accelerations, relative to the largest (at least 1)
 RUN_TOL = 1e-7         # m, body origins after the passive run
 STATES = 2             # random states per model
 
@@ -185,7 +186,7 @@ def test_dm_control_suite_model(name):
         q, qd, expected = from_mujoco(model, d.qpos, d.qvel, d.qacc)
         qdd, st = _natcoord_qdd(model, q, qd)
         want, _ = js.vector(expected, "expected")
-        assert np.abs(qdd - want).max() <= REL * np.abs(want).max(), name
+        assert np.abs(qdd - want).max() <= REL * max(1.0, np.abs(want).max()), name
 
     # passive run from the last state: body origins against MuJoCo's
     t_end = 1.0 if model.n_bodies <= 12 else 0.3
@@ -234,3 +235,92 @@ def _beyond_the_builder(m, d, b):
         n = np.cross(u1, u2)                     # perpendicular lines meet: no offset along n
         return abs((x2 - x1) @ n) > 1e-9
     return True
+
+
+# ------------------------------------------------------------------ URDF
+def _urdf_files():
+    from importlib import metadata
+    try:
+        share = metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots")
+    except metadata.PackageNotFoundError:
+        return []
+    return sorted(str(p.relative_to(share)) for p in share.rglob("*.urdf"))
+
+
+def _pinocchio_q(pm, theta):
+    """Pinocchio's q of joint angles/slides ``theta`` (nv,): a continuous joint is
+    ``(cos θ, sin θ)`` there."""
+    q = np.zeros(pm.nq)
+    for joint in list(pm.joints)[1:]:
+        if joint.nq == 1:
+            q[joint.idx_q] = theta[joint.idx_v]
+        else:
+            assert (joint.nq, joint.nv) == (2, 1), joint.shortname()
+            q[joint.idx_q:joint.idx_q + 2] = np.cos(theta[joint.idx_v]), np.sin(theta[joint.idx_v])
+    return q
+
+
+def _check_urdf_refusal(pin, path, message):
+    """One message. Where links cannot be bodies, it names exactly the bodies whose
+    lumped inertia in Pinocchio (which lumps fixed links alike) is not a mass with a
+    volume — massless, or a principal second moment ≤ 1e-9 of the largest moment —
+    except Pinocchio's massless universal-joint crosses, which natcoord models."""
+    assert message.startswith(str(path))
+    if "cannot be bodies" not in message:
+        assert message.count(str(path)) == 1
+        return
+    pm = pin.buildModelFromUrdf(str(path))
+    named = {line.split('"')[1] for line in message.splitlines()[1:]
+             if line.startswith("  <link")}
+    bad = set()
+    for i in range(1, pm.njoints):
+        inertia = pm.inertias[i]
+        principal = np.linalg.eigvalsh(inertia.inertia)
+        second = 0.5 * principal.sum() - principal
+        if inertia.mass <= 0 or second.min() <= 1e-9 * np.abs(principal).max():
+            bad.add(next(f.name for f in pm.frames if f.parentJoint == i
+                         and f.type == pin.FrameType.BODY))
+    assert message.split(": ", 1)[1].startswith(f"{len(named)} link(s) cannot be bodies")
+    # Pinocchio's massless crosses of universal joints are natcoord's universal joints
+    assert named <= bad and all(pm.inertias[pm.frames[pm.getFrameId(n)].parentJoint].mass
+                                == 0 for n in bad - named), (named, bad)
+
+
+URDF = _urdf_files()
+
+
+@pytest.mark.skipif(not URDF, reason="example-robot-data is not installed "
+                                     "(pip install natcoord[models])")
+@pytest.mark.parametrize("relative", URDF)
+def test_example_robot_data_model(relative, robots_folder):
+    pin = pytest.importorskip("pinocchio")
+    path = robots_folder / relative
+    try:
+        model = nc.load_urdf(path).build()
+    except ValueError as err:
+        _check_urdf_refusal(pin, path, str(err))
+        return
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    js = nc.joint_space(model)
+    assert list(js.joint_names) == list(pm.names)[1:] and js.nv == pm.nv
+    rng = np.random.default_rng(23)
+    for _ in range(STATES):
+        theta, v = 0.5 * rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
+        expected = pin.aba(pm, pd, _pinocchio_q(pm, theta), v, np.zeros(pm.nv))
+        qdd, st = _natcoord_qdd(model, theta, v)
+        assert np.abs(qdd - expected).max() <= REL * max(1.0, np.abs(expected).max()), \
+            relative                         # a floor of 1 rad/s²: iris' q̈ are all zero
+
+    t_end = 1.0 if model.n_bodies <= 12 else 0.1
+    sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
+                      proj_tol=1e-13)
+    ref = solve_ivp(lambda t, y: np.concatenate([y[pm.nv:], pin.aba(
+        pm, pd, _pinocchio_q(pm, y[:pm.nv]), y[pm.nv:], np.zeros(pm.nv))]),
+        (0.0, t_end), np.concatenate([theta, v]), method="DOP853", rtol=1e-12, atol=1e-12)
+    pin.framesForwardKinematics(pm, pd, _pinocchio_q(pm, ref.y[:pm.nv, -1]))
+    worst = max(np.abs(sol.point(b.name, np.zeros(3), local=True)[-1]
+                       - pd.oMf[pm.getFrameId(b.name, pin.BODY)].translation).max()
+                for b in model.bodies)
+    assert worst <= RUN_TOL, (relative, worst)
