@@ -127,10 +127,13 @@ def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
     for b in range(m.nbody):
         root = int(weld[b])
         natcoord[b] = GROUND if root == 0 else body_names[root]
+    welded = {}                                  # weld root -> its bodies, root first
+    for c in range(1, m.nbody):
+        welded.setdefault(int(weld[c]), []).append(c)
     for b in range(1, m.nbody):
         if weld[b] != b:
             continue
-        members = [c for c in range(1, m.nbody) if weld[c] == b]
+        members = welded[b]
         x, R = pose[b]
         parts = []
         for c in members:
@@ -142,10 +145,9 @@ def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
             mech.add_body(body_names[b], mass=mass, com=com, inertia=inertia, origin=x,
                           axes=R, local=True)
         except ValueError as err:
-            refused.append(f"<body name=\"{body_names[b]}\">: {err}"
-                           + ("" if mass > 0 else " (a massless body with joints: natcoord "
-                              "needs every moving body to have mass)"))
-            natcoord[b] = None
+            refused.append(f"<body name=\"{body_names[b]}\">: {err}")
+            for c in members:
+                natcoord[c] = None
     for c in range(1, m.nbody):
         if weld[c] != c and natcoord[c] is not None:
             x, R = pose[c]
@@ -159,8 +161,7 @@ def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
         if weld[b] != b or natcoord[b] is None:
             continue
         parent = natcoord[int(m.body_parentid[b])]
-        if parent is None:
-            refused.append(f"<body name=\"{body_names[b]}\">: its parent body is refused")
+        if parent is None:              # its parent's refusal says why: not named twice
             continue
         joints = [_joint_spec(m, d, j, body_names) for j in
                   range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
@@ -185,7 +186,8 @@ def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
         raise ValueError(f"{source}: cannot be imported exactly ({len(refused)} "
                          f"element{'s' if len(refused) > 1 else ''}): " + "; ".join(refused))
     mech.import_report = {"source": source, "format": "mjcf", "dofs": dofs,
-                          "qpos0": np.array(m.qpos0), "not_modelled": not_modelled}
+                          "qpos0": np.array(m.qpos0), "motors": _motors(m, dofs),
+                          "not_modelled": not_modelled}
     if not_modelled:
         warnings.warn(f"{source}: imported without " + "; ".join(
             f"{what}: {', '.join(items)}" for what, items in not_modelled.items())
@@ -289,6 +291,28 @@ def _joint_passive(m, mech, spec, joint, coordinate, sign, off, note):
     rest = sign * float(m.qpos_spring[spec["qpos"]] - m.qpos0[spec["qpos"]])
     mech.add_joint_spring(joint, stiffness=k, rest=rest, damping=float(c[0]),
                           coordinate=coordinate, name=f"{spec['name']}.spring")
+
+
+def _motors(m, dofs):
+    """MuJoCo's motors on hinge and slide joints, recorded for joint-torque inputs (not
+    applied): ``{actuator: {"joint": MuJoCo joint, "gear": torque per unit control,
+    "ctrlrange": (lo, hi) or None}}`` — a motor's force is ``gear · gain · ctrl``."""
+    mujoco = _mujoco("reading MuJoCo models")
+    out = {}
+    for u in range(m.nu):
+        if not (m.actuator_trntype[u] == mujoco.mjtTrn.mjTRN_JOINT
+                and m.actuator_gaintype[u] == mujoco.mjtGain.mjGAIN_FIXED
+                and m.actuator_biastype[u] == mujoco.mjtBias.mjBIAS_NONE
+                and not m.actuator_dyntype[u]):
+            continue
+        joint = m.joint(int(m.actuator_trnid[u, 0])).name
+        if dofs.get(joint, {}).get("kind") not in ("hinge", "slide"):
+            continue
+        limited = bool(m.actuator_ctrllimited[u])
+        out[_name(m, "actuator", u, f"actuator{u}")] = {
+            "joint": joint, "gear": float(m.actuator_gear[u, 0] * m.actuator_gainprm[u, 0]),
+            "ctrlrange": tuple(map(float, m.actuator_ctrlrange[u])) if limited else None}
+    return out
 
 
 def _gravity_compensation(m, d, mech, natcoord, body_names, off):

@@ -53,7 +53,7 @@ def _model_file(args):
         load = load_mjcf if path.suffix.lower() == ".xml" else load_mechanism
     try:
         return load(path).build()
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, ImportError) as err:   # ImportError: MJCF without mujoco
         raise ValueError(f"{path}: {err}") from None
 
 
