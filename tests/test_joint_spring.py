@@ -140,3 +140,53 @@ def test_bad_joint_spring_arguments_name_the_joint():
         mech.add_joint_spring(joint, stiffness=-1.0)
     with pytest.raises(ValueError, match=r"coordinate 'slide' not in \['angle'\]"):
         mech.add_joint_spring(joint, stiffness=1.0, coordinate="slide")
+
+
+def test_force_derivative_matches_central_differences():
+    """The analytic directional derivative (linearization, Python sensitivities) against
+    central differences of the force, along a random direction in (p, v)."""
+    model = _double_pendulum(c=0.3)
+    st = nc.joint_state(model, {"shoulder": 2.5, "elbow": -1.1}, {"shoulder": 1.5,
+                                                                   "elbow": -2.0})
+    X, V = np.reshape(st.p, (-1, 3)), np.reshape(st.v, (-1, 3))
+    rng = np.random.default_rng(3)
+    dX, dV = rng.standard_normal(X.shape), rng.standard_normal(V.shape)
+    h = 1e-6
+    for force in model.forces:
+        analytic = np.zeros_like(X)
+        force.derivative(X, V, dX, dV, analytic)
+        up, down = np.zeros_like(X), np.zeros_like(X)
+        force.apply(0.0, None, X + h * dX, V + h * dV, up)
+        force.apply(0.0, None, X - h * dX, V - h * dV, down)
+        numeric = (up - down) / (2 * h)
+        assert np.abs(analytic - numeric).max() < 1e-7 * np.abs(numeric).max()
+
+
+def test_linearization_of_a_sprung_pendulum():
+    """∂a/∂p·dp of nc.linearize against central differences of nc.accelerations."""
+    model = _double_pendulum(c=0.3)
+    st = nc.joint_state(model, {"shoulder": 0.7, "elbow": -0.4}, {"shoulder": 1.0})
+    lin = nc.linearize(model, st)
+    rng = np.random.default_rng(4)
+    dp, dv = rng.standard_normal(st.p.size), rng.standard_normal(st.v.size)
+    h = 1e-6
+    plus, _, _ = nc.accelerations(model, nc.State(0.0, st.p + h * dp, st.v + h * dv))
+    minus, _, _ = nc.accelerations(model, nc.State(0.0, st.p - h * dp, st.v - h * dv))
+    numeric = (plus - minus) / (2 * h)
+    analytic = lin.da_dp @ dp + lin.da_dv @ dv
+    assert np.abs(analytic - numeric).max() < 1e-6 * np.abs(numeric).max()
+
+
+def test_sensitivity_of_a_sprung_pendulum():
+    """A joint-spring model takes the Python sensitivity sweep (the core's sweep has no
+    joint-spring derivative): ∂p(t)/∂m against central differences of two runs."""
+    model = _double_pendulum(c=0.3)
+    t = np.linspace(0.0, 0.5, 6)
+    options = dict(rtol=1e-11, atol=1e-12, proj_tol=1e-13)
+    sens = nc.sensitivities(model, 0.5, params=["mass:upper"], t_eval=t, **options)
+    h = 1e-5
+    runs = [nc.simulate(model.with_parameters({"mass:upper": 1.0 + s * h}), t_end=0.5,
+                        t_eval=t, **options) for s in (1, -1)]
+    numeric = (runs[0].p - runs[1].p) / (2 * h)
+    analytic = sens.dp[..., 0]
+    assert np.abs(analytic - numeric).max() < 1e-5 * np.abs(numeric).max()

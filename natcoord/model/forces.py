@@ -141,16 +141,42 @@ class JointSpringDamper:
         x, y = (f.value(X) for f in self.forms)
         return wrapped(np.arctan2(y, x) - self.rest)
 
-    def apply(self, t, state, X, V, F):
-        if self.angle:
-            qx, qy = self.forms
-            x, y = qx.value(X), qy.value(X)
-            r2 = x * x + y * y
-            grad = (x * qy.gradient(X) - y * qx.gradient(X)) / r2
-            rate = (x * qy.rate(X, V) - y * qx.rate(X, V)) / r2
+    def _gradient_rate(self, X, V):
+        """``(∇q, q̇)`` at ``(X, V)``; for an angle also ``(x, y)`` of ``atan2(y, x)``."""
+        if not self.angle:
+            return self.forms[0].gradient(X), self.forms[0].rate(X, V), None
+        qx, qy = self.forms
+        x, y = qx.value(X), qy.value(X)
+        r2 = x * x + y * y
+        return ((x * qy.gradient(X) - y * qx.gradient(X)) / r2,
+                (x * qy.rate(X, V) - y * qx.rate(X, V)) / r2, (x, y))
+
+    def derivative(self, X, V, dX, dV, F):
+        """``F += ∂f/∂p dp + ∂f/∂v dv`` (slot vectors): with ``H dX`` the change of a
+        form's gradient, ``d∇q = H_Q dX`` for a slide and, for an angle,
+        ``d∇θ = (dx ∇y + x H_y dX − dy ∇x − y H_x dX) / r² − 2 (x dx + y dy) ∇θ / r²``;
+        ``dq̇ = d∇q · V + ∇q · dV`` and ``df = −(k dq + c dq̇) ∇q − T d∇q``."""
+        grad, rate, xy = self._gradient_rate(X, V)
+
+        def change(form):                  # H dX: the gradient is affine in X
+            return form.gradient(dX) - form.gradient(np.zeros_like(dX))
+
+        if xy is None:
+            dgrad = change(self.forms[0])
         else:
-            grad = self.forms[0].gradient(X)
-            rate = self.forms[0].rate(X, V)
+            (qx, qy), (x, y) = self.forms, xy
+            r2 = x * x + y * y
+            gx, gy = qx.gradient(X), qy.gradient(X)
+            dx, dy = np.sum(gx * dX), np.sum(gy * dX)
+            dgrad = ((dx * gy + x * change(qy) - dy * gx - y * change(qx)) / r2
+                     - 2.0 * (x * dx + y * dy) / r2 * grad)
+        tension = self.k * self.deflection(X) + self.c * rate
+        dtension = self.k * np.sum(grad * dX) + self.c * (np.sum(dgrad * V)
+                                                          + np.sum(grad * dV))
+        F -= dtension * grad + tension * dgrad
+
+    def apply(self, t, state, X, V, F):
+        grad, rate, _ = self._gradient_rate(X, V)
         F -= (self.k * self.deflection(X) + self.c * rate) * grad
 
     def potential(self, X):
