@@ -127,22 +127,34 @@ def _natcoord_qdd(model, q, qd):
     return js.accelerations(st.p, st.v, a), st
 
 
+def _qpos_rate(m, qpos, qvel):
+    """dqpos/dt: ``qvel`` for hinges and slides, ``v`` and ``½ q ⊗ (0, ω)`` (ω in body
+    axes, as MuJoCo's ``qvel``) for free and ball joints."""
+    out = np.zeros(m.nq)
+    for j in range(m.njnt):
+        iq, iv, kind = m.jnt_qposadr[j], m.jnt_dofadr[j], int(m.jnt_type[j])
+        if kind == mujoco.mjtJoint.mjJNT_FREE:
+            out[iq:iq + 3] = qvel[iv:iv + 3]
+            iq, iv = iq + 3, iv + 3
+        if kind in (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL):
+            mujoco.mju_mulQuat(out[iq:iq + 4], qpos[iq:iq + 4],
+                               np.concatenate([[0.0], qvel[iv:iv + 3]]))
+            out[iq:iq + 4] *= 0.5
+        else:
+            out[iq] = qvel[iv]
+    return out
+
+
 def _mujoco_passive_run(m, qpos, qvel, t_end):
-    """``(qpos, qvel)`` at t_end: ``mj_forward`` integrated by DOP853 (rtol 1e-12), the
-    quaternions by ``mj_integratePos`` from the start of each right-hand side."""
+    """MjData at t_end of ``mj_forward`` integrated by DOP853 (rtol 1e-12), the
+    quaternions normalized at the end."""
     d = mujoco.MjData(m)
 
     def rhs(t, y):
         d.qpos[:] = y[:m.nq]
         d.qvel[:] = y[m.nq:]
         mujoco.mj_forward(m, d)
-        qdot = np.zeros(m.nq)                    # dq/dt: mj_integratePos over dt → 0
-        h = 1e-7
-        plus, minus = y[:m.nq].copy(), y[:m.nq].copy()
-        mujoco.mj_integratePos(m, plus, d.qvel, h)
-        mujoco.mj_integratePos(m, minus, d.qvel, -h)
-        qdot[:] = (plus - minus) / (2 * h)
-        return np.concatenate([qdot, d.qacc])
+        return np.concatenate([_qpos_rate(m, y[:m.nq], y[m.nq:]), d.qacc])
 
     sol = solve_ivp(rhs, (0.0, t_end), np.concatenate([qpos, qvel]), method="DOP853",
                     rtol=1e-12, atol=1e-12)
