@@ -212,3 +212,25 @@ def test_connect_and_weld_between_sites(tmp_path):
     sol = nc.simulate(model, t_end=1.0, rtol=1e-9, proj_tol=1e-12)
     assert np.abs(sol.point("coupler", (1, 0, 0.5)) - sol.point("rocker", (1, 0, 0.5))).max() \
         < 1e-11
+
+
+def test_free_body_listed_first(tmp_path):
+    """A free box listed before a pendulum: MuJoCo's qpos has the free joint first,
+    natcoord's joint space the ground tree first (free roots follow); by name the
+    accelerations agree."""
+    text = """
+    <mujoco><option><flag contact="disable"/></option>
+      <worldbody>
+        <body name="box" pos="1 0 2" euler="10 20 30"><freejoint name="float"/>
+          <geom type="box" size="0.1 0.2 0.3"/></body>
+        <body name="pole" pos="0 0 1"><joint name="swing" axis="0 1 0" damping="0.1"/>
+          <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03"/></body>
+      </worldbody>
+    </mujoco>"""
+    path = tmp_path / "mixed.xml"
+    path.write_text(text)
+    model = nc.load_mjcf(path).build()
+    m = mujoco.MjModel.from_xml_path(str(path))
+    assert [m.joint(j).name for j in range(m.njnt)] == ["float", "swing"]
+    assert nc.joint_space(model).joint_names == ("swing", "box")
+    assert _compare(model, m) < 1e-12
