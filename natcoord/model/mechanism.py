@@ -419,8 +419,8 @@ class Mechanism:
         k = number(stiffness, "stiffness", where, "non-negative")
         c = number(damping, "damping", where, "non-negative")
         q0 = number(rest, "rest", where)
-        self.forces.append(JointSpringDamper(available[which], which != "slide", k, q0, c,
-                                             where))
+        forms = available[which]            # an angle is atan2 of two forms, a slide one form
+        self.forces.append(JointSpringDamper(forms, len(forms) == 2, k, q0, c, where))
 
     def set_joint_rate(self, joint, rate):
         """Prescribe the initial rate of a joint coordinate exactly.
