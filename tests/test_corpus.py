@@ -94,6 +94,7 @@ SWITCH_OFF = {
         _zero_joint_field("dof_armature"),
     "free joint stiffness and damping": _zero_joint_field("dof_damping"),
     "ball joint stiffness and damping": _zero_joint_field("dof_damping"),
+    "stiffness and damping of DOF without a joint coordinate": _zero_joint_field("dof_damping"),
     "tendons": _tendons_off,
     "equality constraints other than connect and weld": _equalities_off,
     "inactive equality constraints": lambda m, names: None,       # inactive in both

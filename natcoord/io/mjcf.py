@@ -170,10 +170,10 @@ def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
         except _Refused as err:
             refused.append(f"<body name=\"{body_names[b]}\">: {err}")
             continue
-        for spec, (joint, coordinate, sign) in zip(joints, added):
+        for spec, (joint, coordinate, sign, column) in zip(joints, added):
             dofs[spec["name"]] = {"joint": joint, "coordinate": coordinate, "sign": sign,
-                                  "kind": spec["kind"], "qpos": spec["qpos"],
-                                  "dof": spec["dof"]}
+                                  "column": column, "kind": spec["kind"],
+                                  "qpos": spec["qpos"], "dof": spec["dof"]}
             _joint_passive(m, mech, spec, joint, coordinate, sign, off, note)
 
     _gravity_compensation(m, d, mech, natcoord, body_names, off)
@@ -217,24 +217,25 @@ def body_joints(mech, parent, body, joints):
     """Join ``body`` to ``parent`` by MuJoCo's joint list ``joints`` (parent → child).
 
     The one dispatch of a body's joints. Returns, per MuJoCo joint, the
-    natcoord ``(joint name, coordinate, sign)`` its DOF became (coordinate
-    None: the joint's only one; ``"free"``/``"ball"`` for those kinds; sign
-    −1 where MuJoCo's axis is opposite natcoord's). Raises :class:`_Refused`
+    natcoord ``(joint name, coordinate, sign, column)`` its DOF became
+    (coordinate None: the joint's only one; ``"free"``/``"ball"`` for those
+    kinds; sign −1 where MuJoCo's axis is opposite natcoord's; column: its
+    joint-space column, or the joint's name for a ball or free joint). Raises :class:`_Refused`
     with the reason for a list no builder method models exactly.
     """
     kinds = [j["kind"] for j in joints]
     scale = max(1.0, max((np.abs(j["point"]).max() for j in joints), default=1.0))
     if kinds == ["free"]:
-        return [(body, "free", 1)]                # natcoord: a free body, named after it
+        return [(body, "free", 1, body)]          # natcoord: a free body, named after it
     if len(joints) == 1:
         (j,) = joints
         name = _joint_name(mech, j["name"])
         add = {"hinge": mech.add_revolute, "slide": mech.add_prismatic}.get(j["kind"])
         if add is not None:
             _built(lambda: add(parent, body, point=j["point"], axis=j["axis"], name=name))
-            return [(name, None, 1)]
+            return [(name, None, 1, name)]
         _built(lambda: mech.add_spherical(parent, body, point=j["point"], name=name))
-        return [(name, "ball", 1)]
+        return [(name, "ball", 1, name)]
     if len(joints) == 2:
         a, b = joints
         cosine = float(a["axis"] @ b["axis"])
@@ -248,14 +249,16 @@ def body_joints(mech, parent, body, joints):
             name = _joint_name(mech, a["name"])
             _built(lambda: mech.add_universal(parent, body, point=meet, axis_a=a["axis"],
                                               axis_b=b["axis"], name=name))
-            return [(name, "angle_a", 1), (name, "angle_b", 1)]
+            return [(name, "angle_a", 1, f"{name}.angle_a"),
+                    (name, "angle_b", 1, f"{name}.angle_b")]
         if sorted(kinds) == ["hinge", "slide"] and abs(abs(cosine) - 1.0) <= AXIS_TOL:
             hinge, slide = (a, b) if a["kind"] == "hinge" else (b, a)
             name = _joint_name(mech, a["name"])
             _built(lambda: mech.add_cylindrical(parent, body, point=hinge["point"],
                                                 axis=hinge["axis"], name=name))
             sign = 1 if cosine > 0 else -1
-            out = {hinge["name"]: (name, "angle", 1), slide["name"]: (name, "slide", sign)}
+            out = {hinge["name"]: (name, "angle", 1, f"{name}.angle"),
+                   slide["name"]: (name, "slide", sign, f"{name}.slide")}
             return [out[j["name"]] for j in joints]
     return _compound(mech, parent, body, joints)
 
@@ -287,6 +290,11 @@ def _joint_passive(m, mech, spec, joint, coordinate, sign, off, note):
         return
     if spec["kind"] in ("free", "ball"):
         note(f"{spec['kind']} joint stiffness and damping", spec["name"])
+        return
+    available = dict(next(j for j in mech.joints if j.name == joint).coordinates)
+    if (coordinate if coordinate is not None else next(iter(available), None)) \
+            not in available:                  # a DOF of a compound joint: no quadratic form
+        note("stiffness and damping of DOF without a joint coordinate", spec["name"])
         return
     rest = sign * float(m.qpos_spring[spec["qpos"]] - m.qpos0[spec["qpos"]])
     mech.add_joint_spring(joint, stiffness=k, rest=rest, damping=float(c[0]),
@@ -436,7 +444,8 @@ def from_mujoco(model, qpos, qvel=None, qacc=None):
     q, qd, qdd = {}, {}, {}
     mujoco = _mujoco("converting MuJoCo joint positions")
     for entry in report["dofs"].values():
-        joint, coordinate, sign = entry["joint"], entry["coordinate"], entry["sign"]
+        joint, coordinate, sign, column = (entry[k] for k in ("joint", "coordinate", "sign",
+                                                               "column"))
         iq, iv = entry["qpos"], entry["dof"]
         if coordinate == "free":
             body = bodies[joint]
@@ -446,23 +455,22 @@ def from_mujoco(model, qpos, qvel=None, qacc=None):
             R = R.reshape(3, 3)
             quat = np.zeros(4)
             mujoco.mju_mat2Quat(quat, (A.T @ R).ravel())
-            q[joint] = np.concatenate([A.T @ (np.asarray(qpos[iq:iq + 3]) - x0),
+            q[column] = np.concatenate([A.T @ (np.asarray(qpos[iq:iq + 3]) - x0),
                                        quat[[1, 2, 3, 0]]])
             if qvel is not None:
                 v_body = R.T @ np.asarray(qvel[iv:iv + 3])
                 w = np.asarray(qvel[iv + 3:iv + 6], float)
-                qd[joint] = np.concatenate([v_body, w])
+                qd[column] = np.concatenate([v_body, w])
                 if qacc is not None:
-                    qdd[joint] = np.concatenate([R.T @ np.asarray(qacc[iv:iv + 3])
+                    qdd[column] = np.concatenate([R.T @ np.asarray(qacc[iv:iv + 3])
                                                  - np.cross(w, v_body),
                                                  np.asarray(qacc[iv + 3:iv + 6])])
         elif coordinate == "ball":
-            q[joint] = np.asarray(qpos[iq:iq + 4], float)[[1, 2, 3, 0]]
+            q[column] = np.asarray(qpos[iq:iq + 4], float)[[1, 2, 3, 0]]
             for out, values in ((qd, qvel), (qdd, qacc)):
                 if values is not None:
-                    out[joint] = np.asarray(values[iv:iv + 3], float)
+                    out[column] = np.asarray(values[iv:iv + 3], float)
         else:
-            column = joint if coordinate is None else f"{joint}.{coordinate}"
             q[column] = sign * (qpos[iq] - report["qpos0"][iq])
             for out, values in ((qd, qvel), (qdd, qacc)):
                 if values is not None:
