@@ -6,8 +6,8 @@ For each imported model, at a few seeded random states, natcoord's joint
 accelerations equal the peer's — MuJoCo's ``mj_forward`` (MJCF) or
 Pinocchio's ``aba`` (URDF) — to 1e-9 relative, and a passive run of 1 s stays
 within 1e-7 m of the peer's (an accurate integration of ``mj_forward`` /
-``aba`` with SciPy's DOP853 at rtol 1e-12; to keep the test near 30 s, 0.3 s
-for MJCF and 0.1 s for URDF models of more than 12 bodies).
+``aba`` with SciPy's DOP853 at rtol 1e-12; to keep the test near 30 s, 0.1 s
+for models of more than 12 DOF).
 
 On the MuJoCo side contacts and joint limits are off (``opt.disableflags``),
 and so is each feature the import report lists as not modelled — and only
@@ -35,6 +35,7 @@ except ImportError:                     # the URDF half runs without it
 REL = 1e-9             # joint accelerations, relative to the largest (at least 1)
 RUN_TOL = 1e-7         # m, body origins after the passive run
 STATES = 2             # random states per model
+BIG = 12               # models with more DOF get a 0.1 s passive run (test time)
 
 
 def _suite_files():
@@ -206,7 +207,7 @@ def test_dm_control_suite_model(name):
         assert np.abs(qdd - want).max() <= REL * max(1.0, np.abs(want).max()), name
 
     # passive run from the last state: body origins against MuJoCo's
-    t_end = 1.0 if model.n_bodies <= 12 else 0.3
+    t_end = 1.0 if js.nv <= BIG else 0.1
     start_qpos, start_qvel = np.array(d.qpos), np.array(d.qvel)
     sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
                       proj_tol=1e-13)
@@ -220,9 +221,11 @@ def test_dm_control_suite_model(name):
 
 
 def _check_mjcf_refusal(path, message):
-    """One message, naming exactly the bodies whose joints are none of the builder's
-    patterns (one joint; two perpendicular hinges whose axis lines meet; a hinge and a
-    slide on one line) or that have no mass — worked out here from MuJoCo's model."""
+    """One message naming every body whose joint list the builder refuses — each body's
+    list offered to the importer's dispatch alone, in a mechanism of its own, with
+    MuJoCo's anchors and axes — and nothing else (the suite has no massless bodies:
+    MuJoCo refuses them)."""
+    from natcoord.io.mjcf import Refusal, body_joints
     m = mujoco.MjModel.from_xml_path(path)
     d = mujoco.MjData(m)
     mujoco.mj_kinematics(m, d)
@@ -231,27 +234,27 @@ def _check_mjcf_refusal(path, message):
                           f"(every body is welded to the world); natcoord needs at least one"
         return
     expected = {m.body(b).name for b in range(1, m.nbody)
-                if m.body_weldid[b] == b and (_beyond_the_builder(m, d, b)
-                                              or m.body_subtreemass[b] == 0)}
+                if m.body_weldid[b] == b and _refused_alone(m, d, b, body_joints, Refusal)}
+    assert expected
     assert message.startswith(f"{path}: cannot be imported exactly ({len(expected)} element")
-    named = [part.split('"')[1] for part in message.split("; ")]
+    named = [part.split('"')[1] for part in message.split("; <")]
     assert sorted(named) == sorted(expected)
 
 
-def _beyond_the_builder(m, d, b):
-    joints = range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
-    kinds = sorted(int(m.jnt_type[j]) for j in joints)
-    if len(kinds) == 1:
-        return False
-    if len(kinds) != 2:
+def _refused_alone(m, d, b, body_joints, Refusal):
+    """Whether the dispatch refuses body b's joints between two unit bodies."""
+    mech = nc.Mechanism()
+    for name, i in (("parent", m.body_parentid[b]), ("child", b)):
+        mech.add_body(name, 1.0, com=d.xpos[i], inertia=np.eye(3) * 0.1, origin=d.xpos[i],
+                      axes=d.xmat[i].reshape(3, 3))
+    joints = [{"name": m.joint(j).name, "kind": {0: "free", 1: "ball", 2: "slide", 3: "hinge"}[
+        int(m.jnt_type[j])], "point": np.array(d.xanchor[j]), "axis": np.array(d.xaxis[j])}
+        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
+    try:
+        body_joints(mech, "parent", "child", joints)
+    except Refusal:
         return True
-    (x1, x2), (u1, u2) = d.xanchor[list(joints)], d.xaxis[list(joints)]
-    if kinds == [mujoco.mjtJoint.mjJNT_SLIDE, mujoco.mjtJoint.mjJNT_HINGE]:
-        return abs(abs(u1 @ u2) - 1) > 1e-9
-    if kinds == [mujoco.mjtJoint.mjJNT_HINGE] * 2 and abs(u1 @ u2) < 1e-9:
-        n = np.cross(u1, u2)                     # perpendicular lines meet: no offset along n
-        return abs((x2 - x1) @ n) > 1e-9
-    return True
+    return False
 
 
 # ------------------------------------------------------------------ URDF
@@ -321,7 +324,7 @@ def test_example_robot_data_model(relative, robots_folder):
     pm = pin.buildModelFromUrdf(str(path))
     pd = pm.createData()
     js = nc.joint_space(model)
-    assert list(js.joint_names) == list(pm.names)[1:] and js.nv == pm.nv
+    assert list(js.v_names) == list(pm.names)[1:]           # one column per URDF joint
     rng = np.random.default_rng(23)
     for _ in range(STATES):
         theta, v = 0.5 * rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
@@ -330,7 +333,7 @@ def test_example_robot_data_model(relative, robots_folder):
         assert np.abs(qdd - expected).max() <= REL * max(1.0, np.abs(expected).max()), \
             relative                         # a floor of 1 rad/s²: iris' q̈ are all zero
 
-    t_end = 1.0 if model.n_bodies <= 12 else 0.1
+    t_end = 1.0 if js.nv <= BIG else 0.1
     sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
                       proj_tol=1e-13)
     ref = solve_ivp(lambda t, y: np.concatenate([y[pm.nv:], pin.aba(

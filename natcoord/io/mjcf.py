@@ -69,8 +69,9 @@ POINT_TOL = 1e-9
 AXIS_TOL = 1e-9
 
 
-class _Refused(Exception):
-    """A body or element the builder cannot express exactly; collected per file."""
+class Refusal(ValueError):
+    """A body's joint list the builder cannot express exactly (:func:`body_joints`);
+    the importer collects them into one ``ValueError`` per file."""
 
 
 def _mujoco(purpose):
@@ -167,7 +168,7 @@ def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
                   range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
         try:
             added = body_joints(mech, parent, body_names[b], joints)
-        except _Refused as err:
+        except Refusal as err:
             refused.append(f"<body name=\"{body_names[b]}\">: {err}")
             continue
         for spec, (joint, coordinate, sign, column) in zip(joints, added):
@@ -220,7 +221,7 @@ def body_joints(mech, parent, body, joints):
     natcoord ``(joint name, coordinate, sign, column)`` its DOF became
     (coordinate None: the joint's only one; ``"free"``/``"ball"`` for those
     kinds; sign −1 where MuJoCo's axis is opposite natcoord's; column: its
-    joint-space column, or the joint's name for a ball or free joint). Raises :class:`_Refused`
+    joint-space column, or the joint's name for a ball or free joint). Raises :class:`Refusal`
     with the reason for a list no builder method models exactly.
     """
     kinds = [j["kind"] for j in joints]
@@ -267,7 +268,7 @@ def _compound(mech, parent, body, joints):
     """The single call site of ``Mechanism.add_compound`` (several joints in one body,
     being added to the builder): until it exists, such a body is refused."""
     described = ", ".join(f"{j['kind']} {j['name']!r}" for j in joints)
-    raise _Refused(f"its joints ({described}) are not one hinge, slide, ball or free "
+    raise Refusal(f"its joints ({described}) are not one hinge, slide, ball or free "
                    f"joint, two hinges with perpendicular axes that meet (universal) or a "
                    f"hinge and a slide along one line (cylindrical)")
 
@@ -277,7 +278,7 @@ def _built(action):
     try:
         return action()
     except ValueError as err:
-        raise _Refused(str(err)) from None
+        raise Refusal(str(err)) from None
 
 
 def _joint_passive(m, mech, spec, joint, coordinate, sign, off, note):
