@@ -99,11 +99,16 @@ def load_mjcf(path, t_end=10.0) -> Mechanism:
     except (ValueError, OSError) as err:      # MuJoCo's compiler error names the element
         raise ValueError(f"{path}: MuJoCo cannot compile the file: "
                          f"{' '.join(str(err).split())}") from None
-    return from_mjmodel(m, name=path.stem, source=str(path), t_end=t_end)
+    return _mechanism(m, path.stem, str(path), t_end)
 
 
 def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
     """A :class:`Mechanism` from a compiled ``mujoco.MjModel`` (see :func:`load_mjcf`)."""
+    return _mechanism(m, name, source, t_end)
+
+
+def _mechanism(m, name, source, t_end):
+    """The import itself; its warning names the caller of load_mjcf/from_mjmodel."""
     mujoco = _mujoco("reading MuJoCo models")
     d = mujoco.MjData(m)
     mujoco.mj_kinematics(m, d)                   # qpos0: the reference configuration
@@ -192,7 +197,7 @@ def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
     if not_modelled:
         warnings.warn(f"{source}: imported without " + "; ".join(
             f"{what}: {', '.join(items)}" for what, items in not_modelled.items())
-            + " (mech.import_report['not_modelled'])", UserWarning, stacklevel=2)
+            + " (mech.import_report['not_modelled'])", UserWarning, stacklevel=3)
     return mech
 
 

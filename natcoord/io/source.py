@@ -54,7 +54,9 @@ def _model_file(args):
     try:
         return load(path).build()
     except (ValueError, TypeError, ImportError) as err:   # ImportError: MJCF without mujoco
-        raise ValueError(f"{path}: {err}") from None
+        message = str(err)              # the importers' messages name the file already
+        raise ValueError(message if message.startswith(str(path))
+                         else f"{path}: {message}") from None
 
 
 def _parameter(parameter, text):
