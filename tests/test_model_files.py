@@ -277,7 +277,7 @@ def hexapod_mjcf():
         c, s = B[f"cylinder{k}"], B[f"piston{k}"]
         length = float(np.linalg.norm(s.origin - c.origin))
         out.append(f'<body name="cylinder{k}" pos="{_v(c.origin)}" quat="{_v(_quat(c.axes))}">'
-                   f'<joint name="U{k}" type="hinge" axis="1 0 0" damping="0.1"/>'
+                   f'<joint name="U{k}" type="hinge" axis="1 0 0"/>'
                    f'<joint name="U{k}b" type="hinge" axis="0 1 0"/>'
                    f'{_mjcf_inertial(c.mass, c.com, c.inertia)}'
                    f'<body name="piston{k}" pos="0 0 {length!r}">'
@@ -405,7 +405,10 @@ def test_urdf_loop_joints_argument(tmp_path):
 
 def test_mjcf_weld_and_nested_weld(tmp_path):
     """A pendulum made of two bodies: welded by <equality><weld> (second body on a
-    freejoint) and by nesting without a joint both equal the native add_fixed."""
+    freejoint) equals the native add_fixed; nested without a joint, MuJoCo welds
+    the second body to the first, which natcoord lumps into one body (mass,
+    centre of mass and inertia by the parallel-axis theorem) with the same motion
+    and keeps as a named frame."""
     I = nc.rod_inertia(1.0, 1.0, 0.1, axis=1)
     native = nc.Mechanism(gravity=(0, 0, -9.81))
     native.add_body("a", 1.0, com=(0, 0, -0.5), inertia=I)
@@ -419,12 +422,27 @@ def test_mjcf_weld_and_nested_weld(tmp_path):
     weld = (f'<mujoco><worldbody><body name="a"><joint axis="0 1 0"/>{ia}</body>'
             f'<body name="b" pos="0 0 -1"><freejoint/>{ib}</body></worldbody>'
             f'<equality><weld body1="a" body2="b" anchor="0 0 -1"/></equality></mujoco>')
+    model = nc.load_mjcf(_write(tmp_path, "weld.xml", weld)).build()
+    assert nc.assemble(model).dof == 1
+    _compare_at_initial_state(native, model, 1e-12)
+
     nested = (f'<mujoco><worldbody><body name="a"><joint axis="0 1 0"/>{ia}'
               f'<body name="b" pos="0 0 -1">{ib}</body></body></worldbody></mujoco>')
-    for text in (weld, nested):
-        model = nc.load_mjcf(_write(tmp_path, "weld.xml", text)).build()
-        assert nc.assemble(model).dof == 1
-        _compare_at_initial_state(native, model, 1e-12)
+    mech = nc.load_mjcf(_write(tmp_path, "nested.xml", nested))
+    (body,) = mech.bodies
+    com = (1.0 * np.array([0, 0, -0.5]) + 2.0 * np.array([0.3, 0, -1.0])) / 3.0
+    inertia = sum(Ik + mk * ((x - com) @ (x - com) * np.eye(3) - np.outer(x - com, x - com))
+                  for mk, x, Ik in ((1.0, np.array([0, 0, -0.5]), I),
+                                    (2.0, np.array([0.3, 0, -1.0]), 2 * I)))
+    assert body.mass == pytest.approx(3.0, rel=1e-14)
+    assert np.allclose(body.com, com, rtol=0, atol=1e-14)
+    assert np.allclose(body.inertia, inertia, rtol=0, atol=1e-13)
+    assert np.allclose(mech.frames["b"].origin, (0, 0, -1.0), rtol=0, atol=1e-15)
+    lumped = mech.build()
+    state = nc.assemble(native).state
+    a_native, _, _ = nc.accelerations(native, state)
+    a, _, _ = nc.accelerations(lumped, nc.State(0.0, state.p[:12], state.v[:12]))
+    assert np.abs(a - a_native[:12]).max() <= 1e-12 * np.abs(a_native).max()
 
 
 @pytest.mark.parametrize("fmt, text, message", [
@@ -444,16 +462,19 @@ def test_mjcf_weld_and_nested_weld(tmp_path):
     ("urdf", '<robot><link name="a"', "not well-formed"),
     ("urdf", '<mujoco/>', "expected <robot>"),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint/></body></worldbody></mujoco>',
-     r'<body name="x">: has no <inertial>'),
+     r"bad.xml: MuJoCo cannot compile the file: .*mass"),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint type="hinge"/>'
              '<joint type="slide" axis="1 0 0"/>'
              '<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/></body></worldbody>'
-             '</mujoco>', r"joints \['hinge', 'slide'\] are not supported"),
+             '</mujoco>', r'<body name="x">: its joints \(hinge .*, slide .*\) are not one'),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint/><inertial pos="0 0 0" mass="1" '
-             'diaginertia="1 1 1"/></body></worldbody><equality><joint joint1="a"/>'
-             '</equality></mujoco>', "only <connect> and <weld>"),
+             'diaginertia="1 1 1"/></body><body name="y" pos="1 0 0"><joint/>'
+             '<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/></body></worldbody>'
+             '<equality><weld body1="x" body2="y" relpose="0 0 0 1 0 0 0"/></equality>'
+             '</mujoco>', r'<equality><weld name="equality0">: its two points are 1 m apart'),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint/><inertial pos="0 0 0" mass="-1" '
-             'diaginertia="1 1 1"/></body></worldbody></mujoco>', r'<body name="x">: body'),
+             'diaginertia="1 1 1"/></body></worldbody></mujoco>',
+     r"MuJoCo cannot compile the file"),
 ])
 def test_bad_robot_files(fmt, text, message, tmp_path):
     path = _write(tmp_path, f"bad.{'urdf' if fmt == 'urdf' else 'xml'}", text)
@@ -518,6 +539,3 @@ def test_mjcf_inertia_from_geoms(tmp_path):
     assert body.mass == pytest.approx(m, rel=1e-12)
     assert np.allclose(body.com, c, rtol=0, atol=1e-14)
     assert np.allclose(body.inertia, I, rtol=0, atol=1e-10 * np.abs(I).max())
-    with pytest.raises(ValueError, match=r'<geom name="1" type="mesh">: inertia from mesh'):
-        nc.load_mjcf(_write(tmp_path, "mesh.xml", '<mujoco><worldbody><body name="x">'
-                            '<geom type="mesh" mesh="m"/></body></worldbody></mujoco>'))

@@ -14,6 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(ROOT.glob("notebooks/*.ipynb"))
 CELL_TIMEOUT = 120  # seconds, per cell
+#: what a notebook needs beyond the test extra — modules, and installed distributions
+#: (the ``peers`` and ``models`` extras); it is skipped without them
+REQUIRES = {"robots.ipynb": (("mujoco", "pinocchio", "dm_control"), ("example-robot-data",))}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -58,8 +61,18 @@ def run_notebook(path, tmp_path, monkeypatch, timeout=CELL_TIMEOUT):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path, monkeypatch):
+    from importlib import metadata
     from nbclient.exceptions import CellExecutionError
 
+    modules, distributions = REQUIRES.get(path.name, ((), ()))
+    for module in modules:
+        pytest.importorskip(module, reason=f"{path.name} needs {module} "
+                                           f"(pip install natcoord[peers,models])")
+    for name in distributions:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            pytest.skip(f"{path.name} needs {name} (pip install natcoord[models])")
     error = None
     try:
         run_notebook(path, tmp_path, monkeypatch)

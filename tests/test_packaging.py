@@ -40,6 +40,25 @@ def test_plotting_without_matplotlib_names_the_extra():
     assert "pip install natcoord[plot]" in out.stdout
 
 
+def test_mjcf_without_mujoco_names_the_extra(tmp_path):
+    """MJCF is read by MuJoCo's compiler: without the package, one ImportError
+    naming the extra (and the command line says it in one line, exit status 2)."""
+    path = tmp_path / "pendulum.xml"
+    path.write_text('<mujoco><worldbody><body><joint/><geom size="0.1"/></body>'
+                    '</worldbody></mujoco>')
+    block = _BLOCK_MPL.replace('name == "matplotlib" or name.startswith("matplotlib.")',
+                               'name == "mujoco" or name.startswith("mujoco.")')
+    code = ("import natcoord as nc\ntry:\n    nc.load_mjcf(sys.argv[1])\n"
+            "except ImportError as err:\n    print(err)\n"
+            "from natcoord.cli import main\nprint('exit', main(['info', sys.argv[1]]))\n")
+    out = subprocess.run([sys.executable, "-c", block + code, str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "reading MJCF files needs mujoco" in out.stdout
+    assert "pip install natcoord[mjcf]" in out.stdout
+    assert "exit 2" in out.stdout and "pip install natcoord[mjcf]" in out.stderr
+
+
 def test_python_dash_m_natcoord_runs_the_cli():
     out = subprocess.run([sys.executable, "-m", "natcoord", "--help"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)

@@ -129,12 +129,25 @@ def _nested_mjcf(n):
 
 
 def test_mjcf_deep_nesting_loads(tmp_path):
-    path = _write(tmp_path, "chain.xml", _nested_mjcf(1000))
-    mech = nc.load_mjcf(path)
+    """The importer walks MuJoCo's compiled body arrays, not the XML tree: a chain
+    of 1000 nested bodies (deeper than MuJoCo's XML parser reads, so built with
+    ``MjSpec``) imports; the parser's own refusal names the file."""
+    mujoco = pytest.importorskip("mujoco")
+    from natcoord.io.mjcf import from_mjmodel
+    spec = mujoco.MjSpec()
+    parent = spec.worldbody
+    for _ in range(1000):
+        parent = parent.add_body(pos=[0, 0, -0.1], mass=1.0, ipos=[0, 0, -0.05],
+                                 inertia=[1e-3, 1e-3, 1e-4], explicitinertial=True)
+        parent.add_joint(type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 1, 0])
+    mech = from_mjmodel(spec.compile())
     assert [b.name for b in mech.bodies] == [f"body{k}" for k in range(1, 1001)]
     assert len(mech.joints) == 1000
     assert np.allclose(mech.bodies[-1].origin, (0, 0, -100.0))
     assert mech.joints[1].bodies == (0, 1)
+    path = _write(tmp_path, "chain.xml", _nested_mjcf(1000))
+    with pytest.raises(ValueError, match=r"chain.xml: MuJoCo cannot compile the file: .*deep"):
+        nc.load_mjcf(path)
 
 
 # ------------------------------------------------ strict, with or without jsonschema
@@ -259,6 +272,8 @@ FAILING_CALLS = {                # method -> calls that fail after a valid first
                         stiffness=10.0)],
     "add_cartesian_spring": [dict(a="crank0", b="slider", point_a=(0, 1, 0),
                                   point_b=(3, 0, 0), stiffness=(1, 1, -1))],
+    "add_joint_spring": [dict(joint="c", stiffness=1.0, coordinate="twist"),
+                         dict(joint="c", stiffness=-1.0)],
     "add_force": [dict(body="ground", point=(0, 0, 0), force=(1, 0, 0))],
     "add_torque": [dict(body="slider", torque=(0, 0, np.inf))],
 }

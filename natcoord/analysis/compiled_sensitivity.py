@@ -21,7 +21,8 @@ and the dense output (linear in the step's data) — with these right-hand sides
   ``∂T/∂c = l̇``, ``∂T/∂l0 = −k`` of a spring, or the scale of a constant
   torque, whose ``df = ½ τ × e_k`` moves with the body's axes.
 
-For models :func:`natcoord.integrate.compiled.compilable` accepts, the block solver
+For models :func:`natcoord.integrate.compiled.compilable` accepts without joint
+spring–dampers, the block solver
 without refinement, and drives that are absent or compiled; the parameters of
 :data:`PARAMETERS`. :func:`natcoord.analysis.sensitivity.sensitivities` keeps its
 Python sweep for everything else.
@@ -36,7 +37,7 @@ from ..core import engine
 from ..integrate import compiled as cc
 from ..dynamics.linearization import parameter_direction
 from ..model.parameters import loads
-from ..model.forces import Torque
+from ..model.forces import JointSpringDamper, Torque
 from ..linalg.blockldl import make_work
 
 #: memory for the stage factorizations of one round of steps (``advance_swept``):
@@ -72,8 +73,11 @@ T_OLD, STEP, T_NEW, STARTED = range(4)
 def supported(model, solver, params):
     """True if the compiled sweep covers ``model`` solved by ``solver`` (a
     :class:`~natcoord.linalg.base.KKTSolver`) and the parameter names ``params``."""
+    # joint spring–dampers have no derivative in the core's sweep: the Python
+    # sweep differentiates them (natcoord.dynamics.linearization)
     return (solver.name == "block" and not solver.refine
             and cc.compilable(model)
+            and not any(isinstance(f, JointSpringDamper) for f in model.forces)
             and (model.n_weights == 1 or model.tables.laws is not None)
             and all(name in ("p0", "v0") or name.partition(":")[0] in PARAMETERS
                     for name in params))

@@ -14,7 +14,7 @@ and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap
   difference ``dG = (G(p + dp) − G(p − dp)) / 2`` (likewise ``dγ`` with
   ``(p ± dp, v ± dv)``) has no truncation error: it is the derivative.
 * ``M`` depends on the mass parameters only; gravity is constant in p.
-* Spring–dampers and Cartesian spring–dampers are differentiated
+* Spring–dampers, Cartesian and joint spring–dampers are differentiated
   analytically (a Cartesian one is skipped for directions that do not move
   its bodies: the Jacobian's columns cost O(1) each). Other applied forces
   (point forces, torques, possibly user callables of ``(t, state)``) by
@@ -37,7 +37,7 @@ from ..model.derived import derived
 from ..model.drives import parameter_weights
 from .workspace import Workspace
 from ..model.expressions import stacked
-from ..model.forces import CartesianSpringDamper, SpringDamper
+from ..model.forces import CartesianSpringDamper, JointSpringDamper, SpringDamper
 from ..model.kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from ..model.frozen import State
 from ..model.parameters import (PARAMETER_NAMES, driven_joint, named_body, named_load,
@@ -229,6 +229,8 @@ class LinearizationPoint:
         for force in self.model.forces:
             if isinstance(force, CartesianSpringDamper):
                 cartesian_spring_derivative(force, self.X, self.V, dX, dV, F)
+            elif isinstance(force, JointSpringDamper):
+                force.derivative(self.X, self.V, dX, dV, F)
             elif not isinstance(force, SpringDamper) and (dX.any() or dV.any()):
                 self._force_difference(force, dX, dV, F)
         return F

@@ -12,7 +12,8 @@ core's codes (statuses, projection modes, force kinds, record kinds, counter and
 
 Built-in forces are flattened into arrays (:func:`flatten_forces`): gravity
 and constant point forces as constant slot forces, constant torques
-(``½ τ × e_k``) and linear spring–dampers. Callable forces have no compiled
+(``½ τ × e_k``), linear spring–dampers and joint spring–dampers (their
+coordinates' quadratic forms). Callable forces have no compiled
 form; :func:`flatten_forces` returns ``None`` for such a model and the
 caller keeps the Python path.
 """
@@ -23,7 +24,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..core import engine
-from ..model.forces import PointForce, SpringDamper, Torque
+from ..model.forces import JointSpringDamper, PointForce, SpringDamper, Torque
 from ..model.derived import derived
 from ..model.drives import NO_LAWS
 from ..dynamics.projection import size_factor
@@ -56,7 +57,7 @@ MODES = {"position+velocity": PROJECT_POSITIONS_AND_VELOCITIES,
          "velocity": PROJECT_VELOCITIES, "none": NO_PROJECTION, "baumgarte": BAUMGARTE}
 
 #: force kinds in the flattened force list
-POINT_FORCE, TORQUE, SPRING = 0, 1, 2
+POINT_FORCE, TORQUE, SPRING, JOINT_SPRING = 0, 1, 2, 3
 
 #: kinds of the records :func:`advance` writes
 STEP_RECORD, OUTPUT_RECORD = 0, 1
@@ -72,7 +73,8 @@ Tables = namedtuple("Tables", [
     "pattern_row", "pattern_slot", "J4", "gravity_force",
     "force_kind", "force_index", "aff_ptr", "aff_slot", "aff_coef", "aff_const",
     "pf_aff", "pf_vec", "tq_body", "tq_vec", "sp_a", "sp_b", "sp_k", "sp_l0", "sp_c",
-    "laws", "size_factor"])
+    "js_f0", "js_f1", "js_k", "js_rest", "js_c", "js_qptr", "js_qa", "js_qb", "js_qc",
+    "js_lptr", "js_la", "js_ld", "js_const", "laws", "size_factor"])
 
 Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
@@ -105,9 +107,14 @@ def flatten_forces(model):
 
     A point is an :class:`~natcoord.model.expressions.Affine` ``Σ c_s x_s + d``; point
     ``e`` has terms ``aff_slot/aff_coef[aff_ptr[e]:aff_ptr[e+1]]`` and constant
-    ``aff_const[e]``. Returns None if a force is a callable or of another type.
+    ``aff_const[e]``. A joint spring's coordinate is one quadratic form (a slide,
+    ``js_f1 = −1``) or two (``θ = atan2(Q[js_f1], Q[js_f0])``); form ``f`` has the
+    quadratic terms ``js_qa/js_qb/js_qc[js_qptr[f]:js_qptr[f+1]]``, the linear terms
+    ``js_la/js_ld[js_lptr[f]:js_lptr[f+1]]`` and the constant ``js_const[f]``.
+    Returns None if a force is a callable or of another type.
     """
     kinds, index = [], []
+    js_f, js_k, js_rest, js_c, forms = [], [], [], [], []
     affines, pf_aff, pf_vec, tq_body, tq_vec = [], [], [], [], []
     sp_a, sp_b, sp_k, sp_l0, sp_c = [], [], [], [], []
 
@@ -134,6 +141,14 @@ def flatten_forces(model):
             sp_k.append(force.k)
             sp_l0.append(force.l0)
             sp_c.append(force.c)
+        elif type(force) is JointSpringDamper:
+            kinds.append(JOINT_SPRING)
+            index.append(len(js_k))
+            js_f.append([len(forms), len(forms) + 1 if force.angle else -1])
+            forms.extend(force.forms)
+            js_k.append(force.k)
+            js_rest.append(force.rest)
+            js_c.append(force.c)
         else:
             return None
     ptr = np.cumsum([0] + [len(a.terms) for a in affines]).astype(np.int64)
@@ -150,7 +165,17 @@ def flatten_forces(model):
     return dict(force_kind=i64(kinds), force_index=i64(index), aff_ptr=ptr, aff_slot=slots,
                 aff_coef=coefs, aff_const=consts, pf_aff=i64(pf_aff), pf_vec=f64(pf_vec, (-1, 3)),
                 tq_body=i64(tq_body), tq_vec=f64(tq_vec, (-1, 3)), sp_a=i64(sp_a),
-                sp_b=i64(sp_b), sp_k=f64(sp_k), sp_l0=f64(sp_l0), sp_c=f64(sp_c))
+                sp_b=i64(sp_b), sp_k=f64(sp_k), sp_l0=f64(sp_l0), sp_c=f64(sp_c),
+                js_f0=i64([f[0] for f in js_f]), js_f1=i64([f[1] for f in js_f]),
+                js_k=f64(js_k), js_rest=f64(js_rest), js_c=f64(js_c),
+                js_qptr=i64(np.cumsum([0] + [len(q.quad) for q in forms])),
+                js_qa=i64([a for q in forms for a, _ in q.quad]),
+                js_qb=i64([b for q in forms for _, b in q.quad]),
+                js_qc=f64([c for q in forms for c in q.quad.values()]),
+                js_lptr=i64(np.cumsum([0] + [len(q.lin) for q in forms])),
+                js_la=i64([a for q in forms for a in q.lin]),
+                js_ld=f64([d for q in forms for d in q.lin.values()], (-1, 3)),
+                js_const=f64([q.const for q in forms]))
 
 
 def make_tables(model):

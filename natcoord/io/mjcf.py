@@ -1,296 +1,484 @@
-"""Import MJCF (MuJoCo XML) robot descriptions (docs/model-format.md).
+"""Import MJCF (MuJoCo XML) through MuJoCo's own compiler (docs/model-format.md#mjcf).
 
-The MuJoCo model at ``qpos0`` is the reference configuration of the natcoord
-mechanism; ``<worldbody>`` is ground, every nested ``<body>`` a natcoord body
-whose frame is the body frame. What the builder cannot express fails with an
-error naming the element.
+MuJoCo (the optional ``mujoco`` package, ``pip install natcoord[mjcf]``)
+compiles the file — defaults and classes, ``<include>``, ``<frame>``,
+``childclass``, ``settotalmass``, ``inertiafromgeom``, mesh inertias and every
+orientation convention are resolved as MuJoCo resolves them — and the
+natcoord :class:`Mechanism` is read from the *compiled* ``MjModel`` at
+``qpos0`` (``mj_kinematics``), which is the reference configuration:
 
-Nested ``<body>`` (pos; quat, axisangle, euler, xyaxes or zaxis;
-``<inertial>``, or the inertia of box/sphere/cylinder/capsule/ellipsoid
-geoms as MuJoCo derives it), ``<joint>`` hinge/slide/ball/free and
-``<freejoint>``: no joint welds the body to its parent, one joint connects
-it, two hinges at one point with perpendicular axes make a universal joint,
-a hinge and a slide along one axis a cylindrical one; ``<equality>``
-``<connect>`` (spherical joint) and ``<weld>`` (fixed joint) close loops.
-Gravity from ``<option gravity>``; ``<compiler angle eulerseq>`` honoured.
+* **Bodies.** A body with joints is a natcoord body, its frame the MuJoCo
+  body frame at ``qpos0`` (``xpos``, ``xmat``), its mass, centre of mass and
+  inertia ``body_mass``, ``body_ipos`` and ``body_inertia`` turned by
+  ``body_iquat``. A body without joints is welded to its parent (MuJoCo's
+  ``body_weldid``): its mass properties are lumped into the body it is welded
+  to (exact: a rigid union) and it stays addressable as a named frame
+  (``mech.frames``); bodies welded to the world are ground.
+* **Joints** (:func:`body_joints`, the one dispatch of a body's joint list):
+  one hinge, slide or ball joint; two hinges at one point with perpendicular
+  axes (a universal joint, b relative to a ``Rot(axis₁, q₁) Rot(axis₂, q₂)`` —
+  MuJoCo's order; two perpendicular hinge axes whose lines meet, as a hinge
+  turns about its axis line wherever its anchor is on it); a hinge and a slide along one line (a cylindrical joint);
+  a free joint (a free body). The axes and anchors are MuJoCo's ``xaxis`` and
+  ``xanchor`` at ``qpos0``, so a hinge or slide coordinate *is* MuJoCo's
+  ``qpos − qpos0`` (sign and zero), and joint space follows MuJoCo's qpos
+  order (bodies depth first, a body's joints in order). Other joint lists are
+  refused (pending ``Mechanism.add_compound``).
+* **Ball and free joints.** natcoord's spherical coordinate is the
+  quaternion ``(x, y, z, w)`` of the child relative to its parent in the
+  child's axes: MuJoCo's ball ``qpos`` ``(w, x, y, z)`` reordered, its
+  ``qvel`` the same angular velocity. A free body's coordinates are relative
+  to its reference placement ``(x₀, A)``: position ``Aᵀ (x − x₀)``,
+  quaternion of ``Aᵀ R`` and ``q̇ = (Rᵀ ẋ, ω_body)`` (Pinocchio's), where
+  MuJoCo's free ``qpos`` is the world position and quaternion and its
+  ``qvel`` the world velocity and the body-frame angular velocity;
+  :func:`from_mujoco` converts.
+* **Forces.** ``opt.gravity`` (zero with ``<flag gravity="disable"/>``);
+  gravity compensation ``body_gravcomp`` as the constant force
+  ``−gravcomp · m g`` at each centre of mass; hinge and slide ``stiffness``
+  (rest ``qpos_spring``) and ``damping`` as joint spring–dampers
+  (:meth:`Mechanism.add_joint_spring`), unless the spring/damper flags
+  disable them.
+* **Loops.** ``<equality>`` ``connect`` and ``weld`` between bodies or sites
+  become exact spherical and fixed joints (MuJoCo's are soft); a weld whose
+  ``relpose`` is not the reference pose is refused.
+
+Everything else that acts in MuJoCo — contacts, joint limits, armature
+(a constant mass matrix cannot hold it exactly: docs/model-format.md),
+friction loss, tendons, actuators, sensors, fluid forces, other equality
+constraints, mocap motion, ball/free joint springs and dampers — is not
+modelled: it is named, element by element, in one ``UserWarning`` per file
+and kept on ``mech.import_report["not_modelled"]`` (and ``model.import_report``).
+What cannot be built exactly (joint lists without a builder method, bodies
+without mass) is refused with one ``ValueError`` naming every such element.
 """
 from __future__ import annotations
+
+import warnings
+from pathlib import Path
 
 import numpy as np
 
 from ..model.mechanism import GROUND, Mechanism
-from .xml_common import (combined_mass_properties, floats, located, parse_xml, quat_matrix,
-                         rotation, unit)
+from ..util.optional import require
+from .xml_common import combined_mass_properties
+
+#: two hinges meet at one point / a hinge and a slide share a line within this
+#: (relative to the model's size); perpendicular or parallel axes within AXIS_TOL
+POINT_TOL = 1e-9
+AXIS_TOL = 1e-9
 
 
-class _Compiler:
-    def __init__(self, root, path):
-        c = root.find("compiler")
-        self.degrees = (c.get("angle", "degree") if c is not None else "degree") == "degree"
-        self.eulerseq = c.get("eulerseq", "xyz") if c is not None else "xyz"
-        self.inertiafromgeom = c.get("inertiafromgeom", "auto") if c is not None else "auto"
-        self.default_geom = any(d.find("geom") is not None for d in root.iter("default"))
-        if c is not None and c.get("coordinate", "local") != "local":
-            raise ValueError(f"{path}: <compiler coordinate=\"{c.get('coordinate')}\"> is not "
-                             f"supported; use local coordinates")
-        if len(self.eulerseq) != 3 or any(ch not in "xyzXYZ" for ch in self.eulerseq):
-            raise ValueError(f"{path}: <compiler eulerseq=\"{self.eulerseq}\"> must be three "
-                             f"of x, y, z (X, Y, Z)")
-
-    def angle(self, a):
-        return np.radians(a) if self.degrees else a
-
-    def orientation(self, elem, where):
-        """Rotation of an element's frame from quat/axisangle/euler/xyaxes/zaxis."""
-        given = [a for a in ("quat", "axisangle", "euler", "xyaxes", "zaxis") if a in elem.attrib]
-        if len(given) > 1:
-            raise ValueError(f"{where}: give at most one orientation, got {given}")
-        if not given:
-            return np.eye(3)
-        attr = given[0]
-        if attr == "quat":
-            q = floats(elem, attr, 4, None, where)
-            if np.linalg.norm(q) == 0:
-                raise ValueError(f"{where}: quat is zero")
-            return quat_matrix(q)
-        if attr == "axisangle":
-            v = floats(elem, attr, 4, None, where)
-            return rotation(unit(v[:3], where, attr), self.angle(v[3]))
-        if attr == "euler":
-            angles = self.angle(floats(elem, attr, 3, None, where))
-            R = np.eye(3)
-            for ch, a in zip(self.eulerseq, angles):
-                Rk = rotation(np.eye(3)["xyz".index(ch.lower())], a)
-                R = R @ Rk if ch.islower() else Rk @ R   # intrinsic / extrinsic
-            return R
-        if attr == "xyaxes":
-            v = floats(elem, attr, 6, None, where)
-            x = unit(v[:3], where, attr)
-            y = v[3:] - (v[3:] @ x) * x
-            y = unit(y, where, attr)
-            return np.column_stack([x, y, np.cross(x, y)])
-        return self.zaxis(unit(floats(elem, attr, 3, None, where), where, attr))
-
-    @staticmethod
-    def zaxis(z):
-        """The minimal rotation taking ẑ to the unit ``z`` (MJCF zaxis, fromto)."""
-        c = z[2]
-        axis = np.cross([0.0, 0.0, 1.0], z)
-        if np.linalg.norm(axis) < 1e-12:
-            return np.eye(3) if c > 0 else rotation(np.array([1.0, 0.0, 0.0]), np.pi)
-        return rotation(axis / np.linalg.norm(axis), np.arctan2(np.linalg.norm(axis), c))
+class Refusal(ValueError):
+    """A body's joint list the builder cannot express exactly (:func:`body_joints`);
+    the importer collects them into one ``ValueError`` per file."""
 
 
-def _mjcf_inertial(body, compiler, where):
-    """``(mass, com, inertia about com in body axes)`` from <inertial> or the geoms."""
-    e = body.find("inertial")
-    if e is None or compiler.inertiafromgeom == "true":
-        return _geom_inertial(body, compiler, where)
-    w = f"{where} <inertial>"
-    mass = floats(e, "mass", 1, None, w)[0]
-    com = floats(e, "pos", 3, None, w)
-    R = compiler.orientation(e, w)
-    if "fullinertia" in e.attrib:
-        ixx, iyy, izz, ixy, ixz, iyz = floats(e, "fullinertia", 6, None, w)
-        I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    else:
-        I = np.diag(floats(e, "diaginertia", 3, None, w))
-    return mass, com, R @ I @ R.T
+def _mujoco(purpose):
+    return require("mujoco", "mjcf", purpose)
 
 
-def _geom_mass_properties(kind, size, where):
-    """Volume and central principal inertia per unit mass (geom axes) of a solid."""
-    need = {"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}[kind]
-    if size.size < need or np.any(size[:need] <= 0):
-        raise ValueError(f"{where}: a {kind} needs {need} positive size numbers")
-    if kind == "sphere":
-        r = size[0]
-        return 4 / 3 * np.pi * r**3, np.full(3, 0.4 * r * r)
-    if kind == "box":
-        a, b, c = size[:3] ** 2
-        return 8 * np.prod(size[:3]), np.array([b + c, a + c, a + b]) / 3
-    if kind == "ellipsoid":
-        a, b, c = size[:3] ** 2
-        return 4 / 3 * np.pi * np.prod(size[:3]), np.array([b + c, a + c, a + b]) / 5
-    r, h = size[0], 2 * size[1]                  # radius, cylinder height
-    v_cyl = np.pi * r * r * h
-    if kind == "cylinder":
-        return v_cyl, np.array([(3 * r * r + h * h) / 12] * 2 + [r * r / 2])
-    v_sph = 4 / 3 * np.pi * r**3                 # capsule: cylinder + two hemispheres
-    lateral = (v_cyl * (h * h / 12 + r * r / 4)
-               + v_sph * (0.4 * r * r + h * h / 4 + 3 * h * r / 8))
-    axial = (v_sph * 0.4 + v_cyl / 2) * r * r
-    v = v_cyl + v_sph
-    return v, np.array([lateral, lateral, axial]) / v
-
-
-def _geom_inertial(body, compiler, where):
-    """MuJoCo's inertia from geoms: solids of density 1000 kg/m³ (or ``density``,
-    or the geom's ``mass``), combined by the parallel-axis theorem."""
-    geoms = body.findall("geom")
-    if not geoms:
-        raise ValueError(f"{where}: has no <inertial> and no geoms to derive one from; add "
-                         f"<inertial pos mass diaginertia|fullinertia/>")
-    if compiler.default_geom:
-        raise ValueError(f"{where}: inertia from geoms with <default> geom settings is not "
-                         f"supported; give <inertial> or the geom attributes explicitly")
-    parts = []
-    for k, g in enumerate(geoms):
-        kind = g.get("type", "sphere")
-        w = f"{where} <geom name=\"{g.get('name', k + 1)}\" type=\"{kind}\">"
-        if kind not in ("sphere", "capsule", "cylinder", "box", "ellipsoid"):
-            raise ValueError(f"{w}: inertia from {kind} geoms is not supported; give the body "
-                             f"an <inertial>")
-        size = np.array([float(x) for x in g.get("size", "").split()]) if g.get("size") \
-            else np.array([])
-        if "fromto" in g.attrib:
-            if kind not in ("capsule", "cylinder", "box", "ellipsoid"):
-                raise ValueError(f"{w}: fromto applies to capsules, cylinders, boxes and "
-                                 f"ellipsoids")
-            ends = floats(g, "fromto", 6, None, w)
-            z = ends[3:] - ends[:3]
-            half = np.linalg.norm(z) / 2
-            Rg = _Compiler.zaxis(unit(z, w, "fromto"))
-            pos = (ends[:3] + ends[3:]) / 2
-            size = np.concatenate([size[:1], [half]]) if kind in ("capsule", "cylinder") \
-                else np.concatenate([size[:2], [half]])
-        else:
-            pos = floats(g, "pos", 3, (0, 0, 0), w)
-            Rg = compiler.orientation(g, w)
-        volume, unit_inertia = _geom_mass_properties(kind, size, w)
-        if "mass" in g.attrib:
-            mass = floats(g, "mass", 1, None, w)[0]
-        else:
-            mass = floats(g, "density", 1, (1000.0,), w)[0] * volume
-        parts.append((mass, pos, Rg @ np.diag(mass * unit_inertia) @ Rg.T))
-    mass, com, I = combined_mass_properties(parts)
-    if not mass > 0:
-        raise ValueError(f"{where}: the geoms have no mass")
-    return mass, com, I
+def _name(m, kind, i, fallback):
+    name = m.__getattribute__(kind)(i).name
+    return name if name else fallback
 
 
 def load_mjcf(path, t_end=10.0) -> Mechanism:
-    """A :class:`Mechanism` from an MJCF (MuJoCo XML) file; ``<worldbody>`` is ground.
+    """A :class:`Mechanism` from an MJCF file, compiled by MuJoCo (module docstring).
 
-    A body without ``<inertial>`` (or every body, with ``<compiler
-    inertiafromgeom="true">``) gets the mass properties of its geoms: solid
-    spheres, capsules, cylinders, boxes and ellipsoids of the geom's
-    ``density`` (default 1000 kg/m³) or ``mass``. Joint stiffness, damping, armature,
-    limits, actuators, tendons, sensors, contacts and geoms are ignored.
-    ``<default>`` classes are not applied (a ``<default>`` with joint or
-    inertial settings is an error), nor are ``<include>`` files.
+    Raises ``ImportError`` naming the extra when MuJoCo is not installed,
+    ``ValueError`` naming the file and, in one message, every element that
+    cannot be imported exactly. Warns once (``UserWarning``) with every
+    element that is imported but not modelled; the list is also
+    ``mech.import_report["not_modelled"]``.
     """
-    path, root = parse_xml(path, "mujoco")
-    compiler = _Compiler(root, path)
-    for d in root.iter("default"):
-        if d.find("joint") is not None or d.find("inertial") is not None:
-            raise ValueError(f"{path}: <default> joint/inertial settings are not supported; "
-                             f"give the attributes on each element")
-    if root.find("include") is not None:
-        raise ValueError(f"{path}: <include> is not supported; merge the files")
-    option = root.find("option")
-    gravity = floats(option, "gravity", 3, (0.0, 0.0, -9.81), f"{path}: <option>")
-    world = root.find("worldbody")
-    if world is None:
-        raise ValueError(f"{path}: no <worldbody>")
-    mech = Mechanism(gravity=gravity, name=root.get("model") or path.stem)
-    pose, joints = {}, []
-    # depth first in document order (which numbers the unnamed bodies), with a
-    # stack rather than recursion: a chain of 1000 nested bodies is a fine model
-    stack = [(body, GROUND, np.zeros(3), np.eye(3)) for body in reversed(world.findall("body"))]
-    while stack:
-        body, parent, x, R = stack.pop()
-        name = body.get("name") or f"body{len(joints) + 1}"
-        where = f"{path}: <body name=\"{name}\">"
-        xb = x + R @ floats(body, "pos", 3, (0, 0, 0), where)
-        Rb = R @ compiler.orientation(body, where)
-        mass, com, I = _mjcf_inertial(body, compiler, where)
-        located(where, lambda: mech.add_body(name, mass=mass, com=com, inertia=I,
-                                           origin=xb, axes=Rb, local=True))
-        pose[name] = (xb, Rb)
-        joints.append((parent, name, body, where, xb, Rb))
-        stack.extend((child, name, xb, Rb) for child in reversed(body.findall("body")))
-    for parent, name, body, where, xb, Rb in joints:
-        _mjcf_body_joints(mech, parent, name, body, where, xb, Rb)
-    equality = root.find("equality")
-    for e in (list(equality) if equality is not None else []):
-        _mjcf_equality(mech, e, pose, path)
+    mujoco = _mujoco("reading MJCF files")
+    path = Path(path)
+    try:
+        m = mujoco.MjModel.from_xml_path(str(path))
+    except (ValueError, OSError) as err:      # MuJoCo's compiler error names the element
+        raise ValueError(f"{path}: MuJoCo cannot compile the file: "
+                         f"{' '.join(str(err).split())}") from None
+    return _mechanism(m, path.stem, str(path), t_end)
+
+
+def from_mjmodel(m, name="mjcf", source="<MjModel>", t_end=10.0) -> Mechanism:
+    """A :class:`Mechanism` from a compiled ``mujoco.MjModel`` (see :func:`load_mjcf`)."""
+    return _mechanism(m, name, source, t_end)
+
+
+def _mechanism(m, name, source, t_end):
+    """The import itself; its warning names the caller of load_mjcf/from_mjmodel."""
+    mujoco = _mujoco("reading MuJoCo models")
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)                   # qpos0: the reference configuration
+    flags = m.opt.disableflags
+    off = {f: bool(flags & int(getattr(mujoco.mjtDisableBit, f"mjDSBL_{f.upper()}")))
+           for f in ("gravity", "spring", "damper", "contact", "limit", "equality",
+                     "actuation", "frictionloss", "sensor", "constraint")}
+    gravity = np.zeros(3) if off["gravity"] else np.array(m.opt.gravity, float)
+    mech = Mechanism(gravity=gravity, name=name)
     mech.scenario = {"t_end": float(t_end)}
+    refused, not_modelled = [], {}
+
+    def note(what, element):
+        not_modelled.setdefault(what, []).append(element)
+
+    body_names = [_name(m, "body", b, f"body{b}") for b in range(m.nbody)]
+    weld = np.array(m.body_weldid)
+    pose = {b: (np.array(d.xpos[b]), np.array(d.xmat[b]).reshape(3, 3)) for b in range(m.nbody)}
+    # natcoord bodies: MuJoCo bodies with joints; the others are lumped into the
+    # body they are welded to (ground for the world's)
+    natcoord = {}                                # MuJoCo body -> natcoord body name or GROUND
+    for b in range(m.nbody):
+        root = int(weld[b])
+        natcoord[b] = GROUND if root == 0 else body_names[root]
+    welded = {}                                  # weld root -> its bodies, root first
+    for c in range(1, m.nbody):
+        welded.setdefault(int(weld[c]), []).append(c)
+    for b in range(1, m.nbody):
+        if weld[b] != b:
+            continue
+        members = welded[b]
+        x, R = pose[b]
+        parts = []
+        for c in members:
+            Ri = np.array(d.ximat[c]).reshape(3, 3)
+            Ic = Ri @ np.diag(m.body_inertia[c]) @ Ri.T
+            parts.append((float(m.body_mass[c]), R.T @ (d.xipos[c] - x), R.T @ Ic @ R))
+        mass, com, inertia = combined_mass_properties(parts)
+        try:
+            mech.add_body(body_names[b], mass=mass, com=com, inertia=inertia, origin=x,
+                          axes=R, local=True)
+        except ValueError as err:
+            refused.append(f"<body name=\"{body_names[b]}\">: {err}")
+            for c in members:
+                natcoord[c] = None
+    for c in range(1, m.nbody):
+        if weld[c] != c and natcoord[c] is not None:
+            x, R = pose[c]
+            owner = natcoord[c]
+            mech.attach_frame(body_names[c], owner, origin=x, axes=R)
+        if m.body_mocapid[c] >= 0:
+            note("mocap motion (the body stays at its reference pose)", body_names[c])
+
+    dofs = {}
+    for b in range(1, m.nbody):
+        if weld[b] != b or natcoord[b] is None:
+            continue
+        parent = natcoord[int(m.body_parentid[b])]
+        if parent is None:              # its parent's refusal says why: not named twice
+            continue
+        joints = [_joint_spec(m, d, j, body_names) for j in
+                  range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
+        try:
+            added = body_joints(mech, parent, body_names[b], joints)
+        except Refusal as err:
+            refused.append(f"<body name=\"{body_names[b]}\">: {err}")
+            continue
+        for spec, (joint, coordinate, sign, column) in zip(joints, added):
+            dofs[spec["name"]] = {"joint": joint, "coordinate": coordinate, "sign": sign,
+                                  "column": column, "kind": spec["kind"],
+                                  "qpos": spec["qpos"], "dof": spec["dof"]}
+            _joint_passive(m, mech, spec, joint, coordinate, sign, off, note)
+
+    _gravity_compensation(m, d, mech, natcoord, body_names, off)
+    _equalities(m, d, mech, natcoord, body_names, off, refused, note)
+    _not_modelled(m, off, body_names, note)
+    if not mech.bodies and not refused:
+        refused.append("no body moves (every body is welded to the world); natcoord "
+                       "needs at least one")
+    if refused:
+        raise ValueError(f"{source}: cannot be imported exactly ({len(refused)} "
+                         f"element{'s' if len(refused) > 1 else ''}): " + "; ".join(refused))
+    mech.import_report = {"source": source, "format": "mjcf", "dofs": dofs,
+                          "qpos0": np.array(m.qpos0), "motors": _motors(m, dofs),
+                          "not_modelled": not_modelled}
+    if not_modelled:
+        warnings.warn(f"{source}: imported without " + "; ".join(
+            f"{what}: {', '.join(items)}" for what, items in not_modelled.items())
+            + " (mech.import_report['not_modelled'])", UserWarning, stacklevel=3)
     return mech
 
 
-def _mjcf_body_joints(mech, parent, name, body, where, xb, Rb):
-    specs = []
-    for e in body:
-        if e.tag == "freejoint" or (e.tag == "joint" and e.get("type") == "free"):
-            specs.append(("free", None, None, e))
-        elif e.tag == "joint":
-            kind = e.get("type", "hinge")
-            if kind not in ("hinge", "slide", "ball"):
-                raise ValueError(f"{where} <joint name=\"{e.get('name')}\">: type {kind!r} "
-                                 f"is not one of hinge, slide, ball, free")
-            w = f"{where} <joint name=\"{e.get('name')}\">"
-            point = xb + Rb @ floats(e, "pos", 3, (0, 0, 0), w)
-            axis = Rb @ unit(floats(e, "axis", 3, (0, 0, 1), w), w, "axis")
-            specs.append((kind, point, axis, e))
-    kinds = [s[0] for s in specs]
-    label = (specs[0][3].get("name") if specs else None) or f"{name}.joint"
-    add = None
-    if not specs:               # welded to its parent
-        add = lambda: mech.add_fixed(parent, name, point=xb, name=label)
-    elif kinds == ["free"]:
-        return
-    elif len(specs) == 1:
-        kind, point, axis, _ = specs[0]
-        add = {"hinge": lambda: mech.add_revolute(parent, name, point=point, axis=axis,
-                                                  name=label),
-               "slide": lambda: mech.add_prismatic(parent, name, point=point, axis=axis,
-                                                   name=label),
-               "ball": lambda: mech.add_spherical(parent, name, point=point, name=label)}[kind]
-    elif len(specs) == 2 and "free" not in kinds and "ball" not in kinds:
-        (k1, x1, a1, _), (k2, x2, a2, _) = specs
-        same_point = np.abs(x1 - x2).max() <= 1e-12 * max(1.0, np.abs(x1).max())
-        if kinds == ["hinge", "hinge"] and same_point and abs(a1 @ a2) <= 1e-9:
-            add = lambda: mech.add_universal(parent, name, point=x1, axis_a=a1, axis_b=a2,
-                                             name=label)
-        elif set(kinds) == {"hinge", "slide"} and abs(abs(a1 @ a2) - 1.0) <= 1e-12:
-            hinge = x1 if k1 == "hinge" else x2
-            add = lambda: mech.add_cylindrical(parent, name, point=hinge, axis=a1, name=label)
-    if add is None:
-        raise ValueError(f"{where}: joints {kinds} are not supported; a body takes no joint "
-                         f"(welded), one hinge/slide/ball/free joint, two hinges at one point "
-                         f"with perpendicular axes (universal) or a hinge and a slide along "
-                         f"one axis (cylindrical)")
-    located(where, add)
+_KINDS = {0: "free", 1: "ball", 2: "slide", 3: "hinge"}
 
 
-def _mjcf_equality(mech, e, pose, path):
-    where = f"{path}: <equality><{e.tag} name=\"{e.get('name')}\">"
-    if e.get("active", "true") == "false":
+def _joint_spec(m, d, j, body_names):
+    """A MuJoCo joint at qpos0: name, kind, world anchor and axis, DOF indices."""
+    body = body_names[m.jnt_bodyid[j]]
+    return {"index": j, "name": _name(m, "joint", j, f"{body}.joint{j}"),
+            "kind": _KINDS[int(m.jnt_type[j])], "point": np.array(d.xanchor[j]),
+            "axis": np.array(d.xaxis[j]), "qpos": int(m.jnt_qposadr[j]),
+            "dof": int(m.jnt_dofadr[j])}
+
+
+def _joint_name(mech, wanted):
+    """MuJoCo's joint name, or ``<name>.joint`` where a body has it (natcoord's body
+    and joint names share one name space; MuJoCo's do not)."""
+    return wanted if all(b.name != wanted for b in mech.bodies) else f"{wanted}.joint"
+
+
+def body_joints(mech, parent, body, joints):
+    """Join ``body`` to ``parent`` by MuJoCo's joint list ``joints`` (parent → child).
+
+    The one dispatch of a body's joints. Returns, per MuJoCo joint, the
+    natcoord ``(joint name, coordinate, sign, column)`` its DOF became
+    (coordinate None: the joint's only one; ``"free"``/``"ball"`` for those
+    kinds; sign −1 where MuJoCo's axis is opposite natcoord's; column: its
+    joint-space column, or the joint's name for a ball or free joint). Raises :class:`Refusal`
+    with the reason for a list no builder method models exactly.
+    """
+    kinds = [j["kind"] for j in joints]
+    scale = max(1.0, max((np.abs(j["point"]).max() for j in joints), default=1.0))
+    if kinds == ["free"]:
+        return [(body, "free", 1, body)]          # natcoord: a free body, named after it
+    if len(joints) == 1:
+        (j,) = joints
+        name = _joint_name(mech, j["name"])
+        add = {"hinge": mech.add_revolute, "slide": mech.add_prismatic}.get(j["kind"])
+        if add is not None:
+            _built(lambda: add(parent, body, point=j["point"], axis=j["axis"], name=name))
+            return [(name, None, 1, name)]
+        _built(lambda: mech.add_spherical(parent, body, point=j["point"], name=name))
+        return [(name, "ball", 1, name)]
+    if len(joints) == 2:
+        a, b = joints
+        cosine = float(a["axis"] @ b["axis"])
+        # a hinge is its axis line (any anchor on it turns the body alike): two
+        # hinges whose perpendicular lines meet are a universal joint at that point
+        (t, s), *_ = np.linalg.lstsq(np.column_stack([a["axis"], -b["axis"]]),
+                                     b["point"] - a["point"], rcond=None)
+        meet = a["point"] + t * a["axis"]
+        lines_meet = np.abs(meet - b["point"] - s * b["axis"]).max() <= POINT_TOL * scale
+        if kinds == ["hinge", "hinge"] and abs(cosine) <= AXIS_TOL and lines_meet:
+            name = _joint_name(mech, a["name"])
+            _built(lambda: mech.add_universal(parent, body, point=meet, axis_a=a["axis"],
+                                              axis_b=b["axis"], name=name))
+            return [(name, "angle_a", 1, f"{name}.angle_a"),
+                    (name, "angle_b", 1, f"{name}.angle_b")]
+        if sorted(kinds) == ["hinge", "slide"] and abs(abs(cosine) - 1.0) <= AXIS_TOL:
+            hinge, slide = (a, b) if a["kind"] == "hinge" else (b, a)
+            name = _joint_name(mech, a["name"])
+            _built(lambda: mech.add_cylindrical(parent, body, point=hinge["point"],
+                                                axis=hinge["axis"], name=name))
+            sign = 1 if cosine > 0 else -1
+            out = {hinge["name"]: (name, "angle", 1, f"{name}.angle"),
+                   slide["name"]: (name, "slide", sign, f"{name}.slide")}
+            return [out[j["name"]] for j in joints]
+    return _compound(mech, parent, body, joints)
+
+
+def _compound(mech, parent, body, joints):
+    """The single call site of ``Mechanism.add_compound`` (several joints in one body,
+    being added to the builder): until it exists, such a body is refused."""
+    described = ", ".join(f"{j['kind']} {j['name']!r}" for j in joints)
+    raise Refusal(f"its joints ({described}) are not one hinge, slide, ball or free "
+                   f"joint, two hinges with perpendicular axes that meet (universal) or a "
+                   f"hinge and a slide along one line (cylindrical)")
+
+
+def _built(action):
+    """``action()``, with a builder's ``ValueError`` turned into a refusal."""
+    try:
+        return action()
+    except ValueError as err:
+        raise Refusal(str(err)) from None
+
+
+def _joint_passive(m, mech, spec, joint, coordinate, sign, off, note):
+    """Stiffness (rest ``qpos_spring``) and damping of one MuJoCo joint."""
+    j = spec["index"]
+    k = 0.0 if off["spring"] else float(m.jnt_stiffness[j])
+    nv = {"free": 6, "ball": 3}.get(spec["kind"], 1)
+    c = 0.0 if off["damper"] else m.dof_damping[spec["dof"]:spec["dof"] + nv]
+    if not (k or np.any(c)):
         return
-    if e.tag not in ("connect", "weld"):
-        raise ValueError(f"{where}: only <connect> and <weld> equality constraints are "
-                         f"supported")
-    if "site1" in e.attrib or "site2" in e.attrib:
-        raise ValueError(f"{where}: site-based constraints are not supported; use body1, "
-                         f"body2 and anchor")
-    body1, body2 = e.get("body1"), e.get("body2", "world")
-    for b in (body1, body2):
-        if b != "world" and b not in pose:
-            raise ValueError(f"{where}: body {b!r} is not a <body> (known: {list(pose)})")
-    if body1 is None or body1 == "world":
-        raise ValueError(f"{where}: body1 must name a moving body")
-    x1, R1 = pose[body1]
-    b2 = GROUND if body2 == "world" else body2
-    label = e.get("name") or f"{e.tag}.{body1}.{body2}"
-    if e.tag == "connect":
-        anchor = x1 + R1 @ floats(e, "anchor", 3, None, where)
-        located(where, lambda: mech.add_spherical(body1, b2, point=anchor, name=label))
+    if spec["kind"] in ("free", "ball"):
+        note(f"{spec['kind']} joint stiffness and damping", spec["name"])
         return
-    # MuJoCo's default relpose "0 1 0 0 0 0 0" has a zero quaternion: keep the
-    # relative pose of the reference configuration; anything else is unsupported
-    if "relpose" in e.attrib and np.any(floats(e, "relpose", 7, None, where)[3:] != 0):
-        raise ValueError(f"{where}: relpose with a quaternion is not supported; the weld "
-                         f"keeps the relative pose of the reference configuration")
-    point = x1 + R1 @ floats(e, "anchor", 3, (0, 0, 0), where)
-    located(where, lambda: mech.add_fixed(body1, b2, point=point, name=label))
+    available = dict(next(j for j in mech.joints if j.name == joint).coordinates)
+    if (coordinate if coordinate is not None else next(iter(available), None)) \
+            not in available:                  # a DOF of a compound joint: no quadratic form
+        note("stiffness and damping of DOF without a joint coordinate", spec["name"])
+        return
+    rest = sign * float(m.qpos_spring[spec["qpos"]] - m.qpos0[spec["qpos"]])
+    mech.add_joint_spring(joint, stiffness=k, rest=rest, damping=float(c[0]),
+                          coordinate=coordinate, name=f"{spec['name']}.spring")
+
+
+def _motors(m, dofs):
+    """MuJoCo's motors on hinge and slide joints, recorded for joint-torque inputs (not
+    applied): ``{actuator: {"joint": MuJoCo joint, "gear": torque per unit control,
+    "ctrlrange": (lo, hi) or None}}`` — a motor's force is ``gear · gain · ctrl``."""
+    mujoco = _mujoco("reading MuJoCo models")
+    out = {}
+    for u in range(m.nu):
+        if not (m.actuator_trntype[u] == mujoco.mjtTrn.mjTRN_JOINT
+                and m.actuator_gaintype[u] == mujoco.mjtGain.mjGAIN_FIXED
+                and m.actuator_biastype[u] == mujoco.mjtBias.mjBIAS_NONE
+                and not m.actuator_dyntype[u]):
+            continue
+        joint = m.joint(int(m.actuator_trnid[u, 0])).name
+        if dofs.get(joint, {}).get("kind") not in ("hinge", "slide"):
+            continue
+        limited = bool(m.actuator_ctrllimited[u])
+        out[_name(m, "actuator", u, f"actuator{u}")] = {
+            "joint": joint, "gear": float(m.actuator_gear[u, 0] * m.actuator_gainprm[u, 0]),
+            "ctrlrange": tuple(map(float, m.actuator_ctrlrange[u])) if limited else None}
+    return out
+
+
+def _gravity_compensation(m, d, mech, natcoord, body_names, off):
+    """``−gravcomp · m g`` at the centre of mass of each body that has it."""
+    if off["gravity"]:
+        return
+    for b in range(1, m.nbody):
+        gc = float(m.body_gravcomp[b])
+        owner = natcoord[b]
+        if gc == 0.0 or owner is GROUND or owner is None or m.body_mass[b] == 0.0:
+            continue
+        mech.add_force(owner, point=np.array(d.xipos[b]),
+                       force=-gc * float(m.body_mass[b]) * np.array(m.opt.gravity),
+                       name=f"{body_names[b]}.gravcomp")
+
+
+def _equalities(m, d, mech, natcoord, body_names, off, refused, note):
+    """``connect`` → spherical joint, ``weld`` → fixed joint, both exact."""
+    mujoco = _mujoco("reading MuJoCo models")
+    eq = mujoco.mjtEq
+    for e in range(m.neq):
+        label = _name(m, "equality", e, f"equality{e}")
+        kind = int(m.eq_type[e])
+        what = {int(eq.mjEQ_CONNECT): "connect", int(eq.mjEQ_WELD): "weld"}.get(kind)
+        where = f"<equality><{what or 'equality'} name=\"{label}\">"
+        if off["equality"] or off["constraint"]:
+            note("equality constraints (disabled by a flag)", label)
+            continue
+        if what is None:
+            note("equality constraints other than connect and weld", label)
+            continue
+        if not m.eq_active0[e]:
+            note("inactive equality constraints", label)
+            continue
+        sites = int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_SITE)
+        o1, o2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        b1, b2 = (int(m.site_bodyid[o1]), int(m.site_bodyid[o2])) if sites else (o1, o2)
+        a, b = natcoord[b1], natcoord[b2]
+        if a is None or b is None:
+            continue                                   # its body is refused already
+        if a is b:
+            note("equality constraints within one rigid body", label)
+            continue
+        data = np.array(m.eq_data[e])
+        x1, R1 = np.array(d.xpos[b1]), np.array(d.xmat[b1]).reshape(3, 3)
+        x2, R2 = np.array(d.xpos[b2]), np.array(d.xmat[b2]).reshape(3, 3)
+        if sites:
+            p1, p2 = np.array(d.site_xpos[o1]), np.array(d.site_xpos[o2])
+        elif what == "connect":
+            p1, p2 = x1 + R1 @ data[0:3], x2 + R2 @ data[3:6]
+        else:                      # weld: body1's relpos point meets body2's anchor
+            p1, p2 = x1 + R1 @ data[3:6], x2 + R2 @ data[0:3]
+        scale = max(1.0, np.abs(p1).max())
+        problem = None
+        if np.abs(p1 - p2).max() > POINT_TOL * scale:
+            problem = (f"its two points are {np.linalg.norm(p1 - p2):.3g} m apart at qpos0; "
+                       f"an exact joint needs them to coincide")
+        elif what == "weld" and not sites:
+            rel = np.zeros(4)
+            mujoco.mju_mat2Quat(rel, (R1.T @ R2).ravel())
+            if 1.0 - abs(float(rel @ data[6:10]) / np.linalg.norm(data[6:10])) > 1e-12:
+                problem = ("its relpose is not the bodies' relative pose at qpos0; an exact "
+                           "weld keeps the reference pose")
+        if problem:
+            refused.append(f"{where}: {problem}")
+            continue
+        add = mech.add_spherical if what == "connect" else mech.add_fixed
+        try:
+            add(a, b, point=p2, name=_joint_name(mech, label))
+        except ValueError as err:
+            refused.append(f"{where}: {err}")
+
+
+def _not_modelled(m, off, body_names, note):
+    """Name every element that acts in MuJoCo but not in the natcoord model."""
+    if not (off["contact"] or off["constraint"]):
+        for g in range(m.ngeom):
+            if m.geom_contype[g] or m.geom_conaffinity[g]:
+                note("contacts", _name(m, "geom", g, f"geom{g} of {body_names[m.geom_bodyid[g]]}"))
+    for j in range(m.njnt):
+        name = _name(m, "joint", j, f"{body_names[m.jnt_bodyid[j]]}.joint{j}")
+        dof = slice(m.jnt_dofadr[j], m.jnt_dofadr[j] + {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1))
+        if m.jnt_limited[j] and not (off["limit"] or off["constraint"]):
+            note("joint limits", name)
+        if np.any(m.dof_armature[dof]):
+            note("armature (rotor inertia: not a constant natural-coordinate mass)", name)
+        if np.any(m.dof_frictionloss[dof]) and not (off["frictionloss"] or off["constraint"]):
+            note("friction loss", name)
+        if m.jnt_actgravcomp[j] and np.any(m.body_gravcomp):
+            note("gravity compensation routed through actuators", name)
+    for t in range(m.ntendon):
+        note("tendons", _name(m, "tendon", t, f"tendon{t}"))
+    if not off["actuation"]:
+        for u in range(m.nu):
+            note("actuators", _name(m, "actuator", u, f"actuator{u}"))
+    if not off["sensor"]:
+        for s in range(m.nsensor):
+            note("sensors", _name(m, "sensor", s, f"sensor{s}"))
+    if m.opt.density > 0 or m.opt.viscosity > 0:
+        note("fluid forces", f"<option density=\"{m.opt.density:g}\" "
+                             f"viscosity=\"{m.opt.viscosity:g}\">")
+    for f in range(m.nflex):
+        note("flexes", _name(m, "flex", f, f"flex{f}"))
+    if m.nplugin:
+        note("plugins", f"{m.nplugin} plugin instance(s)")
+
+
+def from_mujoco(model, qpos, qvel=None, qacc=None):
+    """natcoord joint-space ``q``, ``q̇`` (and ``q̈``) of MuJoCo's ``qpos``, ``qvel``, ``qacc``.
+
+    ``model``: the natcoord model (or Mechanism) of :func:`load_mjcf` (its
+    ``import_report["dofs"]`` maps MuJoCo's joints). Returns dicts keyed by
+    natcoord joint-space column names (``nc.joint_state`` takes them): hinge
+    and slide values as they are (sign as the axis), a ball's quaternion
+    reordered to ``(x, y, z, w)``, a free body's position, orientation and
+    velocities relative to its reference placement (module docstring); ``q̈``
+    of a free body is the derivative of ``(Rᵀ ẋ, ω_body)``.
+    """
+    report = model.import_report
+    bodies = {b.name: b for b in model.bodies}
+    q, qd, qdd = {}, {}, {}
+    mujoco = _mujoco("converting MuJoCo joint positions")
+    for entry in report["dofs"].values():
+        joint, coordinate, sign, column = (entry[k] for k in ("joint", "coordinate", "sign",
+                                                               "column"))
+        iq, iv = entry["qpos"], entry["dof"]
+        if coordinate == "free":
+            body = bodies[joint]
+            A, x0 = body.axes, body.origin
+            R = np.zeros(9)
+            mujoco.mju_quat2Mat(R, np.asarray(qpos[iq + 3:iq + 7], float))
+            R = R.reshape(3, 3)
+            quat = np.zeros(4)
+            mujoco.mju_mat2Quat(quat, (A.T @ R).ravel())
+            q[column] = np.concatenate([A.T @ (np.asarray(qpos[iq:iq + 3]) - x0),
+                                       quat[[1, 2, 3, 0]]])
+            if qvel is not None:
+                v_body = R.T @ np.asarray(qvel[iv:iv + 3])
+                w = np.asarray(qvel[iv + 3:iv + 6], float)
+                qd[column] = np.concatenate([v_body, w])
+                if qacc is not None:
+                    qdd[column] = np.concatenate([R.T @ np.asarray(qacc[iv:iv + 3])
+                                                 - np.cross(w, v_body),
+                                                 np.asarray(qacc[iv + 3:iv + 6])])
+        elif coordinate == "ball":
+            q[column] = np.asarray(qpos[iq:iq + 4], float)[[1, 2, 3, 0]]
+            for out, values in ((qd, qvel), (qdd, qacc)):
+                if values is not None:
+                    out[column] = np.asarray(values[iv:iv + 3], float)
+        else:
+            q[column] = sign * (qpos[iq] - report["qpos0"][iq])
+            for out, values in ((qd, qvel), (qdd, qacc)):
+                if values is not None:
+                    out[column] = sign * values[iv]
+    return (q, qd) if qacc is None else (q, qd, qdd)

@@ -42,7 +42,7 @@ MAX_SAMPLES = 100_000
 FORMAT_VERSION = 1
 #: force entries: file ``type`` -> builder method
 FORCE_METHODS = {"spring": "add_spring", "force": "add_force", "torque": "add_torque",
-                 "cartesian_spring": "add_cartesian_spring"}
+                 "cartesian_spring": "add_cartesian_spring", "joint_spring": "add_joint_spring"}
 _SECTIONS = ("bodies", "joints", "forces", "initial", "joint_rates")
 
 

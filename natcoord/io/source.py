@@ -53,8 +53,10 @@ def _model_file(args):
         load = load_mjcf if path.suffix.lower() == ".xml" else load_mechanism
     try:
         return load(path).build()
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path}: {err}") from None
+    except (ValueError, TypeError, ImportError) as err:   # ImportError: MJCF without mujoco
+        message = str(err)              # the importers' messages name the file already
+        raise ValueError(message if message.startswith(str(path))
+                         else f"{path}: {message}") from None
 
 
 def _parameter(parameter, text):

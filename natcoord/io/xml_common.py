@@ -1,6 +1,8 @@
-"""What the URDF and MJCF readers share (docs/model-format.md): reading the XML
-file, numbers and rotations from attributes, error messages that name the
-element, and the mass properties of rigid parts combined into one body.
+"""The URDF reader's XML helpers (docs/model-format.md): reading the XML file,
+numbers and rotations from attributes, error messages that name the element,
+and the mass properties of rigid parts combined into one body (which the MJCF
+importer, reading MuJoCo's compiled model rather than XML, also uses to lump
+welded bodies).
 """
 from __future__ import annotations
 
@@ -48,14 +50,6 @@ def floats(elem, attr, n, default, where):
     return values
 
 
-def unit(v, where, attr):
-    """``v`` normalized; a zero vector is an error naming the attribute."""
-    n = np.linalg.norm(v)
-    if n < 1e-12:
-        raise ValueError(f"{where}: {attr} has zero length")
-    return np.asarray(v, float) / n
-
-
 def rotation(axis, angle):
     """Rodrigues' rotation about the unit ``axis``."""
     x, y, z = axis
@@ -68,14 +62,6 @@ def rpy_matrix(rpy):
     E = np.eye(3)
     r, p, y = rpy
     return rotation(E[2], y) @ rotation(E[1], p) @ rotation(E[0], r)
-
-
-def quat_matrix(q):
-    """Rotation of the quaternion ``(w, x, y, z)`` (normalized here)."""
-    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
 def located(where, action):

@@ -108,3 +108,76 @@ class CartesianSpringDamper:
     def potential(self, X):
         return 0.5 * sum(k * (q.value(X) - d0) ** 2
                          for q, k, d0 in zip(self.components, self.k, self.rest))
+
+
+def wrapped(angle):
+    """``angle`` moved into (−π, π] by whole turns."""
+    return np.pi - np.mod(np.pi - angle, 2.0 * np.pi)
+
+
+class JointSpringDamper:
+    """Spring–damper on one coordinate q of a joint (``Mechanism.add_joint_spring``).
+
+    The joint's own coordinate (:func:`natcoord.model.joints.axial_coordinates`,
+    ``universal_coordinates``): a slide ``s = Q(p)`` or an angle
+    ``θ = atan2(Q_y(p), Q_x(p))``, each ``Q`` a quadratic form of the natural
+    coordinates. Energy ``V = ½ k δ²``, ``δ = q − q_rest`` (an angle's δ
+    wrapped into (−π, π]: the coordinates hold no winding number), generalized
+    force ``f = −(k δ + c q̇) ∇q`` — exactly ``−∂V/∂p`` plus the damping, which
+    on the constraint manifold is the joint torque ``τ = −k δ − c θ̇`` about the
+    axis on body b and ``−τ`` on body a (a force along the axis for a slide):
+    ``∇θ = (Q_x ∇Q_y − Q_y ∇Q_x) / (Q_x² + Q_y²)``, ``θ̇ = ∇θ · v``.
+    """
+
+    def __init__(self, forms, angle, stiffness, rest, damping, where):
+        self.forms, self.angle = tuple(forms), bool(angle)
+        self.k, self.rest, self.c = float(stiffness), float(rest), float(damping)
+        self.where = where
+
+    def deflection(self, X):
+        """``δ = q − q_rest`` (an angle wrapped into (−π, π])."""
+        if not self.angle:
+            return self.forms[0].value(X) - self.rest
+        x, y = (f.value(X) for f in self.forms)
+        return wrapped(np.arctan2(y, x) - self.rest)
+
+    def _gradient_rate(self, X, V):
+        """``(∇q, q̇)`` at ``(X, V)``; for an angle also ``(x, y)`` of ``atan2(y, x)``."""
+        if not self.angle:
+            return self.forms[0].gradient(X), self.forms[0].rate(X, V), None
+        qx, qy = self.forms
+        x, y = qx.value(X), qy.value(X)
+        r2 = x * x + y * y
+        return ((x * qy.gradient(X) - y * qx.gradient(X)) / r2,
+                (x * qy.rate(X, V) - y * qx.rate(X, V)) / r2, (x, y))
+
+    def derivative(self, X, V, dX, dV, F):
+        """``F += ∂f/∂p dp + ∂f/∂v dv`` (slot vectors): with ``H dX`` the change of a
+        form's gradient, ``d∇q = H_Q dX`` for a slide and, for an angle,
+        ``d∇θ = (dx ∇y + x H_y dX − dy ∇x − y H_x dX) / r² − 2 (x dx + y dy) ∇θ / r²``;
+        ``dq̇ = d∇q · V + ∇q · dV`` and ``df = −(k dq + c dq̇) ∇q − T d∇q``."""
+        grad, rate, xy = self._gradient_rate(X, V)
+
+        def change(form):                  # H dX: the gradient is affine in X
+            return form.gradient(dX) - form.gradient(np.zeros_like(dX))
+
+        if xy is None:
+            dgrad = change(self.forms[0])
+        else:
+            (qx, qy), (x, y) = self.forms, xy
+            r2 = x * x + y * y
+            gx, gy = qx.gradient(X), qy.gradient(X)
+            dx, dy = np.sum(gx * dX), np.sum(gy * dX)
+            dgrad = ((dx * gy + x * change(qy) - dy * gx - y * change(qx)) / r2
+                     - 2.0 * (x * dx + y * dy) / r2 * grad)
+        tension = self.k * self.deflection(X) + self.c * rate
+        dtension = self.k * np.sum(grad * dX) + self.c * (np.sum(dgrad * V)
+                                                          + np.sum(grad * dV))
+        F -= dtension * grad + tension * dgrad
+
+    def apply(self, t, state, X, V, F):
+        grad, rate, _ = self._gradient_rate(X, V)
+        F -= (self.k * self.deflection(X) + self.c * rate) * grad
+
+    def potential(self, X):
+        return 0.5 * self.k * self.deflection(X) ** 2

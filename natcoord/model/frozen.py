@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -180,6 +180,9 @@ class Model:
     p_guess: np.ndarray
     v_guess: np.ndarray
     p_reference: np.ndarray
+    #: what a file importer reported (natcoord.io.mjcf: the MuJoCo joints' DOF,
+    #: ``"not_modelled"``: the elements not modelled, by kind); empty when built in code
+    import_report: FrozenDict = field(default_factory=FrozenDict)
 
     @classmethod
     def from_mechanism(cls, mech):
@@ -215,7 +218,8 @@ class Model:
             joint_rates=FrozenDict(mech.joint_rates),
             velocity_requests=FrozenDict(mech.velocity_requests()),
             p_guess=_frozen(p0), v_guess=_frozen(v0),
-            p_reference=_frozen(np.concatenate([b.coordinates().ravel() for b in bodies])))
+            p_reference=_frozen(np.concatenate([b.coordinates().ravel() for b in bodies])),
+            import_report=FrozenDict(mech.import_report))
 
     @property
     def n_bodies(self):

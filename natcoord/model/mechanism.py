@@ -9,7 +9,7 @@ from . import joints as J
 from .body import Body, validate_axes, validate_conditioning, validate_mass_properties
 from ..util.checks import float_array, number, shown
 from .expressions import Affine, dot
-from .forces import CartesianSpringDamper, PointForce, SpringDamper, Torque
+from .forces import CartesianSpringDamper, JointSpringDamper, PointForce, SpringDamper, Torque
 from .frozen import Model
 
 
@@ -104,6 +104,9 @@ class Mechanism:
         self._joint_names: set[str] = set()
         #: named frames ``{name: NamedFrame}`` (``attach_frame``), a name space of their own
         self.frames: dict[str, NamedFrame] = {}
+        #: what a file importer reported (``natcoord.load_mjcf``: the elements not
+        #: modelled, the MuJoCo joints' DOF); carried to ``Model.import_report``
+        self.import_report: dict = {}
 
     # ------------------------------------------------------------- bodies
     def add_body(self, name, mass, com, inertia, origin=(0.0, 0.0, 0.0), axes=None,
@@ -478,6 +481,44 @@ class Mechanism:
         components = [dot(pb - pa, hk) for hk in h]
         self.forces.append(CartesianSpringDamper(components, values["stiffness"],
                                                  values["damping"], values["rest"]))
+
+    def add_joint_spring(self, joint, stiffness=0.0, rest=0.0, damping=0.0, coordinate=None,
+                         name=None):
+        """Spring–damper on a joint coordinate: ``τ = −k (q − rest) − c q̇``.
+
+        Revolute joint: a torque about the axis on body b and its opposite on
+        body a (``q`` the angle, rad; ``stiffness`` N·m/rad, ``damping``
+        N·m·s/rad); prismatic: a force along the axis (``q`` the slide, m;
+        N/m, N·s/m). ``rest`` is the coordinate where the spring is relaxed
+        (0: the reference configuration). ``coordinate`` picks one of a
+        cylindrical (``"slide"``/``"angle"``) or universal joint's
+        (``"angle_a"``/``"angle_b"``) coordinates. Energy ``½ k (q − rest)²``;
+        an angle's deflection is taken within (−π, π] of ``rest``: a spring
+        wound more than half a turn is not modelled (the natural coordinates
+        hold no winding number). MuJoCo's joint ``stiffness``/``springref``
+        and ``damping`` (:func:`natcoord.load_mjcf`).
+        """
+        where = self._force_label("joint spring", name, f" on {joint!r}")
+        spec = next((j for j in self.joints if j.name == joint), None)
+        if spec is None:
+            raise ValueError(f"{where}: unknown joint {joint!r}; joints: "
+                             f"{[j.name for j in self.joints] or 'none yet'}")
+        available = dict(spec.coordinates)
+        if not available:
+            raise ValueError(f"{where}: a {spec.kind} joint has no joint coordinate; joint "
+                             f"springs act on revolute, prismatic, cylindrical, universal "
+                             f"and point-on-line joints")
+        if spec.drive is not None:
+            raise ValueError(f"{where}: the joint is driven; a spring on a prescribed "
+                             f"coordinate does nothing")
+        which = spec.coordinates[0][0] if coordinate is None else coordinate
+        if which not in available:
+            raise ValueError(f"{where}: coordinate {which!r} not in {list(available)}")
+        k = number(stiffness, "stiffness", where, "non-negative")
+        c = number(damping, "damping", where, "non-negative")
+        q0 = number(rest, "rest", where)
+        forms = available[which]            # an angle is atan2 of two forms, a slide one form
+        self.forces.append(JointSpringDamper(forms, len(forms) == 2, k, q0, c, where))
 
     def set_joint_rate(self, joint, rate):
         """Prescribe the initial rate of a joint coordinate exactly.

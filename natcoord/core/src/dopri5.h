@@ -35,7 +35,7 @@ enum {
 enum { NC_PROJECT_POSITIONS_AND_VELOCITIES, NC_PROJECT_VELOCITIES, NC_NO_PROJECTION,
        NC_BAUMGARTE };
 /* kinds of the flattened forces (Tables.force_kind) */
-enum { NC_POINT_FORCE, NC_TORQUE, NC_SPRING };
+enum { NC_POINT_FORCE, NC_TORQUE, NC_SPRING, NC_JOINT_SPRING };
 /* kinds of the records of nc_advance */
 enum { NC_STEP_RECORD, NC_OUTPUT_RECORD };
 /* S[S_counts] (int64): evaluations, factorizations, projection iterations, active-set

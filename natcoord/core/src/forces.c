@@ -7,7 +7,11 @@
  * gravity_force; a constant torque τ on a body gives ½ τ × e_k on its axes; a linear
  * spring–damper between points a and b has tension k (l − l0) + c l̇ along their
  * unit direction. Operation order follows the Numba kernels this replaces, so a
- * run's steps round the same. */
+ * run's steps round the same. A joint spring–damper (model/forces.JointSpringDamper)
+ * acts on a joint coordinate made of quadratic forms Q(p) = Σ c x_a·x_b + Σ d·x_a + c0
+ * (form f: quadratic terms js_qptr[f] .. js_qptr[f+1], linear terms js_lptr[f] ..
+ * js_lptr[f+1], constant js_const[f]): a slide s = Q, an angle θ = atan2(Q_y, Q_x);
+ * its generalized force is −(k δ + c q̇) ∇q, δ = q − q_rest (wrapped for an angle). */
 #include "dopri5.h"
 
 void nc_affine_point(const nc_arr *T, int64_t e, const double *X, double *out)
@@ -65,6 +69,97 @@ static double spring_vector(const nc_arr *T, int64_t i, const double *X, double 
     return d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
 }
 
+/* value of quadratic form f at X; its rate at (X, V) into *rate if V is given */
+static double form_value(const nc_arr *T, int64_t f, const double *X, const double *V,
+                         double *rate)
+{
+    const int64_t *qp = I64(T[T_js_qptr]), *qa = I64(T[T_js_qa]), *qb = I64(T[T_js_qb]);
+    const int64_t *lp = I64(T[T_js_lptr]), *la = I64(T[T_js_la]);
+    const double *qc = F64(T[T_js_qc]), *ld = F64(T[T_js_ld]);
+    double value = F64(T[T_js_const])[f], r = 0.0;
+    for (int64_t k = qp[f]; k < qp[f + 1]; k++) {
+        const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
+        value += qc[k] * (xa[0] * xb[0] + xa[1] * xb[1] + xa[2] * xb[2]);
+        if (V) {
+            const double *va = V + 3 * qa[k], *vb = V + 3 * qb[k];
+            r += qc[k] * (va[0] * xb[0] + va[1] * xb[1] + va[2] * xb[2]
+                          + xa[0] * vb[0] + xa[1] * vb[1] + xa[2] * vb[2]);
+        }
+    }
+    for (int64_t k = lp[f]; k < lp[f + 1]; k++) {
+        const double *x = X + 3 * la[k], *d = ld + 3 * k;
+        value += d[0] * x[0] + d[1] * x[1] + d[2] * x[2];
+        if (V) {
+            const double *v = V + 3 * la[k];
+            r += d[0] * v[0] + d[1] * v[1] + d[2] * v[2];
+        }
+    }
+    if (V)
+        *rate = r;
+    return value;
+}
+
+/* F += scale ∇Q_f(X) */
+static void form_gradient(const nc_arr *T, int64_t f, const double *X, double scale, double *F)
+{
+    const int64_t *qp = I64(T[T_js_qptr]), *qa = I64(T[T_js_qa]), *qb = I64(T[T_js_qb]);
+    const int64_t *lp = I64(T[T_js_lptr]), *la = I64(T[T_js_la]);
+    const double *qc = F64(T[T_js_qc]), *ld = F64(T[T_js_ld]);
+    for (int64_t k = qp[f]; k < qp[f + 1]; k++) {
+        double c = scale * qc[k];
+        const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
+        double *fa = F + 3 * qa[k], *fb = F + 3 * qb[k];
+        for (int j = 0; j < 3; j++) {
+            fa[j] += c * xb[j];
+            fb[j] += c * xa[j];
+        }
+    }
+    for (int64_t k = lp[f]; k < lp[f + 1]; k++) {
+        double *fa = F + 3 * la[k];
+        const double *d = ld + 3 * k;
+        for (int j = 0; j < 3; j++)
+            fa[j] += scale * d[j];
+    }
+}
+
+/* δ = q − q_rest of joint spring i (an angle's wrapped into (−π, π], as
+ * model/forces.wrapped); with V, the rate q̇ into *rate */
+static double joint_deflection(const nc_arr *T, int64_t i, const double *X, const double *V,
+                               double *rate, double *x, double *y)
+{
+    int64_t f0 = I64(T[T_js_f0])[i], f1 = I64(T[T_js_f1])[i];
+    double rest = F64(T[T_js_rest])[i], rx = 0.0, ry = 0.0;
+    *x = form_value(T, f0, X, V, &rx);
+    if (f1 < 0) {                                        /* slide */
+        if (V)
+            *rate = rx;
+        return *x - rest;
+    }
+    *y = form_value(T, f1, X, V, &ry);
+    double r2 = *x * *x + *y * *y;
+    if (V)
+        *rate = (*x * ry - *y * rx) / r2;
+    const double pi = 3.14159265358979323846, turn = 2.0 * pi;
+    double d = atan2(*y, *x) - rest;
+    return pi - fmod(fmod(pi - d, turn) + turn, turn);
+}
+
+static void joint_spring_forces(const nc_arr *T, int64_t i, const double *X, const double *V,
+                                double *F)
+{
+    double rate = 0.0, x = 0.0, y = 0.0;
+    double delta = joint_deflection(T, i, X, V, &rate, &x, &y);
+    double tension = F64(T[T_js_k])[i] * delta + F64(T[T_js_c])[i] * rate;
+    int64_t f0 = I64(T[T_js_f0])[i], f1 = I64(T[T_js_f1])[i];
+    if (f1 < 0) {
+        form_gradient(T, f0, X, -tension, F);
+        return;
+    }
+    double r2 = x * x + y * y;            /* ∇θ = (x ∇Q_y − y ∇Q_x) / r² */
+    form_gradient(T, f1, X, -tension * x / r2, F);
+    form_gradient(T, f0, X, tension * y / r2, F);
+}
+
 void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, double *F)
 {
     memcpy(F, F64(T[T_gravity_force]), T[T_gravity_force].size * sizeof(double));
@@ -75,6 +170,8 @@ void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, do
             distribute(T, I64(T[T_pf_aff])[i], F, 1.0, &AT2(T[T_pf_vec], i, 0));
         } else if (kind[k] == NC_TORQUE) {
             nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], X, F);
+        } else if (kind[k] == NC_JOINT_SPRING) {
+            joint_spring_forces(T, i, X, V, F);
         } else {                                         /* spring–damper */
             int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
             double d[3], va[3], vb[3];
@@ -107,6 +204,10 @@ double nc_energy(const nc_arr *T, const double *X, const double *V)
     for (int64_t i = 0; i < T[T_sp_a].size; i++) {
         double d[3], stretch = sqrt(spring_vector(T, i, X, d)) - F64(T[T_sp_l0])[i];
         pot += 0.5 * F64(T[T_sp_k])[i] * (stretch * stretch);
+    }
+    for (int64_t i = 0; i < T[T_js_k].size; i++) {
+        double x, y, unused, delta = joint_deflection(T, i, X, NULL, &unused, &x, &y);
+        pot += 0.5 * F64(T[T_js_k])[i] * (delta * delta);
     }
     return 0.5 * kin + pot;
 }
@@ -148,6 +249,6 @@ NC_WRAPPER(energy)
 PyMethodDef nc_forces_methods[] = {
     NC_METHOD(generalized_forces, "generalized_forces(T, X, V, F): F (4 n, 3) = gravity plus "
               "the built-in applied forces of Tables T at positions X and velocities V."),
-    NC_METHOD(energy, "energy(T, X, V) -> float: ½ vᵀMv − f_g·p + the springs' ½ k (l − l0)²."),
+    NC_METHOD(energy, "energy(T, X, V) -> float: ½ vᵀMv − f_g·p + the springs' ½ k (l − l0)² + the joint springs' ½ k δ²."),
     {NULL, NULL, 0, NULL},
 };

@@ -1,0 +1,346 @@
+"""The robot-model corpus (issue 23, item 6): every MJCF of the dm-control suite and
+every URDF of example-robot-data imports, or is refused with one message naming
+every element that cannot be imported exactly.
+
+For each imported model, at a few seeded random states, natcoord's joint
+accelerations equal the peer's — MuJoCo's ``mj_forward`` (MJCF) or
+Pinocchio's ``aba`` (URDF) — to 1e-9 relative, and a passive run of 1 s stays
+within 1e-7 m of the peer's (an accurate integration of ``mj_forward`` /
+``aba`` with SciPy's DOP853 at rtol 1e-12; to keep the test near 30 s, 0.1 s
+for models of more than 12 DOF).
+
+On the MuJoCo side contacts and joint limits are off (``opt.disableflags``),
+and so is each feature the import report lists as not modelled — and only
+those (:data:`SWITCH_OFF`): the comparison then checks that everything the
+report does not list is modelled exactly.
+
+Skipped without mujoco and dm-control (MJCF) or Pinocchio and
+example-robot-data (URDF): the ``peers`` and ``models`` extras.
+"""
+import warnings
+from importlib import resources
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import natcoord as nc
+from natcoord.io.mjcf import from_mujoco
+
+try:
+    import mujoco
+except ImportError:                     # the URDF half runs without it
+    mujoco = None
+
+REL = 1e-9             # joint accelerations, relative to the largest (at least 1)
+RUN_TOL = 1e-7         # m, body origins after the passive run
+STATES = 2             # random states per model
+BIG = 12               # models with more DOF get a 0.1 s passive run (test time)
+
+
+def _suite_files():
+    try:
+        folder = resources.files("dm_control") / "suite"
+    except ModuleNotFoundError:
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".xml"))
+
+
+def _suite_path(name):
+    return str(resources.files("dm_control") / "suite" / name)
+
+
+# ------------------------------------------------------------------ MJCF
+#: how a feature the import report lists as not modelled is switched off in MuJoCo
+def _off_flag(name):
+    def switch(m, names):
+        m.opt.disableflags |= int(getattr(mujoco.mjtDisableBit, name))
+    return switch
+
+
+def _zero_joint_field(field):
+    def switch(m, names):
+        for name in names:
+            j = m.joint(name)
+            dof = slice(m.jnt_dofadr[j.id], m.jnt_dofadr[j.id] + {0: 6, 1: 3}.get(
+                int(m.jnt_type[j.id]), 1))
+            getattr(m, field)[dof] = 0.0
+            if field == "dof_damping":
+                m.jnt_stiffness[j.id] = 0.0
+    return switch
+
+
+def _tendons_off(m, names):
+    for name in names:
+        t = m.tendon(name).id
+        m.tendon_stiffness[t] = m.tendon_damping[t] = 0.0
+
+
+def _equalities_off(m, names):
+    for name in names:
+        m.eq_active0[m.equality(name).id] = 0
+
+
+def _fluid_off(m, names):
+    m.opt.density = m.opt.viscosity = 0.0
+
+
+SWITCH_OFF = {
+    "contacts": _off_flag("mjDSBL_CONTACT"),
+    "joint limits": _off_flag("mjDSBL_LIMIT"),
+    "actuators": _off_flag("mjDSBL_ACTUATION"),
+    "sensors": lambda m, names: None,                              # no force
+    "friction loss": _off_flag("mjDSBL_FRICTIONLOSS"),
+    "armature (rotor inertia: not a constant natural-coordinate mass)":
+        _zero_joint_field("dof_armature"),
+    "free joint stiffness and damping": _zero_joint_field("dof_damping"),
+    "ball joint stiffness and damping": _zero_joint_field("dof_damping"),
+    "stiffness and damping of DOF without a joint coordinate": _zero_joint_field("dof_damping"),
+    "tendons": _tendons_off,
+    "equality constraints other than connect and weld": _equalities_off,
+    "inactive equality constraints": lambda m, names: None,       # inactive in both
+    "fluid forces": _fluid_off,
+    "mocap motion (the body stays at its reference pose)": lambda m, names: None,
+}
+
+
+def _mujoco_peer(path, report):
+    """The MuJoCo model with contacts, limits and what natcoord does not model off."""
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_LIMIT)
+    unknown = set(report["not_modelled"]) - set(SWITCH_OFF)
+    assert not unknown, f"the test does not know how to switch off {unknown} in MuJoCo"
+    for what, names in report["not_modelled"].items():
+        SWITCH_OFF[what](m, names)
+    return m
+
+
+def _random_mujoco_state(m, rng):
+    """qpos near qpos0 (hinges and slides ± ~0.3, quaternions turned ~0.3 rad), random qvel."""
+    qpos = np.array(m.qpos0)
+    mujoco.mj_integratePos(m, qpos, 0.3 * rng.standard_normal(m.nv), 1.0)
+    return qpos, rng.standard_normal(m.nv)
+
+
+def _natcoord_qdd(model, q, qd):
+    js = nc.joint_space(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # no loop to close: nothing may change
+        st = nc.joint_state(model, q, qd)
+    a, _, _ = nc.accelerations(model, st)
+    return js.accelerations(st.p, st.v, a), st
+
+
+def _qpos_rate(m, qpos, qvel):
+    """dqpos/dt: ``qvel`` for hinges and slides, ``v`` and ``½ q ⊗ (0, ω)`` (ω in body
+    axes, as MuJoCo's ``qvel``) for free and ball joints."""
+    out = np.zeros(m.nq)
+    for j in range(m.njnt):
+        iq, iv, kind = m.jnt_qposadr[j], m.jnt_dofadr[j], int(m.jnt_type[j])
+        if kind == mujoco.mjtJoint.mjJNT_FREE:
+            out[iq:iq + 3] = qvel[iv:iv + 3]
+            iq, iv = iq + 3, iv + 3
+        if kind in (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL):
+            mujoco.mju_mulQuat(out[iq:iq + 4], qpos[iq:iq + 4],
+                               np.concatenate([[0.0], qvel[iv:iv + 3]]))
+            out[iq:iq + 4] *= 0.5
+        else:
+            out[iq] = qvel[iv]
+    return out
+
+
+def _mujoco_passive_run(m, qpos, qvel, t_end):
+    """MjData at t_end of ``mj_forward`` integrated by DOP853 (rtol 1e-12), the
+    quaternions normalized at the end."""
+    d = mujoco.MjData(m)
+
+    def rhs(t, y):
+        d.qpos[:] = y[:m.nq]
+        d.qvel[:] = y[m.nq:]
+        mujoco.mj_forward(m, d)
+        return np.concatenate([_qpos_rate(m, y[:m.nq], y[m.nq:]), d.qacc])
+
+    sol = solve_ivp(rhs, (0.0, t_end), np.concatenate([qpos, qvel]), method="DOP853",
+                    rtol=1e-12, atol=1e-12)
+    d.qpos[:], d.qvel[:] = sol.y[:m.nq, -1], sol.y[m.nq:, -1]
+    mujoco.mj_normalizeQuat(m, d.qpos)
+    mujoco.mj_kinematics(m, d)
+    return d
+
+
+MJCF = _suite_files()
+
+
+@pytest.mark.skipif(mujoco is None, reason="mujoco is not installed (pip install natcoord[mjcf])")
+@pytest.mark.skipif(not MJCF, reason="dm-control is not installed (pip install natcoord[models])")
+@pytest.mark.parametrize("name", MJCF)
+def test_dm_control_suite_model(name):
+    path = _suite_path(name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            mech = nc.load_mjcf(path)
+        except ValueError as err:
+            _check_mjcf_refusal(path, str(err))
+            return
+    report = mech.import_report
+    ours = [w for w in caught if issubclass(w.category, UserWarning)
+            and str(w.message).startswith(path)]
+    assert len(ours) == (1 if report["not_modelled"] else 0)
+    for what, names in report["not_modelled"].items():       # the one warning names them
+        assert all(n in str(ours[0].message) for n in names), what
+    model = mech.build()
+    m = _mujoco_peer(path, report)
+    d = mujoco.MjData(m)
+    assert sum(b.mass for b in model.bodies) == pytest.approx(
+        sum(m.body_mass[b] for b in range(1, m.nbody) if m.body_weldid[b] != 0), rel=1e-13)
+    js = nc.joint_space(model)
+    assert js.nv == m.nv
+    rng = np.random.default_rng(23)
+    for _ in range(STATES):
+        d.qpos[:], d.qvel[:] = _random_mujoco_state(m, rng)
+        mujoco.mj_forward(m, d)
+        q, qd, expected = from_mujoco(model, d.qpos, d.qvel, d.qacc)
+        qdd, st = _natcoord_qdd(model, q, qd)
+        want, _ = js.vector(expected, "expected")
+        assert np.abs(qdd - want).max() <= REL * max(1.0, np.abs(want).max()), name
+
+    # passive run from the last state: body origins against MuJoCo's
+    t_end = 1.0 if js.nv <= BIG else 0.1
+    start_qpos, start_qvel = np.array(d.qpos), np.array(d.qvel)
+    sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
+                      proj_tol=1e-13)
+    end = _mujoco_passive_run(m, start_qpos, start_qvel, t_end)
+    worst = 0.0
+    for b in model.bodies:           # the MuJoCo body's frame origin and centre of mass
+        i = m.body(b.name).id
+        for local, there in ((np.zeros(3), end.xpos[i]), (m.body_ipos[i], end.xipos[i])):
+            worst = max(worst, np.abs(sol.point(b.name, local, local=True)[-1] - there).max())
+    assert worst <= RUN_TOL, (name, worst)
+
+
+def _check_mjcf_refusal(path, message):
+    """One message naming every body whose joint list the builder refuses — each body's
+    list offered to the importer's dispatch alone, in a mechanism of its own, with
+    MuJoCo's anchors and axes — and nothing else (the suite has no massless bodies:
+    MuJoCo refuses them)."""
+    from natcoord.io.mjcf import Refusal, body_joints
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    if all(m.body_weldid[b] == 0 for b in range(m.nbody)):
+        assert message == f"{path}: cannot be imported exactly (1 element): no body moves " \
+                          f"(every body is welded to the world); natcoord needs at least one"
+        return
+    expected = {m.body(b).name for b in range(1, m.nbody)
+                if m.body_weldid[b] == b and _refused_alone(m, d, b, body_joints, Refusal)}
+    assert expected
+    assert message.startswith(f"{path}: cannot be imported exactly ({len(expected)} element")
+    named = [part.split('"')[1] for part in message.split("; <")]
+    assert sorted(named) == sorted(expected)
+
+
+def _refused_alone(m, d, b, body_joints, Refusal):
+    """Whether the dispatch refuses body b's joints between two unit bodies."""
+    mech = nc.Mechanism()
+    for name, i in (("parent", m.body_parentid[b]), ("child", b)):
+        mech.add_body(name, 1.0, com=d.xpos[i], inertia=np.eye(3) * 0.1, origin=d.xpos[i],
+                      axes=d.xmat[i].reshape(3, 3))
+    joints = [{"name": m.joint(j).name, "kind": {0: "free", 1: "ball", 2: "slide", 3: "hinge"}[
+        int(m.jnt_type[j])], "point": np.array(d.xanchor[j]), "axis": np.array(d.xaxis[j])}
+        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
+    try:
+        body_joints(mech, "parent", "child", joints)
+    except Refusal:
+        return True
+    return False
+
+
+# ------------------------------------------------------------------ URDF
+def _urdf_files():
+    from importlib import metadata
+    try:
+        share = metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots")
+    except metadata.PackageNotFoundError:
+        return []
+    return sorted(str(p.relative_to(share)) for p in share.rglob("*.urdf"))
+
+
+def _pinocchio_q(pm, theta):
+    """Pinocchio's q of joint angles/slides ``theta`` (nv,): a continuous joint is
+    ``(cos θ, sin θ)`` there."""
+    q = np.zeros(pm.nq)
+    for joint in list(pm.joints)[1:]:
+        if joint.nq == 1:
+            q[joint.idx_q] = theta[joint.idx_v]
+        else:
+            assert (joint.nq, joint.nv) == (2, 1), joint.shortname()
+            q[joint.idx_q:joint.idx_q + 2] = np.cos(theta[joint.idx_v]), np.sin(theta[joint.idx_v])
+    return q
+
+
+def _check_urdf_refusal(pin, path, message):
+    """One message. Where links cannot be bodies, it names exactly the bodies whose
+    lumped inertia in Pinocchio (which lumps fixed links alike) is not a mass with a
+    volume — massless, or a principal second moment ≤ 1e-9 of the largest moment —
+    except Pinocchio's massless universal-joint crosses, which natcoord models."""
+    assert message.startswith(str(path))
+    if "cannot be bodies" not in message:
+        assert message.count(str(path)) == 1
+        return
+    pm = pin.buildModelFromUrdf(str(path))
+    named = {line.split('"')[1] for line in message.splitlines()[1:]
+             if line.startswith("  <link")}
+    bad = set()
+    for i in range(1, pm.njoints):
+        inertia = pm.inertias[i]
+        principal = np.linalg.eigvalsh(inertia.inertia)
+        second = 0.5 * principal.sum() - principal
+        if inertia.mass <= 0 or second.min() <= 1e-9 * np.abs(principal).max():
+            bad.add(next(f.name for f in pm.frames if f.parentJoint == i
+                         and f.type == pin.FrameType.BODY))
+    assert message.split(": ", 1)[1].startswith(f"{len(named)} link(s) cannot be bodies")
+    # Pinocchio's massless crosses of universal joints are natcoord's universal joints
+    assert named <= bad and all(pm.inertias[pm.frames[pm.getFrameId(n)].parentJoint].mass
+                                == 0 for n in bad - named), (named, bad)
+
+
+URDF = _urdf_files()
+
+
+@pytest.mark.skipif(not URDF, reason="example-robot-data is not installed "
+                                     "(pip install natcoord[models])")
+@pytest.mark.parametrize("relative", URDF)
+def test_example_robot_data_model(relative, robots_folder):
+    pin = pytest.importorskip("pinocchio")
+    path = robots_folder / relative
+    try:
+        model = nc.load_urdf(path).build()
+    except ValueError as err:
+        _check_urdf_refusal(pin, path, str(err))
+        return
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    js = nc.joint_space(model)
+    assert list(js.v_names) == list(pm.names)[1:]           # one column per URDF joint
+    rng = np.random.default_rng(23)
+    for _ in range(STATES):
+        theta, v = 0.5 * rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
+        expected = pin.aba(pm, pd, _pinocchio_q(pm, theta), v, np.zeros(pm.nv))
+        qdd, st = _natcoord_qdd(model, theta, v)
+        assert np.abs(qdd - expected).max() <= REL * max(1.0, np.abs(expected).max()), \
+            relative                         # a floor of 1 rad/s²: iris' q̈ are all zero
+
+    t_end = 1.0 if js.nv <= BIG else 0.1
+    sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
+                      proj_tol=1e-13)
+    ref = solve_ivp(lambda t, y: np.concatenate([y[pm.nv:], pin.aba(
+        pm, pd, _pinocchio_q(pm, y[:pm.nv]), y[pm.nv:], np.zeros(pm.nv))]),
+        (0.0, t_end), np.concatenate([theta, v]), method="DOP853", rtol=1e-12, atol=1e-12)
+    pin.framesForwardKinematics(pm, pd, _pinocchio_q(pm, ref.y[:pm.nv, -1]))
+    worst = max(np.abs(sol.point(b.name, np.zeros(3), local=True)[-1]
+                       - pd.oMf[pm.getFrameId(b.name, pin.BODY)].translation).max()
+                for b in model.bodies)
+    assert worst <= RUN_TOL, (relative, worst)
