@@ -270,12 +270,13 @@ def body_joints(mech, parent, body, joints):
 
 
 def _compound(mech, parent, body, joints):
-    """The single call site of ``Mechanism.add_compound`` (several joints in one body,
-    being added to the builder): until it exists, such a body is refused."""
-    described = ", ".join(f"{j['kind']} {j['name']!r}" for j in joints)
-    raise Refusal(f"its joints ({described}) are not one hinge, slide, ball or free "
-                   f"joint, two hinges with perpendicular axes that meet (universal) or a "
-                   f"hinge and a slide along one line (cylindrical)")
+    """Several joints in one body: ``Mechanism.add_compound`` with the DOF in MuJoCo's
+    order (the exact constraint set of their motion set; a sequence it cannot model
+    exactly is refused, naming the joints). Each DOF is its own joint-space column."""
+    name = _joint_name(mech, "+".join(j["name"] for j in joints))
+    dofs = [(j["name"], j["kind"], j["point"], j["axis"]) for j in joints]
+    _built(lambda: mech.add_compound(parent, body, dofs, name=name))
+    return [(name, j["name"], 1, j["name"]) for j in joints]
 
 
 def _built(action):
