@@ -107,9 +107,9 @@ def test_compiled_features_match_mj_forward(tmp_path):
     assert sum(b.mass for b in model.bodies) == pytest.approx(7.5, rel=1e-13)   # settotalmass
     kinds = {j.name: j.kind for j in model.joints}
     assert kinds == {"yaw": "revolute", "roll": "universal", "turn": "cylindrical",
-                     "wrist.joint": "spherical", "tail_hinge": "revolute"}
-    dofs = mech.import_report["dofs"]       # natcoord's bodies and joints share names
-    assert (dofs["wrist"]["joint"], dofs["wrist"]["coordinate"]) == ("wrist.joint", "ball")
+                     "wrist": "spherical", "tail_hinge": "revolute"}
+    dofs = mech.import_report["dofs"]       # a joint named like its body: separate name spaces
+    assert (dofs["wrist"]["joint"], dofs["wrist"]["coordinate"]) == ("wrist", "ball")
     assert (dofs["pitch"]["joint"], dofs["pitch"]["coordinate"]) == ("roll", "angle_b")
     assert dofs["push"]["sign"] == -1                   # natcoord's slide axis is the hinge's
     assert _compare(model, m) < 1e-10

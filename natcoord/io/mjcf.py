@@ -22,8 +22,9 @@ natcoord :class:`Mechanism` is read from the *compiled* ``MjModel`` at
   a free joint (a free body). The axes and anchors are MuJoCo's ``xaxis`` and
   ``xanchor`` at ``qpos0``, so a hinge or slide coordinate *is* MuJoCo's
   ``qpos − qpos0`` (sign and zero), and joint space follows MuJoCo's qpos
-  order (bodies depth first, a body's joints in order). Other joint lists are
-  refused (pending ``Mechanism.add_compound``).
+  order (bodies depth first, a body's joints in order). Any other joint list is
+  one ``Mechanism.add_compound`` (docs/model-format.md#6-compound-joints-several-joints-between-two-bodies),
+  each DOF its own column; what it cannot model exactly is refused.
 * **Ball and free joints.** natcoord's spherical coordinate is the
   quaternion ``(x, y, z, w)`` of the child relative to its parent in the
   child's axes: MuJoCo's ball ``qpos`` ``(w, x, y, z)`` reordered, its
@@ -213,12 +214,6 @@ def _joint_spec(m, d, j, body_names):
             "dof": int(m.jnt_dofadr[j])}
 
 
-def _joint_name(mech, wanted):
-    """MuJoCo's joint name, or ``<name>.joint`` where a body has it (natcoord's body
-    and joint names share one name space; MuJoCo's do not)."""
-    return wanted if all(b.name != wanted for b in mech.bodies) else f"{wanted}.joint"
-
-
 def body_joints(mech, parent, body, joints):
     """Join ``body`` to ``parent`` by MuJoCo's joint list ``joints`` (parent → child).
 
@@ -235,7 +230,7 @@ def body_joints(mech, parent, body, joints):
         return [(body, "free", 1, body)]          # natcoord: a free body, named after it
     if len(joints) == 1:
         (j,) = joints
-        name = _joint_name(mech, j["name"])
+        name = j["name"]
         add = {"hinge": mech.add_revolute, "slide": mech.add_prismatic}.get(j["kind"])
         if add is not None:
             _built(lambda: add(parent, body, point=j["point"], axis=j["axis"], name=name))
@@ -252,14 +247,14 @@ def body_joints(mech, parent, body, joints):
         meet = a["point"] + t * a["axis"]
         lines_meet = np.abs(meet - b["point"] - s * b["axis"]).max() <= POINT_TOL * scale
         if kinds == ["hinge", "hinge"] and abs(cosine) <= AXIS_TOL and lines_meet:
-            name = _joint_name(mech, a["name"])
+            name = a["name"]
             _built(lambda: mech.add_universal(parent, body, point=meet, axis_a=a["axis"],
                                               axis_b=b["axis"], name=name))
             return [(name, "angle_a", 1, f"{name}.angle_a"),
                     (name, "angle_b", 1, f"{name}.angle_b")]
         if sorted(kinds) == ["hinge", "slide"] and abs(abs(cosine) - 1.0) <= AXIS_TOL:
             hinge, slide = (a, b) if a["kind"] == "hinge" else (b, a)
-            name = _joint_name(mech, a["name"])
+            name = a["name"]
             _built(lambda: mech.add_cylindrical(parent, body, point=hinge["point"],
                                                 axis=hinge["axis"], name=name))
             sign = 1 if cosine > 0 else -1
@@ -273,7 +268,7 @@ def _compound(mech, parent, body, joints):
     """Several joints in one body: ``Mechanism.add_compound`` with the DOF in MuJoCo's
     order (the exact constraint set of their motion set; a sequence it cannot model
     exactly is refused, naming the joints). Each DOF is its own joint-space column."""
-    name = _joint_name(mech, "+".join(j["name"] for j in joints))
+    name = "+".join(j["name"] for j in joints)
     dofs = [(j["name"], j["kind"], j["point"], j["axis"]) for j in joints]
     _built(lambda: mech.add_compound(parent, body, dofs, name=name))
     return [(name, j["name"], 1, j["name"]) for j in joints]
@@ -396,7 +391,7 @@ def _equalities(m, d, mech, natcoord, body_names, off, refused, note):
             continue
         add = mech.add_spherical if what == "connect" else mech.add_fixed
         try:
-            add(a, b, point=p2, name=_joint_name(mech, label))
+            add(a, b, point=p2, name=label)
         except ValueError as err:
             refused.append(f"{where}: {err}")
 
