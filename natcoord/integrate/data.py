@@ -42,7 +42,7 @@ class Data:
     def __init__(self, model, state=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         validate.model(model)
         tables = cc.make_tables(model)
-        if tables is None:
+        if not cc.compilable(model):
             raise ValueError(f"model {model.name!r} has a force given as a Python callable, "
                              f"which the compiled core cannot evaluate: use "
                              f"nc.accelerations(model, state) for it")
@@ -50,7 +50,7 @@ class Data:
         n = model.n_coords
         self._solver = solver = make_solver(model, "block", drop_tol, hold_tol)
         self._S = S = cc.make_buffers(model, solver)
-        self._args = cc.pack_run(tables, S, solver)
+        self._args = cc.pack_run(tables, S, solver.plan, solver.work)
         self._y, self._out = np.zeros(2 * n), np.zeros(2 * n)
         self._weights = model.tables.weight_table(0.0, np.zeros((model.n_weights, 3)))
         self._t = 0.0
@@ -139,7 +139,7 @@ def forward(model, data):
     naming the joint whose rows the spread of the masses makes unpivotable)."""
     if data.model is not model:
         raise ValueError("forward: data was made for another model (Data(model))")
-    status = engine.rhs(*data._args, data._y, data._weights, 0, data._out)
+    status = engine.rhs(*data._args, None, data._t, data._y, data._weights, 0, data._out)
     if status:
         error = MassSpreadError if status == cc.UNPIVOTABLE_JOINT else np.linalg.LinAlgError
         raise error(data.failure(status))

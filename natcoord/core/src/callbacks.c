@@ -1,0 +1,173 @@
+/* The core's hooks (nc_hooks, dopri5.h) implemented by a Python object: forces and drive
+ * laws written in Python and the reference KKT backends, called back from the DOPRI5
+ * step as MuJoCo calls its mjcb_* callbacks.
+ *
+ * The object (natcoord.integrate.stepper.Callbacks) carries four callables, each None
+ * when the model does not need it, and the arrays they exchange with the core:
+ *   weights(t)   fills W (n_weights, 3)                     (drive laws in Python)
+ *   forces(t)    reads y (2 N,), fills F (4 n, 3)            (added to the core's forces)
+ *   factor()     reads G (nnz, 3) and mask (m,), sets mask; returns 0 or SOLVER_FAILED
+ *   solve()      reads r (N,), s (m,), fills x (N,), lam (m,)
+ * The core copies its operands into those arrays and the results out of them, so a
+ * callback never sees the core's own buffers (and may keep what it is given). A callback
+ * that raises makes the step return NC_CALLBACK with the exception pending; the step
+ * and advance stop at once (the exception is the run's cause, not a step failure). */
+#include "dopri5.h"
+
+/* call f(t) (t < NAN: f()), returning its result (a new reference) or NULL */
+static PyObject *call(PyObject *f, double t)
+{
+    if (isnan(t))
+        return PyObject_CallNoArgs(f);
+    PyObject *arg = PyFloat_FromDouble(t);
+    if (arg == NULL)
+        return NULL;
+    PyObject *result = PyObject_CallOneArg(f, arg);
+    Py_DECREF(arg);
+    return result;
+}
+
+static int64_t py_weights(void *p, double t, double *W)
+{
+    nc_py_hooks *c = p;
+    PyObject *r = call(c->weights, t);
+    if (r == NULL)
+        return NC_CALLBACK;
+    Py_DECREF(r);
+    memcpy(W, c->W, c->n_W * sizeof(double));
+    return 0;
+}
+
+static int64_t py_forces(void *p, double t, const double *y, double *F)
+{
+    nc_py_hooks *c = p;
+    memcpy(c->y, y, c->n_y * sizeof(double));
+    PyObject *r = call(c->forces, t);
+    if (r == NULL)
+        return NC_CALLBACK;
+    Py_DECREF(r);
+    for (int64_t i = 0; i < c->n_F; i++)
+        F[i] += c->F[i];
+    return 0;
+}
+
+static int64_t py_factor(void *p, const double *G, uint8_t *mask)
+{
+    nc_py_hooks *c = p;
+    memcpy(c->G, G, c->n_G * sizeof(double));
+    memcpy(c->mask, mask, c->n_s);
+    PyObject *r = call(c->factor, NAN);
+    if (r == NULL)
+        return NC_CALLBACK;
+    int64_t status = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    if (status == -1 && PyErr_Occurred())
+        return NC_CALLBACK;
+    if (status == 0)
+        memcpy(mask, c->mask, c->n_s);
+    return status;
+}
+
+static int64_t py_solve(void *p, const double *r, const double *s, double *x, double *lam)
+{
+    nc_py_hooks *c = p;
+    memcpy(c->r, r, c->n_r * sizeof(double));
+    memcpy(c->s, s, c->n_s * sizeof(double));
+    PyObject *result = call(c->solve, NAN);
+    if (result == NULL)
+        return NC_CALLBACK;
+    Py_DECREF(result);
+    memcpy(x, c->x, c->n_r * sizeof(double));
+    memcpy(lam, c->lam, c->n_s * sizeof(double));
+    return 0;
+}
+
+/* attribute `name` of obj: None (*out NULL), or a callable */
+static int callable_attribute(PyObject *obj, const char *name, PyObject **out)
+{
+    PyObject *f = PyObject_GetAttrString(obj, name);
+    if (f == NULL)
+        return -1;
+    /* borrowed: obj keeps it alive during the call */
+    Py_DECREF(f);
+    if (f == Py_None) {
+        *out = NULL;
+        return 0;
+    }
+    if (!PyCallable_Check(f)) {
+        PyErr_Format(PyExc_TypeError, "core: Callbacks.%s must be callable or None", name);
+        return -1;
+    }
+    *out = f;
+    return 0;
+}
+
+/* the float64 (or bool, kind '?') array attribute `name` of obj */
+static int array_attribute(PyObject *obj, const char *name, char kind, void **data,
+                           int64_t *size)
+{
+    PyObject *a = PyObject_GetAttrString(obj, name);
+    if (a == NULL)
+        return -1;
+    nc_arr arr;
+    int status = nc_array(a, kind, &arr, name);
+    Py_DECREF(a);                      /* obj keeps the array (and its data) alive */
+    if (status < 0)
+        return -1;
+    *data = arr.p;
+    *size = arr.size;
+    return 0;
+}
+
+int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    *hk = NULL;
+    if (obj == Py_None)
+        return 0;
+    ctx->owner = obj;
+    int64_t n_mask, n_x, n_lam;
+    if (callable_attribute(obj, "weights", &ctx->weights) < 0 ||
+        callable_attribute(obj, "forces", &ctx->forces) < 0 ||
+        callable_attribute(obj, "factor", &ctx->factor) < 0 ||
+        callable_attribute(obj, "solve", &ctx->solve) < 0 ||
+        array_attribute(obj, "W", 'd', (void **)&ctx->W, &ctx->n_W) < 0 ||
+        array_attribute(obj, "y", 'd', (void **)&ctx->y, &ctx->n_y) < 0 ||
+        array_attribute(obj, "F", 'd', (void **)&ctx->F, &ctx->n_F) < 0 ||
+        array_attribute(obj, "G", 'd', (void **)&ctx->G, &ctx->n_G) < 0 ||
+        array_attribute(obj, "mask", '?', (void **)&ctx->mask, &n_mask) < 0 ||
+        array_attribute(obj, "r", 'd', (void **)&ctx->r, &ctx->n_r) < 0 ||
+        array_attribute(obj, "s", 'd', (void **)&ctx->s, &ctx->n_s) < 0 ||
+        array_attribute(obj, "x", 'd', (void **)&ctx->x, &n_x) < 0 ||
+        array_attribute(obj, "lam", 'd', (void **)&ctx->lam, &n_lam) < 0)
+        return -1;
+    if (n_mask != ctx->n_s || n_x != ctx->n_r || n_lam != ctx->n_s || ctx->n_y != 2 * ctx->n_r ||
+        ctx->n_F != ctx->n_r) {
+        PyErr_SetString(PyExc_ValueError, "core: the Callbacks' arrays do not fit each other "
+                        "(y 2 N, F, r, x N; mask, s, lam m entries)");
+        return -1;
+    }
+    ctx->table.ctx = ctx;
+    ctx->table.weights = ctx->weights ? py_weights : NULL;
+    ctx->table.forces = ctx->forces ? py_forces : NULL;
+    ctx->table.factor = ctx->factor ? py_factor : NULL;
+    ctx->table.solve = ctx->solve ? py_solve : NULL;
+    *hk = &ctx->table;
+    return 0;
+}
+
+int nc_py_hooks_keep_error(const nc_py_hooks *ctx, int64_t status)
+{
+    if (status != NC_CALLBACK || !PyErr_Occurred())
+        return 0;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL)
+        PyException_SetTraceback(value, traceback);
+    int ok = PyObject_SetAttrString(ctx->owner, "error", value) == 0;
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    return ok ? 0 : -1;
+}
