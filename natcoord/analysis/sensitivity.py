@@ -124,8 +124,7 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     params = _checked(model, params)
     tols = options.get("drop_tol", DROP_TOL), options.get("hold_tol", HOLD_TOL)
     ws = Workspace(model, options.get("solver"), *tols)
-    compiled = (COMPILED and integrate.COMPILED
-                and compiled_sensitivity.supported(model, ws.solver, params))
+    compiled = COMPILED and compiled_sensitivity.supported(model, ws.solver, params)
     start = time.perf_counter()
     stats = {"compiled": compiled}
     tangent = _Tangent(ws, params) if compiled else None

@@ -171,6 +171,8 @@ class _Run:
     def store(self, ts, ys, obs=None):
         """Store the records ``ts`` (k,), ``ys`` (k, 2 N) with ``obs`` (k, 3) (None:
         evaluated here)."""
+        if not len(ts):
+            return
         if obs is None:
             obs = [self.observe(t, y) for t, y in zip(ts, ys)]
         self.records.extend(ts, ys, obs, self.multipliers_at(ts, ys))

@@ -59,7 +59,10 @@ class Callbacks:
     ``factor()``/``solve()``: a reference backend on ``G`` with the dropped rows
     in ``mask`` (its hysteresis), solving ``r, s`` into ``x, lam``. Each is None
     when not needed; :attr:`needed` is False when none is (the core runs alone).
-    A callback's exception stops the run: the core keeps it on ``error``.
+    A callable's NaN or inf (``FloatingPointError``) and a backend's
+    ``LinAlgError`` are step failures a smaller step may cure, as the core's own
+    (their reason in ``failure``); any other exception stops the run: the core
+    keeps it on ``error``.
     """
 
     def __init__(self, model, solver):
@@ -78,7 +81,7 @@ class Callbacks:
         self.factor = self._factor if self.solver is not None else None
         self.solve = self._solve if self.solver is not None else None
         self.error = None          # a callback's exception, set by the core
-        self.failure = ""          # the reference backend's last LinAlgError
+        self.failure = ""          # the last step failure's reason
 
     @property
     def needed(self):
@@ -90,7 +93,12 @@ class Callbacks:
         return error
 
     def _weights(self, t):
-        self.model.tables.weight_table(t, self.W)
+        try:
+            self.model.tables.weight_table(t, self.W)
+        except FloatingPointError as exc:        # a drive law's NaN: a step failure
+            self.failure = str(exc)
+            return cc.NON_FINITE
+        return 0
 
     def _forces(self, t):
         n = self.model.n_coords
@@ -98,8 +106,13 @@ class Callbacks:
         F = self.F
         F[:] = 0.0
         state, X, V = State(t, p, v), p.reshape(-1, 3), v.reshape(-1, 3)
-        for force in self.python_forces:
-            force.apply(t, state, X, V, F)
+        try:
+            for force in self.python_forces:
+                force.apply(t, state, X, V, F)
+        except FloatingPointError as exc:        # a force's NaN: a step failure
+            self.failure = str(exc)
+            return cc.NON_FINITE
+        return 0
 
     def _factor(self):
         solver = self.solver
@@ -245,8 +258,9 @@ class DOPRI5(Stepper):
         messages = {
             cc.ACCEPTED: f"step accepted: t = {t:.6g}",
             cc.REJECTED: f"step rejected at t = {t:.6g}: error estimate {c[cc.ERR]:.3e} > 1",
-            cc.NON_FINITE: f"non-finite state at t = {t:.6g} (the error estimate is "
-                           f"{c[cc.ERR]:.3e})",
+            cc.NON_FINITE: (f"{self._hooks.failure} (t = {t:.6g})" if self._hooks and
+                            self._hooks.failure else f"non-finite state at t = {t:.6g} (the "
+                            f"error estimate is {c[cc.ERR]:.3e})"),
             cc.MAX_ATTEMPTS: f"no step accepted within the attempts allowed at t = {t:g}",
             cc.CHECK: f"a recorded state at t = {t:.6g} failed the constraint check",
             cc.FULL: f"record buffers full at t = {t:.6g} (the next call goes on)",
@@ -315,6 +329,8 @@ class DOPRI5(Stepper):
             raise RuntimeError(f"step() on a {self.status} stepper")
         c = self._S.ctrl
         t_old = self.t
+        if self._hooks is not None:
+            self._hooks.failure = ""
         status, rejected = engine.step(*self._packed, self._hooks, self._W7, self._mode,
                                        max_attempts, EPS_FLOOR, self._no_store, 0)
         self.n_rejected += rejected
@@ -366,6 +382,8 @@ class DOPRI5(Stepper):
             n2 = 2 * self.model.n_coords
             self._records = (np.zeros(capacity + 1), np.zeros((capacity + 1, n2)),
                              np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
+        if self._hooks is not None:
+            self._hooks.failure = ""
         every = t_eval is None
         t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
         args = (*self._packed, self._hooks, self._W7, self._W1, self._mode,

@@ -6,15 +6,18 @@
  * when the model does not need it, and the arrays they exchange with the core:
  *   weights(t)   fills W (n_weights, 3)                     (drive laws in Python)
  *   forces(t)    reads y (2 N,), fills F (4 n, 3)            (added to the core's forces)
- *   factor()     reads G (nnz, 3) and mask (m,), sets mask; returns 0 or SOLVER_FAILED
+ *   factor()     reads G (nnz, 3) and mask (m,), sets mask
  *   solve()      reads r (N,), s (m,), fills x (N,), lam (m,)
+ * weights, forces and factor return 0 or a step status a smaller step may cure
+ * (NON_FINITE: a callable returned NaN or inf; SOLVER_FAILED: the backend could not
+ * factor), whose reason the object keeps for the run's message.
  * The core copies its operands into those arrays and the results out of them, so a
  * callback never sees the core's own buffers (and may keep what it is given). A callback
  * that raises makes the step return NC_CALLBACK with the exception pending; the step
  * and advance stop at once (the exception is the run's cause, not a step failure). */
 #include "dopri5.h"
 
-/* call f(t) (t < NAN: f()), returning its result (a new reference) or NULL */
+/* call f(t) (t NaN: f()), returning its result (a new reference) or NULL */
 static PyObject *call(PyObject *f, double t)
 {
     if (isnan(t))
@@ -27,28 +30,35 @@ static PyObject *call(PyObject *f, double t)
     return result;
 }
 
+/* the status f(t) returned: 0, a step status, or NC_CALLBACK (an exception pending) */
+static int64_t status_of(PyObject *f, double t)
+{
+    PyObject *r = call(f, t);
+    if (r == NULL)
+        return NC_CALLBACK;
+    int64_t status = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    return status == -1 && PyErr_Occurred() ? NC_CALLBACK : status;
+}
+
 static int64_t py_weights(void *p, double t, double *W)
 {
     nc_py_hooks *c = p;
-    PyObject *r = call(c->weights, t);
-    if (r == NULL)
-        return NC_CALLBACK;
-    Py_DECREF(r);
-    memcpy(W, c->W, c->n_W * sizeof(double));
-    return 0;
+    int64_t status = status_of(c->weights, t);
+    if (status == 0)
+        memcpy(W, c->W, c->n_W * sizeof(double));
+    return status;
 }
 
 static int64_t py_forces(void *p, double t, const double *y, double *F)
 {
     nc_py_hooks *c = p;
     memcpy(c->y, y, c->n_y * sizeof(double));
-    PyObject *r = call(c->forces, t);
-    if (r == NULL)
-        return NC_CALLBACK;
-    Py_DECREF(r);
-    for (int64_t i = 0; i < c->n_F; i++)
-        F[i] += c->F[i];
-    return 0;
+    int64_t status = status_of(c->forces, t);
+    if (status == 0)
+        for (int64_t i = 0; i < c->n_F; i++)
+            F[i] += c->F[i];
+    return status;
 }
 
 static int64_t py_factor(void *p, const double *G, uint8_t *mask)
@@ -56,13 +66,7 @@ static int64_t py_factor(void *p, const double *G, uint8_t *mask)
     nc_py_hooks *c = p;
     memcpy(c->G, G, c->n_G * sizeof(double));
     memcpy(c->mask, mask, c->n_s);
-    PyObject *r = call(c->factor, NAN);
-    if (r == NULL)
-        return NC_CALLBACK;
-    int64_t status = PyLong_AsLongLong(r);
-    Py_DECREF(r);
-    if (status == -1 && PyErr_Occurred())
-        return NC_CALLBACK;
+    int64_t status = status_of(c->factor, NAN);
     if (status == 0)
         memcpy(mask, c->mask, c->n_s);
     return status;

@@ -228,8 +228,11 @@ int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *
     const double *gamma = F64(S[S_gamma]);
     nc_evaluate_constraints(T, S, X, V, W);
     nc_generalized_forces(T, X, V, F64(S[S_F]));
-    if (hk != NULL && hk->forces != NULL && hk->forces(hk->ctx, t, y, F64(S[S_F])) != 0)
-        return NC_CALLBACK;
+    if (hk != NULL && hk->forces != NULL) {
+        int64_t status = hk->forces(hk->ctx, t, y, F64(S[S_F]));
+        if (status != 0)
+            return status;
+    }
     if (mode == NC_BAUMGARTE) {          /* γ − 2α (G v + g_t) − β² g */
         const double *ctrl = F64(S[S_ctrl]), *Gv = F64(S[S_Gv]), *g = F64(S[S_g]);
         double alpha = ctrl[CTRL_ALPHA], beta = ctrl[CTRL_BETA_B];
@@ -460,15 +463,15 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         combine(NC_A_DENSE[s], s, K, N, comb);
         for (int64_t i = 0; i < N; i++)
             ys[i] = y[i] + h * comb[i];
-        if (nc_weights_at(T, hk, t + NC_C_DENSE[s] * h, W) != 0)
-            return NC_CALLBACK;
+        int64_t status = nc_weights_at(T, hk, t + NC_C_DENSE[s] * h, W);
+        if (status != 0)
+            return status;
         const nc_arr *Ws = Wk;
         if (keep && s < 6) {
             nc_stage_work(Wk, store, m, s - 1, stage_work);
             Ws = stage_work;
         }
-        int64_t status = nc_rhs(T, S, P, Ws, hk, t + NC_C_DENSE[s] * h, ys, W, mode,
-                                K + s * N);
+        status = nc_rhs(T, S, P, Ws, hk, t + NC_C_DENSE[s] * h, ys, W, mode, K + s * N);
         if (status != 0)
             return status;
         if (keep && s < 6)
@@ -715,9 +718,9 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         }
         if (seg->capacity > 0)
             keep_step(S, out.stored++, seg);
-        if (nc_weights_at(T, hk, c[CTRL_T_NOW], W1) != 0) {
+        out.status = nc_weights_at(T, hk, c[CTRL_T_NOW], W1);
+        if (out.status != 0) {
             rec->kind[out.records] = NC_STEP_RECORD;
-            out.status = NC_CALLBACK;
             return out;
         }
         if (violated(T, S, y, W1, mode, c[CTRL_PROJ_TOL], drift_tol, 0, NULL)) {

@@ -43,9 +43,10 @@ enum {
  *           dropped rows in mask (m,) (its hysteresis) and leaving the new ones there;
  *  solve    (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the last factorization.
  *
- * Each returns 0, or NC_CALLBACK with a Python exception set (the wrappers hand it to
- * Python: callbacks.c); factor also NC_SOLVER_FAILED: the backend could not factor (a
- * LinAlgError, its message kept by the host), which a smaller step may cure. */
+ * Each returns 0; NC_CALLBACK with a Python exception set (the run's: the step stops,
+ * the wrappers hand it to Python, callbacks.c); or a status a smaller step may cure,
+ * its reason kept by the host: NC_NON_FINITE (a callable returned NaN or inf),
+ * NC_SOLVER_FAILED (the backend could not factor). solve returns 0 or NC_CALLBACK. */
 typedef struct nc_hooks {
     void *ctx;
     int64_t (*weights)(void *ctx, double t, double *W);
