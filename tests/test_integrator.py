@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.integrate import simulate as integrate
 
 MASS, STIFFNESS, X0, V0 = 2.0, 50.0, 0.1, 0.3
 OMEGA = np.sqrt(STIFFNESS / MASS)
