@@ -345,9 +345,13 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     try:
         options = dict(state=initial_state, first_step=first_step, max_step=max_step,
                        projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
-                       hold_tol=hold_tol, solver=ws.solver_name)
-        stepper = Radau if method == "radau" else DOPRI5
-        run.stepper = stepper(model, t_end, rtol, atol, proj_tol, **options)
+                       hold_tol=hold_tol)
+        if method == "radau":
+            run.stepper = Radau(model, t_end, rtol, atol, proj_tol, solver=ws.solver_name,
+                                **options)
+        else:          # the workspace's solver: one symbolic phase per run
+            run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, solver=ws.solver,
+                                 **options)
         if _sweep is not None and not run.stepper.compiled:
             raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 "
                              "stepper with nothing called back")
@@ -441,8 +445,10 @@ def _drive(run, t_end, t_eval, max_steps, progress):
         if budget <= 0:
             raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
         drift_tol = np.inf if run.drift is not None else run.drift_tol
-        chunk = advance(t_eval, next_out, budget, drift_tol, dense=run.pieces is not None,
-                        sweep=run.sweep, check=check)
+        # the outputs left in one chunk (the core writes them in place), else 256 steps
+        capacity = 256 if t_eval is None else max(t_eval.size - next_out, 1)
+        chunk = advance(t_eval, next_out, budget, drift_tol, capacity,
+                        dense=run.pieces is not None, sweep=run.sweep, check=check)
         for piece in chunk.pieces:
             run.accept(piece)
         run.rejected += chunk.rejected

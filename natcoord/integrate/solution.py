@@ -65,9 +65,10 @@ class Records:
         self.t_last = None
 
     def extend(self, t, y, obs, lam=None):
-        t = np.array(t, float)
-        self.blocks.append((t, np.array(y, float).reshape(t.size, 2 * self.n),
-                            np.array(obs, float).reshape(t.size, 3), lam))
+        """Append records (arrays are kept, not copied: the caller gives them up)."""
+        t = np.asarray(t, float)
+        self.blocks.append((t, np.asarray(y, float).reshape(t.size, 2 * self.n),
+                            np.asarray(obs, float).reshape(t.size, 3), lam))
         self.size += t.size
         self.t_last = float(t[-1])
 
@@ -75,6 +76,8 @@ class Records:
         """``(t, y, obs, lam)`` of every record."""
         if not self.blocks:
             return (np.zeros(0), np.zeros((0, 2 * self.n)), np.zeros((0, 3)), None)
+        if len(self.blocks) == 1:
+            return self.blocks[0]
         t, y, obs, lam = zip(*self.blocks)
         return (np.concatenate(t), np.concatenate(y), np.concatenate(obs),
                 None if lam[0] is None else np.concatenate(lam))
@@ -107,8 +110,8 @@ class Solution:
             records = rows
         self.t, y, obs, self.lam = records.arrays()
         n = model.n_coords
-        self.p, self.v = y[:, :n].copy(), y[:, n:].copy()
-        self.energy, self.constraint_residual, self.velocity_residual = obs.T.copy()
+        self.p, self.v = y[:, :n], y[:, n:]
+        self.energy, self.constraint_residual, self.velocity_residual = obs.T
         self.stats = dict(stats)
         self.dropped_rows = np.asarray(dropped_rows, np.int64)
         self.dropped = [model.row_labels[r] for r in self.dropped_rows]

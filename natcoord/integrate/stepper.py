@@ -35,8 +35,14 @@ from .base import EPS_FLOOR, PROJECTIONS, Chunk, StepRecord, Stepper, initial_st
 from .dormand_prince import DenseOutput
 from ..linalg import make_solver
 from ..linalg import blockldl
-from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
+from ..linalg.base import DROP_TOL, HOLD_TOL, KKTSolver, MassSpreadError
 from ..dynamics.projection import ProjectionError
+
+
+#: steps whose dense output one advance() keeps at most (dense=True)
+SEGMENTS = 256
+#: records allocated at once (advance() writes them in place, chunk after chunk)
+RECORD_BLOCK = 1024
 
 
 def _control(index, doc=None):
@@ -140,7 +146,9 @@ class DOPRI5(Stepper):
     """Compiled Dormand–Prince 5(4) with projection, one call per step or per chunk.
 
     Arguments as :func:`natcoord.integrate.simulate.simulate` (``solver`` names the KKT
-    backend: ``"block"`` is the core's, the others are called back); ``state``: a consistent
+    backend: ``"block"`` is the core's, the others are called back; or is a
+    :class:`~natcoord.linalg.base.KKTSolver` of the model to share, whose factorization
+    the stepper overwrites at every call); ``state``: a consistent
     initial :class:`~natcoord.model.frozen.State` (default ``assemble(model, t=t0).state``).
     Attributes: ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h`` (next step),
     ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
@@ -158,7 +166,8 @@ class DOPRI5(Stepper):
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
         tables = cc.make_tables(model)
         self.model = model
-        self.solver = make_solver(model, solver, drop_tol, hold_tol)
+        self.solver = (solver if isinstance(solver, KKTSolver) else
+                       make_solver(model, solver, drop_tol, hold_tol))
         n = model.n_coords
         self._S = S = cc.make_buffers(model, self.solver)
         hooks = Callbacks(model, self.solver)
@@ -199,7 +208,7 @@ class DOPRI5(Stepper):
         h = first_step or initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[cc.H] = min(h, max_step)
-        self._records = self._segments = None
+        self._records, self._used, self._segments = None, 0, None
         self._no_outputs = np.zeros(0)
         self._no_store = cc.make_store(work, model.n_rows, 0)
         self._y_view = S.y.view()
@@ -378,21 +387,18 @@ class DOPRI5(Stepper):
         if sweep is not None and not self.compiled:
             raise ValueError("the compiled sensitivity sweep needs a model and solver "
                              "without callbacks")
-        if self._records is None or self._records[0].size != capacity + 1:
-            n2 = 2 * self.model.n_coords
-            self._records = (np.zeros(capacity + 1), np.zeros((capacity + 1, n2)),
-                             np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
+        records = self._record_space(capacity)
         if self._hooks is not None:
             self._hooks.failure = ""
         every = t_eval is None
         t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
         args = (*self._packed, self._hooks, self._W7, self._W1, self._mode,
-                max_attempts, EPS_FLOOR, t_eval, next_out, every, drift_tol,
-                *self._records)
+                max_attempts, EPS_FLOOR, t_eval, next_out, every, drift_tol, *records)
         derivatives = None
         if sweep is None:
-            if self._segments is None or self._segments[0].shape[0] != capacity * dense:
-                self._segments = cc.make_segments(self.model, capacity * dense)
+            steps_kept = min(capacity, SEGMENTS) * dense
+            if self._segments is None or self._segments[0].shape[0] != steps_kept:
+                self._segments = cc.make_segments(self.model, steps_kept)
             segments = self._segments
             status, n, next_out, steps, rejected, m = engine.advance(*args, *segments,
                                                                      self._no_store)
@@ -401,17 +407,18 @@ class DOPRI5(Stepper):
                 args[:4] + args[5:], repeat=not dense)
         self.n_steps += steps
         self.n_rejected += rejected
-        rec_t, rec_y, rec_obs, rec_kind = self._records
+        self._used += n
+        rec_t, rec_y, rec_obs, rec_kind = records
         seg_t, seg_y, seg_K = segments
         pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
                               seg_y[k, 1].copy(), seg_K[k].copy())
                   for k in range(m)] if dense else []
-        obs = rec_obs[:n].copy()
+        obs = rec_obs[:n]
         if self._potential is not None:
             obs[:, 0] += [self._potential(y[:self.model.n_coords]) for y in rec_y[:n]]
-        chunk = Chunk(rec_t[:n].copy(), rec_y[:n].copy(), obs,
-                      rec_kind[:n].copy(), next_out, steps, rejected, "ok", pieces=pieces,
-                      derivatives=derivatives, last=(self.t, self.y.copy()))
+        chunk = Chunk(rec_t[:n], rec_y[:n], obs, rec_kind[:n], next_out, steps, rejected,
+                      "ok", pieces=pieces, derivatives=derivatives,
+                      last=(self.t, self.y.copy()))
         if status == cc.FINISHED:
             self.status = "finished"
         elif status == cc.CHECK:
@@ -429,6 +436,18 @@ class DOPRI5(Stepper):
             self._failed(status, max_attempts)
             chunk.status = "failed"
         return chunk
+
+    def _record_space(self, capacity):
+        """Record arrays for ``capacity`` records and a failing state, in which the core
+        writes them in place: views past the records of earlier calls, so that a
+        :class:`Chunk`'s records (views too) are never overwritten, in a new block
+        when the current one is used up."""
+        if self._records is None or self._records[0].size - self._used < capacity + 1:
+            size, n2 = max(capacity + 1, RECORD_BLOCK), 2 * self.model.n_coords
+            self._records = (np.empty(size), np.empty((size, n2)), np.empty((size, 3)),
+                             np.empty(size, np.int64))
+            self._used = 0
+        return tuple(a[self._used:] for a in self._records)
 
     def dense_output(self):
         """The order-4 interpolant of the last accepted step (a :class:`DenseOutput`)."""
