@@ -118,6 +118,9 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "
                          f"supported; only 'position+velocity' is differentiated")
+    if options.get("u") is not None:
+        raise ValueError("sensitivities: joint torques u= are not differentiated; model "
+                         "the load as a force of the model")
     if options.get("method", "dopri5") != "dopri5":
         raise ValueError(f"sensitivities: method={options['method']!r} is not supported; "
                          f"only the steps of 'dopri5' are differentiated")

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..model import validate
 from ..dynamics.assembly import assemble
+from ..dynamics.joint_space import JointTorques
 from ..dynamics.workspace import Workspace
 from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model.frozen import JOINT
@@ -239,7 +240,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
              max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6,
-             method="dopri5", dense_output=False, _sweep=None):
+             method="dopri5", dense_output=False, u=None, actuated=None, _sweep=None):
     """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
 
     ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
@@ -248,6 +249,15 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     for stiff mechanisms (stiff springs, light bodies on stiff supports), with
     the same projection, checks, outputs and :class:`Solution`; its
     ``stats`` add ``jacobians``, ``lu_decompositions`` and ``newton_iterations``.
+
+    ``u``: joint torques, a callable ``u(t, q, qd)`` of the joint positions and
+    rates (:func:`~natcoord.joint_space`'s order) returning the forces of the
+    ``actuated`` joints (names; default every joint with DOF), one per DOF in
+    ``actuated``'s order: N·m about a revolute axis (on body b, the opposite on a),
+    N along a prismatic axis (:class:`~natcoord.dynamics.joint_space.JointTorques`);
+    called back from the core at every stage (``method="dopri5"``). A result of the
+    wrong size raises ``ValueError`` naming the joints (at ``t0`` already, before
+    integrating); NaN or inf is a failed evaluation, as for a force.
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
     ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:
@@ -328,7 +338,14 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                      f"t_eval with {t_eval.size} points ({model.n_coords} coordinates each)",
                      "ask for fewer output points, or for sol.sol (dense_output=True) "
                      "and evaluate it where needed")
+    if u is None and actuated is not None:
+        raise ValueError("actuated names the joints of u's torques: pass u=callable too")
+    if u is not None and method != "dopri5":
+        raise ValueError(f"u (joint torques) is supported with method='dopri5', got "
+                         f"method={method!r}")
+    torques = () if u is None else (JointTorques(model, u, actuated),)
     ws = _workspace(model, solver, drop_tol, hold_tol)
+    ws.extra_forces = torques
     if initial_state is None:
         # with the run's solver: block (the cached default assembly) refuses masses that
         # span more than 1e12, for which superlu or dense was chosen
@@ -342,6 +359,10 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     # chunks itself to differentiate the steps as they are taken (not a user option)
     run.sweep = _sweep
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
+    for force in torques:                  # u's result checked before the run
+        js = force.js
+        force.torques(t0, js.positions(initial_state.p),
+                      js.velocities(initial_state.p, initial_state.v))
     try:
         options = dict(state=initial_state, first_step=first_step, max_step=max_step,
                        projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
@@ -351,7 +372,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                                 **options)
         else:          # the workspace's solver: one symbolic phase per run
             run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, solver=ws.solver,
-                                 **options)
+                                 forces=torques, **options)
         if _sweep is not None and not run.stepper.compiled:
             raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 "
                              "stepper with nothing called back")

@@ -61,7 +61,8 @@ class Callbacks:
 
     ``weights(t)``: the drive laws given as Python callables into ``W``;
     ``forces(t)``: the forces without a compiled law (:func:`~natcoord.integrate.compiled.python_forces`)
-    at the state in ``y``, into ``F`` (the core adds them to its own);
+    and the run's ``forces`` (joint torques) at the state in ``y``, into ``F`` (the
+    core adds them to its own);
     ``factor()``/``solve()``: a reference backend on ``G`` with the dropped rows
     in ``mask`` (its hysteresis), solving ``r, s`` into ``x, lam``. Each is None
     when not needed; :attr:`needed` is False when none is (the core runs alone).
@@ -71,10 +72,10 @@ class Callbacks:
     keeps it on ``error``.
     """
 
-    def __init__(self, model, solver):
+    def __init__(self, model, solver, forces=()):
         n, m = model.n_coords, model.n_rows
         self.model = model
-        self.python_forces = cc.python_forces(model)
+        self.python_forces = [*cc.python_forces(model), *forces]
         self.solver = None if solver.name == "block" else solver
         self.W = np.zeros((model.n_weights, 3))
         model.tables.weight_table(0.0, self.W)
@@ -148,7 +149,9 @@ class DOPRI5(Stepper):
     Arguments as :func:`natcoord.integrate.simulate.simulate` (``solver`` names the KKT
     backend: ``"block"`` is the core's, the others are called back; or is a
     :class:`~natcoord.linalg.base.KKTSolver` of the model to share, whose factorization
-    the stepper overwrites at every call); ``state``: a consistent
+    the stepper overwrites at every call); ``forces``: applied forces of the run beside
+    the model's (objects with ``apply(t, state, X, V, F)``, called back: simulate's
+    joint torques); ``state``: a consistent
     initial :class:`~natcoord.model.frozen.State` (default ``assemble(model, t=t0).state``).
     Attributes: ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h`` (next step),
     ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
@@ -161,7 +164,8 @@ class DOPRI5(Stepper):
 
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
-                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block"):
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block",
+                 forces=()):
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
         tables = cc.make_tables(model)
@@ -170,7 +174,7 @@ class DOPRI5(Stepper):
                        make_solver(model, solver, drop_tol, hold_tol))
         n = model.n_coords
         self._S = S = cc.make_buffers(model, self.solver)
-        hooks = Callbacks(model, self.solver)
+        hooks = Callbacks(model, self.solver, forces)
         self.compiled = not hooks.needed          # the core alone, nothing called back
         self._hooks = hooks if hooks.needed else None
         self._potential = hooks.potential if any(hasattr(f, "potential")
