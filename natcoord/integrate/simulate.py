@@ -243,8 +243,10 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
              method="dopri5", dense_output=False, u=None, actuated=None, _sweep=None):
     """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
 
-    ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
-    compiled where the model allows; or ``"radau"``, the implicit Radau IIA of
+    ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair of
+    the compiled core, for every model and solver (forces and drive laws given as
+    Python callables and the reference solvers are called back from it,
+    ``stats["compiled"]`` False); or ``"radau"``, the implicit Radau IIA of
     order 5 (:class:`natcoord.integrate.radau.Radau`, docs/method.md#110-stiff-mechanisms-radau-iia)
     for stiff mechanisms (stiff springs, light bodies on stiff supports), with
     the same projection, checks, outputs and :class:`Solution`; its

@@ -68,8 +68,8 @@ class Callbacks:
     when not needed; :attr:`needed` is False when none is (the core runs alone).
     A callable's NaN or inf (``FloatingPointError``) and a backend's
     ``LinAlgError`` are step failures a smaller step may cure, as the core's own
-    (their reason in ``failure``); any other exception stops the run: the core
-    keeps it on ``error``.
+    (their reason in ``failure``); any other exception stops the run (``step()``
+    raises it, ``advance()`` returns it with the records before it).
     """
 
     def __init__(self, model, solver, forces=()):
@@ -87,17 +87,11 @@ class Callbacks:
         self.forces = self._forces if self.python_forces else None
         self.factor = self._factor if self.solver is not None else None
         self.solve = self._solve if self.solver is not None else None
-        self.error = None          # a callback's exception, set by the core
         self.failure = ""          # the last step failure's reason
 
     @property
     def needed(self):
         return any(f is not None for f in (self.weights, self.forces, self.factor))
-
-    def take_error(self):
-        """The exception a callback raised (once)."""
-        error, self.error = self.error, None
-        return error
 
     def _weights(self, t):
         try:
@@ -404,11 +398,12 @@ class DOPRI5(Stepper):
             if self._segments is None or self._segments[0].shape[0] != steps_kept:
                 self._segments = cc.make_segments(self.model, steps_kept)
             segments = self._segments
-            status, n, next_out, steps, rejected, m = engine.advance(*args, *segments,
-                                                                     self._no_store)
+            status, n, next_out, steps, rejected, m, error = engine.advance(
+                *args, *segments, self._no_store)
         else:                # steps in rounds that fit the sweep's store (pieces: one round)
             status, n, next_out, steps, rejected, m, segments, derivatives = sweep.advance(
                 args[:4] + args[5:], repeat=not dense)
+            error = None
         self.n_steps += steps
         self.n_rejected += rejected
         self._used += n
@@ -430,10 +425,10 @@ class DOPRI5(Stepper):
             if rec_kind[n] == cc.STEP_RECORD:
                 self.n_steps += 1             # accepted; the caller's check decides
                 chunk.last = (self.t_old, self._S.yprev.copy())
-        elif status == cc.CALLBACK:
-            chunk.error = self._hooks.take_error()
+        elif status == cc.CALLBACK:            # a callback's exception, or Ctrl-C
+            chunk.error = error
             self.status, self.failure = "failed", status
-            self.message = f"{type(chunk.error).__name__}: {chunk.error}"
+            self.message = f"{type(error).__name__}: {error}"
         elif status != cc.FULL and rec_kind[n] == cc.OUTPUT_RECORD:
             chunk.error = self._error(status, self.t)
         elif status != cc.FULL:

@@ -14,7 +14,9 @@
  * The core copies its operands into those arrays and the results out of them, so a
  * callback never sees the core's own buffers (and may keep what it is given). A callback
  * that raises makes the step return NC_CALLBACK with the exception pending; the step
- * and advance stop at once (the exception is the run's cause, not a step failure). */
+ * and advance stop at once (the exception is the run's cause, not a step failure),
+ * advance returning it with the records so far. Between steps advance also asks for
+ * Python's pending signals (interrupted), so that Ctrl-C stops a long chunk. */
 #include "dopri5.h"
 
 /* call f(t) (t NaN: f()), returning its result (a new reference) or NULL */
@@ -86,6 +88,13 @@ static int64_t py_solve(void *p, const double *r, const double *s, double *x, do
     return 0;
 }
 
+/* Python's pending signals (Ctrl-C): their exception set, nonzero */
+static int py_interrupted(void *p)
+{
+    (void)p;
+    return PyErr_CheckSignals() != 0;
+}
+
 /* attribute `name` of obj: None (*out NULL), or a callable */
 static int callable_attribute(PyObject *obj, const char *name, PyObject **out)
 {
@@ -126,10 +135,11 @@ static int array_attribute(PyObject *obj, const char *name, char kind, void **da
 int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk)
 {
     memset(ctx, 0, sizeof(*ctx));
-    *hk = NULL;
+    ctx->table.ctx = ctx;
+    ctx->table.interrupted = py_interrupted;
+    *hk = &ctx->table;
     if (obj == Py_None)
         return 0;
-    ctx->owner = obj;
     int64_t n_mask, n_x, n_lam;
     if (callable_attribute(obj, "weights", &ctx->weights) < 0 ||
         callable_attribute(obj, "forces", &ctx->forces) < 0 ||
@@ -151,27 +161,23 @@ int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk)
                         "(y 2 N, F, r, x N; mask, s, lam m entries)");
         return -1;
     }
-    ctx->table.ctx = ctx;
     ctx->table.weights = ctx->weights ? py_weights : NULL;
     ctx->table.forces = ctx->forces ? py_forces : NULL;
     ctx->table.factor = ctx->factor ? py_factor : NULL;
     ctx->table.solve = ctx->solve ? py_solve : NULL;
-    *hk = &ctx->table;
     return 0;
 }
 
-int nc_py_hooks_keep_error(const nc_py_hooks *ctx, int64_t status)
+PyObject *nc_py_take_error(int64_t status)
 {
     if (status != NC_CALLBACK || !PyErr_Occurred())
-        return 0;
+        Py_RETURN_NONE;
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
     PyErr_NormalizeException(&type, &value, &traceback);
     if (traceback != NULL)
         PyException_SetTraceback(value, traceback);
-    int ok = PyObject_SetAttrString(ctx->owner, "error", value) == 0;
     Py_XDECREF(type);
-    Py_XDECREF(value);
     Py_XDECREF(traceback);
-    return ok ? 0 : -1;
+    return value;
 }

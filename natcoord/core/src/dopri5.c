@@ -708,6 +708,12 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
             out.status = NC_MAX_ATTEMPTS;
             return out;
         }
+        if (hk != NULL && hk->interrupted != NULL && out.steps > 0 &&
+            hk->interrupted(hk->ctx)) {          /* Ctrl-C between steps */
+            rec->kind[out.records] = NC_STEP_RECORD;
+            out.status = NC_CALLBACK;
+            return out;
+        }
         int64_t rejected;
         out.status = nc_step(T, S, P, Wk, hk, W7, mode, budget - out.steps - out.rejected,
                              eps_floor, store, out.stored, &rejected);
@@ -896,11 +902,10 @@ NC_WRAPPER(advance)
     nc_progress out = nc_advance(T, S, P, Wk, hk, &a[4].arr, F64(a[5].arr), a[6].i, a[7].i,
                                  a[8].f, F64(a[9].arr), a[9].arr.size, a[10].i, (int)a[11].i,
                                  a[12].f, &rec, &seg, store);
-    if (nc_py_hooks_keep_error(&ctx, out.status) < 0)
-        return NULL;
-    return Py_BuildValue("(LLLLLL)", (long long)out.status, (long long)out.records,
+    return Py_BuildValue("(LLLLLLN)", (long long)out.status, (long long)out.records,
                          (long long)out.next_out, (long long)out.steps,
-                         (long long)out.rejected, (long long)out.stored);
+                         (long long)out.rejected, (long long)out.stored,
+                         nc_py_take_error(out.status));
 }
 
 NC_WRAPPER(factor)
@@ -980,11 +985,12 @@ PyMethodDef nc_dopri5_methods[] = {
               "underflow. A non-empty FactorStore keeps the stage factorizations at store[m]."),
     NC_METHOD(advance, "advance(T, S, P, Wk, hooks, W7, W1, mode, budget, eps_floor, t_eval, "
               "next_out, every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, "
-              "seg_y, seg_K, store) -> (status, records, next_out, steps, rejected, stored): "
+              "seg_y, seg_K, store) -> (status, records, next_out, steps, rejected, stored, "
+              "error): "
               "accepted steps and their checked records (every step, or the t_eval points "
               "by dense output) until finished, full, a failure or budget attempts. hooks: a "
-              "Callbacks object or None (callbacks.c); a callback's exception is kept on "
-              "hooks.error (status CALLBACK)."),
+              "Callbacks object or None (callbacks.c); a callback's exception (status "
+              "CALLBACK, Ctrl-C included) is returned last, else None."),
     NC_METHOD(factor, "factor(S, P, Wk) -> status: the block factorization of S.G with "
               "partitioning and hysteresis (S.mask, S.threshold); 0 or a step status "
               "(SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, UNPIVOTABLE_JOINT; where: "

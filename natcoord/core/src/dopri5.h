@@ -41,7 +41,9 @@ enum {
  *           at (t, y) (gravity and the compiled forces are in F already);
  *  factor   factor the KKT matrix at the Jacobian blocks G (nnz, 3), starting from the
  *           dropped rows in mask (m,) (its hysteresis) and leaving the new ones there;
- *  solve    (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the last factorization.
+ *  solve    (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the last factorization;
+ *  interrupted  nonzero to stop nc_advance between steps (Ctrl-C: the host's pending
+ *           signal, its exception set; nc_advance then returns NC_CALLBACK).
  *
  * Each returns 0; NC_CALLBACK with a Python exception set (the run's: the step stops,
  * the wrappers hand it to Python, callbacks.c); or a status a smaller step may cure,
@@ -53,6 +55,7 @@ typedef struct nc_hooks {
     int64_t (*forces)(void *ctx, double t, const double *y, double *F);
     int64_t (*factor)(void *ctx, const double *G, uint8_t *mask);
     int64_t (*solve)(void *ctx, const double *r, const double *s, double *x, double *lam);
+    int (*interrupted)(void *ctx);
 } nc_hooks;
 
 /* step-size underflow (step's status) */
@@ -160,20 +163,21 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
 
 /* ------------------------------------------------------------------ callbacks.c */
 /* The hooks of a Python Callbacks object (natcoord.integrate.stepper.Callbacks) for one
- * wrapper call: *hk points at ctx's table, or is NULL for None (the built-in model).
+ * wrapper call: *hk points at ctx's table; for None (the built-in model) a table with
+ * only `interrupted` (Python's pending signals), so that Ctrl-C stops a long advance.
  * ctx must live during the call. Returns 0, or -1 with a Python exception set. */
 typedef struct nc_py_hooks nc_py_hooks;
 struct nc_py_hooks {
-    PyObject *owner, *weights, *forces, *factor, *solve;
+    PyObject *weights, *forces, *factor, *solve;
     double *W, *y, *F, *G, *r, *s, *x, *lam;
     uint8_t *mask;
     int64_t n_W, n_y, n_F, n_G, n_r, n_s;
     nc_hooks table;
 };
 int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk);
-/* After a wrapper's kernel returned `status`: NC_CALLBACK moves the pending Python
- * exception onto the Callbacks object's `error` (advance's records stay usable);
- * returns -1 if that failed. */
-int nc_py_hooks_keep_error(const nc_py_hooks *ctx, int64_t status);
+/* After a wrapper's kernel returned `status`: for NC_CALLBACK the pending Python
+ * exception (a new reference, cleared), else None (a new reference), so that advance
+ * returns its records with it. */
+PyObject *nc_py_take_error(int64_t status);
 
 #endif
