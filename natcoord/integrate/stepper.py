@@ -102,8 +102,9 @@ class Callbacks:
         return 0
 
     def _forces(self, t):
-        n = self.model.n_coords
-        p, v = self.y[:n].copy(), self.y[n:].copy()       # the callables may keep them
+        n = self.y.size // 2
+        y = self.y.copy()                                  # the callables may keep it
+        p, v = y[:n], y[n:]
         F = self.F
         F[:] = 0.0
         state, X, V = State(t, p, v), p.reshape(-1, 3), v.reshape(-1, 3)
