@@ -65,17 +65,15 @@ static inline double py_min(double a, double b)
 }
 
 /* ------------------------------------------------------------ stage sums */
-/* out = Σ_j a_j K[j] over the first s rows of K (s, N) */
+/* out = Σ_j a_j K[j] over the first s rows of K (s, N): one pass over out, the s ≤ 7
+ * terms of an entry summed in a register in order j = 0, 1, … */
 static void combine(const double *a, int s, const double *K, int64_t N, double *out)
 {
-    for (int64_t i = 0; i < N; i++)
-        out[i] = 0.0;
-    for (int j = 0; j < s; j++) {
-        const double aj = a[j], *Kj = K + j * N;
-        if (aj == 0.0)
-            continue;
-        for (int64_t i = 0; i < N; i++)
-            out[i] += aj * Kj[i];
+    for (int64_t i = 0; i < N; i++) {
+        double sum = 0.0;
+        for (int j = 0; j < s; j++)
+            sum += a[j] * K[j * N + i];
+        out[i] = sum;
     }
 }
 
