@@ -275,3 +275,20 @@ def test_multipliers_at_outputs_solve_the_kkt_system():
         G = model.tables.csr(ws.G).toarray()
         f = ws.forces(t, p, v)
         assert np.abs(G.T @ lam - (f - M @ a)).max() <= 1e-8 * max(1.0, np.abs(f).max())
+
+
+def test_forward_calls_python_forces_back():
+    """``nc.forward`` on a model with a torque given as a callable: the accelerations of
+    the same constant torque built in, and of ``nc.accelerations`` (the workspace)."""
+    models = []
+    for torque in ((0.0, 0.0, 0.7), lambda t, state: (0.0, 0.0, 0.7)):
+        mech = REGISTRY["six-bar"]()
+        mech.add_torque(mech.bodies[1].name, torque)
+        models.append(mech.build())
+    state = nc.assemble(models[0]).state
+    built_in, python = (nc.Data(m, state) for m in models)
+    for model, data in zip(models, (built_in, python)):
+        nc.forward(model, data)
+    a, _, _ = nc.accelerations(models[1], state, solver="dense")
+    assert np.abs(python.a - built_in.a).max() <= 1e-12 * np.abs(built_in.a).max()
+    assert np.abs(python.a - a).max() <= 1e-9 * np.abs(a).max()
