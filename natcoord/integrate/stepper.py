@@ -30,6 +30,7 @@ import numpy as np
 from . import compiled as cc
 from ..core import engine
 from ..dynamics.assembly import assemble
+from ..model.forces import PointForce, Torque
 from ..model.frozen import State
 from .base import EPS_FLOOR, PROJECTIONS, Chunk, StepRecord, Stepper, initial_step
 from .dormand_prince import DenseOutput
@@ -76,6 +77,10 @@ class Callbacks:
         n, m = model.n_coords, model.n_rows
         self.model = model
         self.python_forces = [*cc.python_forces(model), *forces]
+        #: those with a potential energy the records count (loads have none)
+        self.conservative = [force for force in self.python_forces
+                             if hasattr(force, "potential")
+                             and not isinstance(force, (PointForce, Torque))]
         self.solver = None if solver.name == "block" else solver
         self.W = np.zeros((model.n_weights, 3))
         model.tables.weight_table(0.0, self.W)
@@ -134,8 +139,7 @@ class Callbacks:
     def potential(self, p):
         """The potential energy of the called-back forces that have one at ``p``."""
         X = p.reshape(-1, 3)
-        return sum(force.potential(X) for force in self.python_forces
-                   if hasattr(force, "potential"))
+        return sum(force.potential(X) for force in self.conservative)
 
 
 class DOPRI5(Stepper):
@@ -172,8 +176,7 @@ class DOPRI5(Stepper):
         hooks = Callbacks(model, self.solver, forces)
         self.compiled = not hooks.needed          # the core alone, nothing called back
         self._hooks = hooks if hooks.needed else None
-        self._potential = hooks.potential if any(hasattr(f, "potential")
-                                                 for f in hooks.python_forces) else None
+        self._potential = hooks.potential if hooks.conservative else None
         # the core's arguments take the block solver's plan and work buffers; with a
         # reference backend they are laid out but not used (the hooks factor and solve)
         plan, work = ((self.solver.plan, self.solver.work) if hooks.solver is None else
