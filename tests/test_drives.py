@@ -60,8 +60,8 @@ def test_time_derivatives_match_finite_differences():
 
 def test_compiled_laws_take_the_steps_of_python_callables():
     """Declarative drives are laws the compiled stepper evaluates itself, many
-    steps per call; the same drives behind Python callables are evaluated in
-    Python once per step attempt. Same steps, same states."""
+    steps per call; the same drives behind Python callables are called back from
+    the core at every stage time. Same steps, same states."""
     hinge = nc.Drive.sinusoid(0.5, 0.5, phase=1.2, offset=0.1)
     rail = nc.Drive.spline(np.linspace(0, 2, 9), 0.2 * np.sin(np.linspace(0, 2, 9)))
     compiled = nc.simulate(two_drives(hinge, rail), 2.0, rtol=1e-9)

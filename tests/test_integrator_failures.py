@@ -21,19 +21,11 @@ import pytest
 import natcoord as nc
 from natcoord.core import engine
 from natcoord.integrate import compiled as cc
-from natcoord.integrate import simulate as integrate
 from natcoord.integrate.stepper import DOPRI5
 from natcoord.linalg.base import MassSpreadError
 from natcoord.model.body import rod_inertia
 
 PROJ_TOL = 1e-10          # simulate's default
-
-
-def _python(model, t_end, monkeypatch, **kw):
-    """``simulate`` on the Python DOPRI5 path (the Workspace projection)."""
-    with monkeypatch.context() as m:
-        m.setattr(integrate, "COMPILED", False)
-        return nc.simulate(model, t_end, **kw)
 
 
 def _within_tolerance(sol, tol=PROJ_TOL):
@@ -53,17 +45,16 @@ def _around_the_singular_pose(n):
     return np.r_[0.0, np.linspace(0.708, 0.709, n), 1.0]
 
 
-@pytest.mark.parametrize("compiled", [True, False])
-def test_dense_outputs_through_the_singular_pose(four_bar, compiled, monkeypatch):
+@pytest.mark.parametrize("solver", ["block", "dense"])
+def test_dense_outputs_through_the_singular_pose(four_bar, solver):
     """Before: 1001 outputs failed the check at t = 0.70852 (‖G v + g_t‖ 1.05e-10 in
-    the row 'top1.1: x', dropped at an earlier output and held); 101 passed."""
-    with monkeypatch.context() as m:
-        m.setattr(integrate, "COMPILED", compiled)
-        sparse = nc.simulate(four_bar, 1.0, t_eval=_around_the_singular_pose(101))
-        dense = nc.simulate(four_bar, 1.0, t_eval=_around_the_singular_pose(1001))
-        steps_only = nc.simulate(four_bar, 1.0)
+    the row 'top1.1: x', dropped at an earlier output and held); 101 passed. With the
+    core's KKT solve and with a reference backend's (called back)."""
+    sparse = nc.simulate(four_bar, 1.0, t_eval=_around_the_singular_pose(101), solver=solver)
+    dense = nc.simulate(four_bar, 1.0, t_eval=_around_the_singular_pose(1001), solver=solver)
+    steps_only = nc.simulate(four_bar, 1.0, solver=solver)
     _within_tolerance(dense)
-    assert dense.stats["compiled"] is compiled
+    assert dense.stats["compiled"] is (solver == "block")
     # outputs do not steer the integrator: the same steps as without t_eval
     assert dense.stats["steps"] == sparse.stats["steps"] == steps_only.stats["steps"]
     assert np.array_equal(dense.p[-1], steps_only.p[-1])
@@ -233,15 +224,15 @@ def tiny_six_bar():
     return nc.models.six_bar(length=LENGTH, section=0.1 * LENGTH).build()
 
 
-@pytest.mark.parametrize("rtol", [1e-6, 1e-8, 1e-10])
-@pytest.mark.parametrize("compiled", [True, False])
-def test_a_millimetre_six_bar_at_tight_tolerances(tiny_six_bar, rtol, compiled, monkeypatch):
+@pytest.mark.parametrize("rtol, solver", [(1e-6, "block"), (1e-8, "block"), (1e-10, "block"),
+                                          (1e-6, "dense")])
+def test_a_millimetre_six_bar_at_tight_tolerances(tiny_six_bar, rtol, solver):
     """Before: rtol=1e-10 failed at t = 0.01967 on the dropped row 'joint4: axis·h2'
     (‖G v + g_t‖ 1.03e-10): its kept rows were held to 1e-11 m, which is 1e-8 of the
-    mechanism, and the dropped axis row is a combination of them with weights ~1/L."""
-    with monkeypatch.context() as m:
-        m.setattr(integrate, "COMPILED", compiled)
-        sol = nc.simulate(tiny_six_bar, 1.0, rtol=rtol)
+    mechanism, and the dropped axis row is a combination of them with weights ~1/L.
+    The dense backend (called back; ~1 ms per factorization in Python) at the
+    loosest tolerance only: 2900 steps at 1e-10 take it 16 s."""
+    sol = nc.simulate(tiny_six_bar, 1.0, rtol=rtol, solver=solver)
     _within_tolerance(sol)
     assert len(sol.dropped) == 1                   # Bricard's loop: one redundant row
     assert np.ptp(sol.energy) <= 100 * rtol * np.abs(sol.energy).max()

@@ -183,13 +183,15 @@ def test_fast_bodies_at_a_round_off_tolerance():
 def test_any_failure_while_recording_an_output_keeps_the_solution(model, monkeypatch):
     """Before: an exception in the output path (e.g. a ProjectionError at a dense output)
     escaped uncaught, losing every step."""
-    record = integrate._Run.record
+    store = integrate._Run.store
 
-    def failing(run, t, y, *observed):
-        if t > 0.45:
+    def failing(run, ts, ys, obs=None):       # the records of a chunk, stored up to 0.45
+        ts = np.asarray(ts)
+        keep = ts <= 0.45
+        store(run, ts[keep], np.asarray(ys)[keep], None if obs is None else obs[keep])
+        if not keep.all():
             raise nc.ProjectionError("velocity projection: stuck")
-        record(run, t, y, *observed)
-    monkeypatch.setattr(integrate._Run, "record", failing)
+    monkeypatch.setattr(integrate._Run, "store", failing)
     with pytest.raises(nc.IntegrationError) as err:
         nc.simulate(model, t_end=1.0, t_eval=np.linspace(0, 1, 11))
     sol = err.value.solution
@@ -259,13 +261,17 @@ def test_a_driven_mechanism_that_locks_says_so():
 
 
 # ------------------------------------------------------ 5. weaker stabilization
-@pytest.mark.parametrize("projection", ["baumgarte", "velocity", "none"])
-def test_weaker_stabilizations_report_drift(projection):
+@pytest.mark.parametrize("projection, rtol", [("baumgarte", 1e-10), ("velocity", 1e-8),
+                                              ("none", 1e-10)])
+def test_weaker_stabilizations_report_drift(projection, rtol):
     """The four-bar over 10 s: the residual of these modes crosses drift_tol = 1e-6
-    (before: success=True regardless); the run goes on to t_end and says when."""
+    (before: success=True regardless); the run goes on to t_end and says when.
+    Velocities alone: the position drift through the singular pose is erratic (at
+    rtol = 1e-10 its peak in 10 s was 2.6e-3 or 8.9e-7 with the stage sums
+    rounded in another order); at 1e-8 it is ~1e-4 either way."""
     model = nc.models.four_bar().build()
     with pytest.warns(RuntimeWarning, match="exceeds drift_tol"):
-        sol = nc.simulate(model, t_end=10.0, rtol=1e-10, projection=projection)
+        sol = nc.simulate(model, t_end=10.0, rtol=rtol, projection=projection)
     assert sol.t[-1] == 10.0 and sol.success is False
     crossed = float(sol.message.split("at t = ")[1])            # printed to 6 digits
     worst = np.maximum(sol.constraint_residual, sol.velocity_residual)

@@ -5,7 +5,8 @@ as issue 22's targets state them (ratios in one run).
 drives, block factorization and solve) in microseconds, called from Python with the
 stepper's packed arguments (``core``), and through ``DOPRI5.rhs`` (``stepper``: plus the
 Python method and a new output array), for the six-bar, chain(8) and the driven hexapod
-(best of ``--repeat`` means).
+(best of ``--repeat`` means); ``six-bar+python-torque``: the six-bar with a torque given
+as a Python callable (returning zeros), which the core calls back at every evaluation.
 
 ``forward``: chain(8) ``nc.forward(model, data)`` and, where MuJoCo is installed,
 ``mj_forward`` on the same chain at the same state (``natcoord_bench.peers``); ``ratio``
@@ -19,14 +20,16 @@ GFlop/s.
 
 ``simulate``: wall time of :func:`natcoord.simulate` (median of ``--repeat``) for the
 six-bar, 10 s at ``--rtol`` (1e-8), every step and 1001 outputs, and the driven hexapod,
-10 s at ``--hexapod-rtol`` (1e-6) with 1001 outputs, under three drivers in the same
+10 s at ``--hexapod-rtol`` (1e-6) with 1001 outputs, under two drivers in the same
 process: ``chunked`` (compiled chunks of steps, outputs and checks,
-:meth:`~natcoord.integrate.stepper.DOPRI5.advance`; the default, drives included when
-they are declarative, as the hexapod's), ``per-step`` (one compiled step per Python
-call, checks and outputs in Python: the driver for drives given as Python callables)
-and ``python`` (``integrate.COMPILED = False``). ``ratio`` is the per-step wall time
-over the row's, ``realtime`` simulated over wall time, ``core_ms`` the part of a chunked
-run spent in the core's ``advance`` (the rest is Python: set-up, records, solution).
+:meth:`~natcoord.integrate.stepper.DOPRI5.advance`; the default) and ``per-step`` (one
+compiled step per Python call, outputs and checks in Python:
+:func:`~natcoord.integrate.base.advance_by_steps`, the driver of steppers without an
+``advance`` of their own); and the six-bar with 1001 outputs and a torque given as a
+Python callable (``six-bar+python-torque``, chunked: the core calls it back at every
+stage). ``ratio`` is the per-step wall time over the row's, ``realtime`` simulated over
+wall time, ``core_ms`` the part of a chunked run spent in the core's ``advance`` (the
+rest is Python: set-up, records, solution).
 Writes ``data/core_speed.csv``.
 """
 from __future__ import annotations
@@ -40,7 +43,7 @@ import numpy as np
 
 import natcoord as nc
 from natcoord.core import engine
-from natcoord.integrate import simulate as integrate
+from natcoord.integrate.base import Stepper
 from natcoord.integrate.simulate import simulate
 from natcoord.linalg.blockldl import block_plan
 from natcoord.model.frozen import State
@@ -66,10 +69,11 @@ def best_mean(function, count, repeat):
 def rhs_microseconds(model, count=2000, repeat=20):
     """``(core call, stepper.rhs)``: the best of ``repeat`` means over ``count`` calls [µs]."""
     st = DOPRI5(model, 1.0)
-    y, W1, out = st.y.copy(), st._W1, np.empty(st.y.size)
+    y, W1, out, hooks = st.y.copy(), st._W1, np.empty(st.y.size), st._hooks
     core = stepper = np.inf
     for _ in range(repeat):           # alternated: a change of load hits both alike
-        core = min(core, best_mean(lambda: engine.rhs(*st._packed, y, W1, 0, out), count, 1))
+        core = min(core, best_mean(lambda: engine.rhs(*st._packed, hooks, 0.0, y, W1, 0, out),
+                                   count, 1))
         stepper = min(stepper, best_mean(lambda: st.rhs(0.0, y), max(count // 10, 1), 1))
     return core * 1e6, stepper * 1e6
 
@@ -79,7 +83,7 @@ def factor_solve(model, count, repeat):
     (the state's Jacobian and right-hand side, as ``engine.rhs`` left them)."""
     st = DOPRI5(model, 1.0)
     pk, S = st._packed, st._S
-    engine.rhs(*pk, st.y.copy(), st._W1, 0, np.empty(st.y.size))
+    engine.rhs(*pk, None, 0.0, st.y.copy(), st._W1, 0, np.empty(st.y.size))
     F = S.F.ravel()
 
     def once():
@@ -120,14 +124,13 @@ def forward_rows(n, repeat):
 @contextmanager
 def driver(name):
     """Run :func:`simulate` under driver ``name`` (see the module docstring)."""
-    saved = integrate.COMPILED, DOPRI5.chunked
+    saved = DOPRI5.advance
     try:
-        integrate.COMPILED = name != "python"
         if name == "per-step":
-            DOPRI5.chunked = property(lambda self: False)
+            DOPRI5.advance = Stepper.advance
         yield
     finally:
-        integrate.COMPILED, DOPRI5.chunked = saved
+        DOPRI5.advance = saved
 
 
 @contextmanager
@@ -171,15 +174,19 @@ def configure(parser):
     parser.add_argument("--outputs", type=int, default=1001, help="t_eval points")
     parser.add_argument("--repeat", type=int, default=5, help="runs; the median is reported")
     parser.add_argument("--drivers", type=lambda s: s.split(","),
-                        default=["chunked", "per-step", "python"],
-                        help="comma separated, from chunked, per-step, python")
+                        default=["chunked", "per-step"],
+                        help="comma separated, from chunked, per-step")
     parser.add_argument("--out", default="data/core_speed.csv", help="CSV file")
 
 
 def run(args):
     rows = []
     six, c8, hexd = six_bar().build(), chain(8).build(), hexapod(scenario="driven").build()
-    for name, model in (("six-bar", six), ("chain8", c8), ("hexapod-driven", hexd)):
+    mech = six_bar()
+    mech.add_torque(mech.bodies[1].name, lambda t, state: (0.0, 0.0, 0.0))
+    six_python = mech.build()
+    for name, model in (("six-bar", six), ("six-bar+python-torque", six_python),
+                        ("chain8", c8), ("hexapod-driven", hexd)):
         core, stepper = rhs_microseconds(model)
         for where, value in (("core", core), ("stepper", stepper)):
             rows.append(dict(measure="rhs", model=name, driver=where, value=value, unit="us"))
@@ -196,11 +203,13 @@ def run(args):
                          flops=flops, gflops=flops / us * 1e-3))
         print(f"factor+solve {name}: {us:.2f} µs, {flops} flops, {flops / us * 1e-3:.2f} GFlop/s")
     t_eval = np.linspace(0, args.t_end, args.outputs)
-    cases = [("six-bar", six, args.rtol, None), ("six-bar", six, args.rtol, t_eval),
-             ("hexapod-driven", hexd, args.hexapod_rtol, t_eval)]
-    for name, model, rtol, outputs in cases:
+    cases = [("six-bar", six, args.rtol, None, args.drivers),
+             ("six-bar", six, args.rtol, t_eval, args.drivers),
+             ("six-bar+python-torque", six_python, args.rtol, t_eval, ["chunked"]),
+             ("hexapod-driven", hexd, args.hexapod_rtol, t_eval, args.drivers)]
+    for name, model, rtol, outputs, drivers in cases:
         times = {}
-        for d in args.drivers:
+        for d in drivers:
             seconds, core, sol = wall_time(model, args.t_end, rtol, outputs, d, args.repeat)
             times[d] = seconds
             rows.append(dict(measure="simulate", model=name,
@@ -208,7 +217,7 @@ def run(args):
                              value=seconds * 1e3, unit="ms", steps=sol.stats["steps"],
                              rhs=sol.stats["rhs"], realtime=args.t_end / seconds,
                              core_ms=core * 1e3 if d == "chunked" else ""))
-        for row in rows[-len(args.drivers):]:
+        for row in rows[-len(drivers):]:
             if "per-step" in times:
                 row["ratio"] = times["per-step"] / (row["value"] * 1e-3)
             print(f"simulate {name} (rtol {rtol:g}, {row['outputs']} outputs) {row['driver']}: "

@@ -118,14 +118,16 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "
                          f"supported; only 'position+velocity' is differentiated")
+    if options.get("u") is not None:
+        raise ValueError("sensitivities: joint torques u= are not differentiated; model "
+                         "the load as a force of the model")
     if options.get("method", "dopri5") != "dopri5":
         raise ValueError(f"sensitivities: method={options['method']!r} is not supported; "
                          f"only the steps of 'dopri5' are differentiated")
     params = _checked(model, params)
     tols = options.get("drop_tol", DROP_TOL), options.get("hold_tol", HOLD_TOL)
     ws = Workspace(model, options.get("solver"), *tols)
-    compiled = (COMPILED and integrate.COMPILED
-                and compiled_sensitivity.supported(model, ws.solver, params))
+    compiled = COMPILED and compiled_sensitivity.supported(model, ws.solver, params)
     start = time.perf_counter()
     stats = {"compiled": compiled}
     tangent = _Tangent(ws, params) if compiled else None

@@ -85,7 +85,7 @@ from ..model.derived import derived
 from ..model.frozen import State
 from ..model.joints import common_perpendicular, meeting_point, perpendicular_basis
 from ..model.kinematics import rate_row
-from ..util.checks import shown
+from ..util.checks import NonFiniteValue, float_array, shown
 from .assembly import ASSEMBLY_TOL, AssemblyError
 from .projection import describe_rows, threshold
 from .reactions import joint_reaction
@@ -1126,6 +1126,80 @@ def _unit(w, spec):
         raise ValueError(f"{spec.kind} joint {spec.name!r}: its coordinate rates and rows "
                          f"disagree at the reference configuration (axis length {norm:.6g})")
     return w / norm
+
+
+class JointTorques:
+    """Joint torques ``u(t, q, q̇)`` as an applied force (``simulate(..., u=...)``).
+
+    ``u(t, q, qd)`` gets the joint positions ``q`` (nq,) and rates ``q̇`` (nv,) of
+    the whole joint space (:class:`JointSpace`'s order) and returns the forces of
+    the ``actuated`` joints (default: every joint with DOF) in the units of their
+    q̇ columns, in ``actuated``'s order: N·m about a revolute joint's axis, N along a
+    prismatic joint's, ``(N, N·m)`` for a cylindrical one, a spherical joint's
+    torque and a free joint's force and torque in body b's axes (Pinocchio's
+    ``τ``, as :func:`inverse_dynamics` returns it).
+
+    A joint's τ acts on its body b and, opposite, on its body a (ground takes
+    nothing): the wrench ``W = (T, F)`` about the world origin with
+    ``F = Σ τ_k u_k`` over its sliding DOF and ``T = Σ τ_k ω_k + x × F`` over its
+    turning DOF (``x`` the joint point the rotations turn about), whose power on
+    the relative twist ``Ξ q̇`` is ``τ·q̇`` (``Ξᵀ W = τ``: the columns are unit and
+    orthogonal). On body i it is the generalized force ``Y_o = F``,
+    ``Y_ek = ½ T' × e_k``, ``T' = T − o × F`` (docs/method.md#12-mass-matrix).
+    Evaluated in Python and called back from the core at every stage.
+    """
+
+    def __init__(self, model, u, actuated=None):
+        if not callable(u):
+            raise TypeError(f"u must be a callable u(t, q, qd) returning the joint torques, "
+                            f"got {shown(u)}")
+        self.js = js = joint_space(model)
+        names = (js.joint_names if actuated is None else
+                 [actuated] if isinstance(actuated, str) else list(actuated))
+        if not names:
+            raise ValueError(f"u: {model.name!r} has no joint with DOF to actuate")
+        if len(set(names)) != len(names):
+            raise ValueError(f"actuated names a joint twice: {names}")
+        self.joints = [js.joint(name) for name in names]
+        self.u, self.names = u, tuple(names)
+        self.size = sum(j.nv for j in self.joints)
+        self.where = (f"u(t, q, qd) (the forces of joints {list(self.names)}, "
+                      f"{self.size} numbers)")
+
+    def torques(self, t, q, qd):
+        """``u(t, q, qd)`` checked: ``(size,)`` finite floats, else an error naming u."""
+        raw = self.u(t, q, qd)
+        tau = float_array(raw)
+        if tau is None or tau.shape != (self.size,) and not (self.size == 1 and tau.ndim == 0):
+            raise ValueError(f"{self.where} returned {shown(raw)} at t = {t:g}; it must "
+                             f"return {self.size} numbers, one per DOF of "
+                             f"{[f'{j.name} ({j.kind}, {j.nv})' for j in self.joints]}")
+        if not np.all(np.isfinite(tau)):
+            raise NonFiniteValue(f"{self.where} returned {shown(raw)} at t = {t:g}; it "
+                                 f"must be finite")
+        return tau.reshape(self.size)
+
+    def apply(self, t, state, X, V, F):
+        js = self.js
+        p, v = state.p, state.v
+        tau = self.torques(t, js.positions(p), js.velocities(p, v))
+        D, d = js._poses(X)
+        B = X.reshape(-1, 4, 3)
+        Y = F.reshape(-1, 4, 3)
+        k = 0
+        for j in self.joints:
+            Xi = js._twists(j, D, d)
+            tj, k = tau[k:k + j.nv], k + j.nv
+            turning = np.linalg.norm(Xi[:3], axis=0) > 0.5
+            force = Xi[3:, ~turning] @ tj[~turning]
+            on = j.b if j.kind == "free" else j.a      # the body the rotations' point is on
+            x = D[on] @ j.point + d[on]
+            torque = Xi[:3, turning] @ tj[turning] + np.cross(x, force)
+            for body, sign in ((j.b, 1.0), (j.a, -1.0)):
+                if body >= 0:
+                    rest = sign * (torque - np.cross(B[body, 0], force))
+                    Y[body, 0] += sign * force
+                    Y[body, 1:] += 0.5 * np.cross(rest, B[body, 1:])
 
 
 def joint_space(model) -> JointSpace:

@@ -32,6 +32,8 @@ class Workspace:
         self.W = np.zeros((model.n_weights, 3))
         self.W_time = None          # the time W was last evaluated at
         self.solver = make_solver(model, solver, drop_tol, hold_tol)
+        #: forces of the run beside the model's (simulate's joint torques u)
+        self.extra_forces = ()
         self.n_rhs = 0
         self.n_factorizations = 0
 
@@ -58,10 +60,10 @@ class Workspace:
         """Generalized force ``f`` (12 n,): gravity plus applied forces (§1.2)."""
         model = self.model
         self.f[:] = model.gravity_force
-        if model.forces:
+        if model.forces or self.extra_forces:
             state = State(t, p, v)
             X, V = p.reshape(-1, 3), v.reshape(-1, 3)
-            for force in model.forces:
+            for force in (*model.forces, *self.extra_forces):
                 force.apply(t, state, X, V, self.f)
         return self.f.ravel()
 

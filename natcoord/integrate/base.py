@@ -2,13 +2,15 @@
 
 The options of :func:`~natcoord.integrate.simulate` (``PROJECTIONS``,
 ``METHODS``), its exceptions, the step-size floor and the clipping of the last
-step, the starting step, the record a ``step()`` returns, and the counted
-evaluations of ``F = (v, a)`` and of the projection that the Python steppers
-(Radau, the Python DOPRI5 path) use.
+step, the starting step, the stepper interface (:class:`Stepper`: ``step()``
+returning a :class:`StepRecord`, ``dense_output()``, ``project()``, counters,
+and ``advance()`` returning a :class:`Chunk`, by default built from ``step()``
+by :func:`advance_by_steps`), and the counted evaluations of ``F = (v, a)`` and
+of the projection that Radau uses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +48,46 @@ class SimulationInterrupted(KeyboardInterrupt):
         self.solution = solution
 
 
+#: kinds of the records of a :class:`Chunk` (``nc_advance``'s, dopri5.h)
+STEP_RECORD, OUTPUT_RECORD = 0, 1
+
+
+@dataclass
+class Chunk:
+    """What one call of a stepper's ``advance()`` did (:meth:`Stepper.advance`).
+
+    Records ``t`` (k,), ``y`` (k, 2 N), ``obs`` (k, 3: energy, ‖g‖∞,
+    ‖G v + g_t‖∞; None: not observed, the driver observes them), ``kind`` (k,:
+    ``STEP_RECORD`` or ``OUTPUT_RECORD``), all checked; ``next_out`` the next
+    ``t_eval`` index; ``steps`` accepted and ``rejected`` attempts; ``status``
+    ``"ok"`` or ``"failed"`` (the stepper's ``message`` says why); ``last``:
+    ``(t, y)`` of the last accepted step that passed its check. ``failed``:
+    ``(t, y, kind)`` of a state that did not pass the core's check (a step state
+    is accepted by the stepper but not in ``steps``: the driver's check decides);
+    ``error``: the exception that ended the chunk (a callback's, an output's failed
+    projection, a failed check), raised by the driver after storing the records;
+    ``pieces``: with ``dense``, the dense output of every step the stepper
+    accepted; ``derivatives``: with a ``sweep``, the sensitivities (k, c, 2 N) at
+    the records; ``output_work``: the outputs' evaluations, factorizations and
+    projection iterations, when the stepper's counters include them.
+    """
+
+    t: np.ndarray
+    y: np.ndarray
+    obs: np.ndarray
+    kind: np.ndarray
+    next_out: int
+    steps: int
+    rejected: int
+    status: str
+    failed: tuple = None
+    error: BaseException = None
+    pieces: list = ()
+    derivatives: np.ndarray = None
+    last: tuple = None
+    output_work: np.ndarray = field(default_factory=lambda: np.zeros(3, np.int64))
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """What one call of :meth:`DOPRI5.step` did.
@@ -77,10 +119,92 @@ def initial_step(rhs, t, y, f0, rtol, atol, direction_end):
     return min(100 * h0, h1, direction_end)
 
 
+def _work(stepper):
+    return np.array([stepper.n_rhs, stepper.n_factorizations,
+                     stepper.n_projection_iterations], np.int64)
+
+
+def advance_by_steps(stepper, t_eval=None, next_out=0, max_attempts=1_000_000,
+                     drift_tol=np.inf, capacity=256, dense=False, sweep=None, check=None):
+    """:meth:`Stepper.advance` of a stepper from its ``step()``, ``dense_output()`` and
+    ``project()``: accepted steps until ``capacity`` records, the end, a failure or
+    ``max_attempts`` attempts; each step state and each output (``dense_output()``
+    at ``t_eval[next_out:]``, projected) passes ``check(t, y)`` (which raises on a
+    bad state; ``drift_tol`` is the checker's business) before it counts. An
+    exception (a failed check or projection, a callback's, Ctrl-C) ends the chunk
+    as its ``error``, after the records before it."""
+    if sweep is not None:
+        raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 stepper")
+    ts, ys, kinds, pieces = [], [], [], []
+    steps = rejected = 0
+    status, error = "ok", None
+    last = (stepper.t, stepper.y.copy())
+    output_work = np.zeros(3, np.int64)
+    try:
+        while stepper.status == "running" and len(ts) < capacity \
+                and steps + rejected < max_attempts:
+            record = stepper.step(max_attempts=max_attempts - steps - rejected)
+            rejected += record.rejected
+            if record.status != "accepted":
+                status = "failed"
+                break
+            y = stepper.y.copy()
+            if check is not None:
+                check(record.t, y)
+            steps += 1
+            last = (record.t, y)
+            piece = stepper.dense_output()
+            if dense:
+                pieces.append(piece)
+            if t_eval is None:
+                ts.append(record.t)
+                ys.append(y)
+                kinds.append(STEP_RECORD)
+                continue
+            while next_out < t_eval.size and t_eval[next_out] <= record.t:
+                t_out = t_eval[next_out]
+                before = _work(stepper)
+                try:
+                    y_out = stepper.project(t_out, piece(t_out))
+                finally:
+                    output_work += _work(stepper) - before
+                if check is not None:
+                    check(t_out, y_out)
+                ts.append(t_out)
+                ys.append(y_out)
+                kinds.append(OUTPUT_RECORD)
+                next_out += 1
+    except (Exception, KeyboardInterrupt) as exc:      # the run's: after the records
+        error = exc
+    n2 = last[1].size
+    return Chunk(np.array(ts, float), np.array(ys, float).reshape(len(ys), n2), None,
+                 np.array(kinds, np.int64), next_out, steps, rejected, status,
+                 error=error, pieces=pieces, last=last, output_work=output_work)
+
+
+class Stepper:
+    """The stepper interface :func:`~natcoord.integrate.simulate.simulate`'s one driver
+    loop runs (like ``scipy.integrate.OdeSolver``): ``t``, ``y`` (2 N,), ``status``
+    (``"running" | "finished" | "failed"``), ``message``, ``dropped``; ``step()`` →
+    :class:`StepRecord`; ``dense_output()`` (the last step's interpolant);
+    ``project(t, y)`` (an output's projection); counters ``n_steps n_rejected n_rhs
+    n_factorizations n_projection_iterations n_active_set_changes``; ``advance()`` →
+    :class:`Chunk` (many steps per call; by default :func:`advance_by_steps`, the
+    compiled DOPRI5 runs it in the core). ``compiled``: True when the core runs the
+    steps with nothing called back."""
+
+    compiled = False
+
+    def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
+                capacity=256, dense=False, sweep=None, check=None):
+        return advance_by_steps(self, t_eval, next_out, max_attempts, drift_tol, capacity,
+                                dense, sweep, check)
+
+
 class Evaluations:
     """``F = (v, a)`` and the projection of docs/method.md#17-integration, evaluated on a
-    :class:`~natcoord.dynamics.workspace.Workspace` and counted as an integrator counts them:
-    the Python DOPRI5 path and :class:`~natcoord.integrate.radau.Radau` share them."""
+    :class:`~natcoord.dynamics.workspace.Workspace` and counted as an integrator counts them,
+    for :class:`~natcoord.integrate.radau.Radau`."""
 
     def __init__(self, ws, projection, proj_tol, baumgarte):
         self.ws, self.n = ws, ws.model.n_coords

@@ -13,9 +13,9 @@ core's codes (statuses, projection modes, force kinds, record kinds, counter and
 Built-in forces are flattened into arrays (:func:`flatten_forces`): gravity
 and constant point forces as constant slot forces, constant torques
 (``½ τ × e_k``), linear spring–dampers and joint spring–dampers (their
-coordinates' quadratic forms). Callable forces have no compiled
-form; :func:`flatten_forces` returns ``None`` for such a model and the
-caller keeps the Python path.
+coordinates' quadratic forms). The others — callable forces and torques, force
+classes without a law in the core (:func:`python_forces`) — are called back
+from the core at each stage (:class:`~natcoord.integrate.stepper.Callbacks`).
 """
 from __future__ import annotations
 
@@ -28,28 +28,19 @@ from ..model.forces import JointSpringDamper, PointForce, SpringDamper, Torque
 from ..model.derived import derived
 from ..model.drives import NO_LAWS
 from ..dynamics.projection import size_factor
-from .dormand_prince import A, B, C, D, E
 
 EPS = float(np.finfo(float).eps)
 
-#: the Butcher tableau as a dense (7, 7) array (row s: coefficients of stages < s)
-A_DENSE = np.zeros((7, 7))
-for _s in range(1, 7):
-    A_DENSE[_s, :_s] = A[_s]
-B_DENSE = np.asarray(B, float)
-E_DENSE = np.asarray(E, float)
-C_DENSE = np.asarray(C, float)
-D_DENSE = np.asarray(D, float)
-
 #: status codes of a step attempt (−1: step-size underflow), as dopri5.h numbers
-#: them. Every core function that factors returns these, never the block
+#: them; SOLVER_FAILED: a reference backend could not factor (its LinAlgError, a
+#: smaller step may cure it), CALLBACK: a callback raised (the run's exception). Every core function that factors returns these, never the block
 #: factorization's own codes (``factor`` in dopri5.c translates them): a
 #: factorization code read as a step code took a singular frame for an error
 #: rejection and an unpivotable joint's node for a body (an ``IndexError`` in the
 #: message)
 ACCEPTED, REJECTED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, NON_FINITE, \
     POSITION_PROJECTION, VELOCITY_PROJECTION, MAX_ATTEMPTS, CHECK, FULL, FINISHED, \
-    UNPIVOTABLE_JOINT = range(12)
+    UNPIVOTABLE_JOINT, SOLVER_FAILED, CALLBACK = range(14)
 
 #: projection modes, in the order of ``natcoord.integrate.base.PROJECTIONS``
 PROJECT_POSITIONS_AND_VELOCITIES, PROJECT_VELOCITIES, NO_PROJECTION, BAUMGARTE = range(4)
@@ -59,8 +50,8 @@ MODES = {"position+velocity": PROJECT_POSITIONS_AND_VELOCITIES,
 #: force kinds in the flattened force list
 POINT_FORCE, TORQUE, SPRING, JOINT_SPRING = 0, 1, 2, 3
 
-#: kinds of the records :func:`advance` writes
-STEP_RECORD, OUTPUT_RECORD = 0, 1
+#: kinds of the records nc_advance writes (the :class:`~natcoord.integrate.base.Chunk`'s)
+from .base import OUTPUT_RECORD, STEP_RECORD  # noqa: E402,F401
 
 #: counters (int64 array): evaluations, factorizations, projection iterations,
 #: active-set changes, where the last failure happened (body or node), and the
@@ -79,7 +70,7 @@ Tables = namedtuple("Tables", [
 Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
     "K", "Kacc", "ystage", "ynew", "ynewacc", "yproj", "yprev", "y", "f",
-    "threshold", "dropped", "mask", "rhs_mask", "counts", "ctrl", "tmp", "comb", "sq", "stack", "vals", "scale",
+    "threshold", "dropped", "mask", "rhs_mask", "counts", "ctrl", "tmp", "comb", "stack", "vals", "scale",
     "held"])
 
 #: The stage factorizations of accepted steps, kept for the sensitivity sweep
@@ -97,13 +88,27 @@ FactorStore = namedtuple("FactorStore", ["B", "inv", "E", "F", "Gj", "lam"])
 N_CTRL = 19
 
 # ------------------------------------------------------------------ set-up
+def compiled_form(force):
+    """True if the core has a law for ``force`` (constant point forces and torques,
+    spring–dampers, joint spring–dampers)."""
+    return ((type(force) is PointForce and not callable(force.force))
+            or (type(force) is Torque and not callable(force.torque))
+            or type(force) in (SpringDamper, JointSpringDamper))
+
+
+def python_forces(model):
+    """The applied forces of ``model`` the core calls back (no compiled form), in order."""
+    return [force for force in model.forces if not compiled_form(force)]
+
+
 def compilable(model):
-    """True if every applied force of ``model`` has a compiled form."""
-    return make_tables(model) is not None
+    """True if every applied force of ``model`` has a compiled form (no callback)."""
+    return not python_forces(model)
 
 
 def flatten_forces(model):
-    """Applied forces as arrays, in ``model.forces`` order, or None.
+    """The applied forces with a compiled form (:func:`compiled_form`) as arrays, in
+    ``model.forces`` order.
 
     A point is an :class:`~natcoord.model.expressions.Affine` ``Σ c_s x_s + d``; point
     ``e`` has terms ``aff_slot/aff_coef[aff_ptr[e]:aff_ptr[e+1]]`` and constant
@@ -111,7 +116,6 @@ def flatten_forces(model):
     ``js_f1 = −1``) or two (``θ = atan2(Q[js_f1], Q[js_f0])``); form ``f`` has the
     quadratic terms ``js_qa/js_qb/js_qc[js_qptr[f]:js_qptr[f+1]]``, the linear terms
     ``js_la/js_ld[js_lptr[f]:js_lptr[f+1]]`` and the constant ``js_const[f]``.
-    Returns None if a force is a callable or of another type.
     """
     kinds, index = [], []
     js_f, js_k, js_rest, js_c, forms = [], [], [], [], []
@@ -149,8 +153,6 @@ def flatten_forces(model):
             js_k.append(force.k)
             js_rest.append(force.rest)
             js_c.append(force.c)
-        else:
-            return None
     ptr = np.cumsum([0] + [len(a.terms) for a in affines]).astype(np.int64)
     slots = np.array([s for a in affines for s in a.terms], np.int64)
     coefs = np.array([c for a in affines for c in a.terms.values()], float)
@@ -179,15 +181,13 @@ def flatten_forces(model):
 
 
 def make_tables(model):
-    """The model's constant arrays for the kernels (a :data:`Tables`), or None; built
+    """The model's constant arrays for the kernels (a :data:`Tables`); built
     once per model (:func:`~natcoord.model.derived.derived`: every run and sweep reads them)."""
     return derived(model, "compiled tables", lambda: _build_tables(model))
 
 
 def _build_tables(model):
     forces = flatten_forces(model)
-    if forces is None:
-        return None
     tables = model.tables
     return Tables(*tables.kernel_args(), tables.pattern_row, tables.pattern_slot,
                   np.ascontiguousarray(model.J4), np.ascontiguousarray(model.gravity_force),
@@ -209,19 +209,19 @@ def make_buffers(model, solver):
                    threshold=z(n_joint_rows), dropped=np.zeros(n_joint_rows, np.int64),
                    mask=np.zeros(m, np.bool_), rhs_mask=np.zeros(m, np.bool_),
                    counts=np.zeros(7, np.int64), ctrl=z(N_CTRL), tmp=z((5, 3)),
-                   comb=z(2 * n), sq=z(2 * n), stack=np.zeros((64, 3), np.int64), vals=z(64),
+                   comb=z(2 * n), stack=np.zeros((64, 3), np.int64), vals=z(64),
                    scale=z(m), held=np.zeros(m, np.bool_))
     S.ctrl[DROP_TOL], S.ctrl[HOLD_TOL] = solver.drop_tol, solver.hold_tol
     S.threshold[:] = solver.drop_tol
     return S
 
 
-def pack_run(tables, buffers, solver):
+def pack_run(tables, buffers, plan, work):
     """The four tuples of a run — the model's tables, the run's buffers, the block
     solver's plan and work buffers — unpacked for the core once (``engine.pack``),
     in the order its step, rhs and projection take them."""
     return (engine.pack(tables, "T"), engine.pack(buffers, "S"),
-            engine.pack(solver.plan.arrays, "P"), engine.pack(solver.work, "W"))
+            engine.pack(plan.arrays, "P"), engine.pack(work, "W"))
 
 
 def make_segments(model, capacity):
@@ -244,20 +244,3 @@ def store_bytes(Wk, n_rows):
     """Bytes of one step of a :data:`FactorStore`."""
     return Wk.B.itemsize * 6 * (n_rows + sum(a.size for a in (Wk.B, Wk.inv, Wk.E, Wk.F,
                                                                Wk.Gj)))
-
-
-# ------------------------------------------------------------------ forces
-
-
-# ------------------------------------------------------------ linear algebra
-
-
-# ------------------------------------------------------------ evaluations
-
-
-# ------------------------------------------------------------------ the step
-
-
-# ------------------------------------------------------------------ many steps
-
-

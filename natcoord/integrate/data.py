@@ -13,8 +13,8 @@ unpacked once for the compiled core. Inputs are checked where they enter (the
 
 The right-hand side is the core's (``engine.rhs``: constraints, built-in forces
 and drives, the block LDLᵀ with constraint partitioning and its solve), the
-one the DOPRI5 stepper evaluates. Models with forces given as Python callables
-have no compiled form: :func:`natcoord.accelerations` evaluates those.
+one the DOPRI5 stepper evaluates; forces given as Python callables are called
+back from it (:class:`~natcoord.integrate.stepper.Callbacks`), as in a run.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ..dynamics.joint_space import joint_space, joint_state
 from ..model import validate
 from ..model.frozen import State
 from . import compiled as cc
+from .stepper import Callbacks
 
 
 class Data:
@@ -42,15 +43,13 @@ class Data:
     def __init__(self, model, state=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         validate.model(model)
         tables = cc.make_tables(model)
-        if tables is None:
-            raise ValueError(f"model {model.name!r} has a force given as a Python callable, "
-                             f"which the compiled core cannot evaluate: use "
-                             f"nc.accelerations(model, state) for it")
         self.model = model
         n = model.n_coords
         self._solver = solver = make_solver(model, "block", drop_tol, hold_tol)
+        # forces given as Python callables, called back (drive laws: the t setter's table)
+        self._hooks = Callbacks(model, solver) if not cc.compilable(model) else None
         self._S = S = cc.make_buffers(model, solver)
-        self._args = cc.pack_run(tables, S, solver)
+        self._args = cc.pack_run(tables, S, solver.plan, solver.work)
         self._y, self._out = np.zeros(2 * n), np.zeros(2 * n)
         self._weights = model.tables.weight_table(0.0, np.zeros((model.n_weights, 3)))
         self._t = 0.0
@@ -139,7 +138,7 @@ def forward(model, data):
     naming the joint whose rows the spread of the masses makes unpivotable)."""
     if data.model is not model:
         raise ValueError("forward: data was made for another model (Data(model))")
-    status = engine.rhs(*data._args, data._y, data._weights, 0, data._out)
+    status = engine.rhs(*data._args, data._hooks, data._t, data._y, data._weights, 0, data._out)
     if status:
         error = MassSpreadError if status == cc.UNPIVOTABLE_JOINT else np.linalg.LinAlgError
         raise error(data.failure(status))

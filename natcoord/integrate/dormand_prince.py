@@ -1,13 +1,17 @@
-"""The Dormand–Prince 5(4) pair: tableau, step-size controller constants, dense output.
+"""The Dormand–Prince 5(4) pair: the stage tableau and the continuous extension.
 
-Coefficients as in Hairer, Nørsett & Wanner, *Solving ODEs I*, II.5 (Table 5.2)
-and the order-4 continuous extension of II.6 (eq. 6.12); the PI controller of
-II.4 (Gustafsson) with ``β = 0.04``. The compiled step
-(:mod:`natcoord.integrate.compiled`) and the Python path both read them here.
+The step itself — stages, error estimate, PI controller, projection and the
+order-4 dense output — is the core's (natcoord/core/src/dopri5.c, coefficients
+as in Hairer, Nørsett & Wanner, *Solving ODEs I*, II.5, Table 5.2, and II.6,
+eq. 6.12). Here: the stage coefficients ``A, B, C`` that the Python sensitivity
+sweep (:mod:`natcoord.analysis.sensitivity`) differentiates the steps with, and
+:class:`DenseOutput`, one step's interpolant evaluated by the core.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..core import engine
 
 C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
 A = [np.array([]),
@@ -18,20 +22,17 @@ A = [np.array([]),
      np.array([9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]),
      np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])]
 B = A[6]                                   # 5th order weights (FSAL: stage 7 = f(y1))
-E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
-D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799,
-              -10690763975 / 1880347072, 701980252875 / 199316789632,
-              -1453857185 / 822651844, 69997945 / 29380423])
-SAFETY, BETA, FAC_MIN, FAC_MAX = 0.9, 0.04, 0.2, 10.0
 
 
 def dense_output(y0, y1, K, h, theta):
-    """Continuous extension of DOPRI5 at ``t0 + θ h`` (order 4)."""
-    dy = y1 - y0
-    r3 = h * K[0] - dy
-    r4 = dy - h * K[6] - r3
-    r5 = h * (D @ K)
-    return y0 + theta * (dy + (1 - theta) * (r3 + theta * (r4 + (1 - theta) * r5)))
+    """Continuous extension of DOPRI5 at ``t0 + θ h`` (order 4; the core's
+    ``nc_interpolate``): ``y0, y1`` (N,), stages ``K`` (7, N), ``θ`` a float or (k,)
+    (result (N,) or (k, N)). Linear in ``(y0, y1, K)``: also the derivatives'."""
+    theta = np.asarray(theta, float)
+    out = np.empty(theta.shape + (np.shape(y0)[-1],))
+    engine.interpolate(np.ascontiguousarray(y0, float), np.ascontiguousarray(y1, float),
+                       np.ascontiguousarray(K, float), float(h), theta.reshape(-1), out)
+    return out
 
 
 class DenseOutput:
@@ -43,6 +44,5 @@ class DenseOutput:
 
     def __call__(self, t):
         """``y`` (2 N,) at time ``t`` in ``[t_old, t]``, (k, 2 N) at times (k,) (unprojected)."""
-        theta = (np.asarray(t, float) - self.t_old) / self.h
-        y = dense_output(self.y_old, self.y_new, self.K, self.h, np.reshape(theta, (-1, 1)))
-        return y.reshape(theta.shape + (-1,))
+        return dense_output(self.y_old, self.y_new, self.K, self.h,
+                            (np.asarray(t, float) - self.t_old) / self.h)

@@ -267,7 +267,7 @@ class Radau:
         self.model, self.n = model, model.n_coords
         tables = cc.make_tables(model)
         python_drives = model.n_weights > 1 and model.tables.laws is None
-        self.compiled = solver in (None, "block") and tables is not None and not python_drives
+        self.compiled = solver in (None, "block") and cc.compilable(model) and not python_drives
         if state is None:
             state = assemble(model, t=t0).state
         t0 = float(state.t)
@@ -280,7 +280,7 @@ class Radau:
             self.solver = make_solver(model, "block", drop_tol, hold_tol)
             self._S = cc.make_buffers(model, self.solver)
             self._S.ctrl[cc.ALPHA], self._S.ctrl[cc.BETA_B] = baumgarte
-            self._packed = cc.pack_run(tables, self._S, self.solver)
+            self._packed = cc.pack_run(tables, self._S, self.solver.plan, self.solver.work)
             self._mode = cc.MODES[projection]
         else:
             self.ws = Workspace(model, solver, drop_tol, hold_tol)
@@ -358,8 +358,8 @@ class Radau:
         if not self.compiled:
             return self.evaluations.rhs(t, y)
         out = np.empty(2 * self.n)
-        status = engine.rhs(*self._packed, np.ascontiguousarray(y, float), self._weights(t),
-                            self._mode, out)
+        status = engine.rhs(*self._packed, None, float(t), np.ascontiguousarray(y, float),
+                            self._weights(t), self._mode, out)
         if status:
             self._raise(status, t)
         return out
@@ -372,7 +372,7 @@ class Radau:
             return self.evaluations.project(t, y, fresh=True)
         y = np.array(y, float)
         engine.hold_for_output(self._packed[1])
-        status = engine.project(*self._packed, y, self._weights(t), self._mode,
+        status = engine.project(*self._packed, None, y, self._weights(t), self._mode,
                                 self.proj_tol, True)
         if status:
             self._raise(status, t)

@@ -1,34 +1,37 @@
-"""Dormand–Prince 5(4) with projection: the index-1 integrator of docs/method.md#17-integration.
+"""``simulate``: the one driver loop of every stepper (docs/method.md#17-integration).
 
-The explicit pair (Dormand & Prince 1980; coefficients and dense output as
-in Hairer, Nørsett & Wanner, *Solving ODEs I*, II.5–II.6) integrates
-``(p, v)' = (v, a)``; accepted steps are projected onto the position and
-velocity constraints (Hairer & Wanner, *Solving ODEs II*, VII.2).
+A stepper (:class:`~natcoord.integrate.base.Stepper`: the compiled DOPRI5 of
+:mod:`natcoord.integrate.stepper`, or Radau IIA) takes the steps; the driver
+hands it the outputs wanted, stores the checked records it returns in chunks
+(:meth:`~natcoord.integrate.base.Stepper.advance`), checks what the stepper did
+not, reports progress and builds the :class:`Solution` — like
+``scipy.integrate.solve_ivp`` over an ``OdeSolver``. Accepted steps are
+projected onto the position and velocity constraints (Hairer & Wanner,
+*Solving ODEs II*, VII.2) by the stepper.
 """
 from __future__ import annotations
 
 import sys
 import time
 import warnings
-from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
 
 from ..model import validate
 from ..dynamics.assembly import assemble
+from ..dynamics.joint_space import JointTorques
 from ..dynamics.workspace import Workspace
 from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model.frozen import JOINT
-from ..dynamics.projection import ProjectionError, describe_rows, threshold
+from ..dynamics.projection import describe_rows, threshold
 from ..util.resources import check_memory
-from .base import (EPS_FLOOR, METHODS, PROJECTIONS, Evaluations, IntegrationError,
-                   SimulationInterrupted, clip_step, initial_step)
-from .dormand_prince import A, B, BETA, C, E, FAC_MAX, FAC_MIN, SAFETY, DenseOutput
+from .base import (METHODS, OUTPUT_RECORD, PROJECTIONS, IntegrationError, SimulationInterrupted,
+                   advance_by_steps)
 from .radau import Radau
-from .solution import ContinuousSolution, Solution
+from .solution import ContinuousSolution, Records, Solution
 from .stepper import DOPRI5
-from .compiled import OUTPUT_RECORD, UNPIVOTABLE_JOINT, compilable
+from .compiled import UNPIVOTABLE_JOINT
 
 #: copies of every output held at once: the records of the run, the Solution's
 #: arrays and a reserve while the latter are assembled from the former
@@ -36,9 +39,6 @@ OUTPUT_COPIES = 3
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
 LOCKED = 1e-3
-#: drive the compiled DOPRI5 stepper (:mod:`natcoord.integrate.stepper`) when the solver is
-#: ``block`` and every force has a compiled form; False forces the Python path
-COMPILED = True
 
 
 class _Abort(Exception):
@@ -53,13 +53,12 @@ class _Run:
                  method="dopri5", dense=False):
         self.model, self.ws, self.n, self.method = model, ws, model.n_coords, method
         self.proj_tol, self.projection = proj_tol, projection
-        self.evaluations = Evaluations(ws, projection, proj_tol, baumgarte)
-        self.baumgarte = self.evaluations.baumgarte
+        self.baumgarte = baumgarte if projection == "baumgarte" else None
         self.multipliers, self.drift_tol = multipliers, drift_tol
         self.drive_rows = np.array([model.joint_rows[j][0] + joint.drive_row
                                     for j, joint in enumerate(model.joints)
                                     if joint.drive is not None], np.int64)
-        self.records = []
+        self.records = Records(model.n_coords)
         self.t = self.y = None                 # last accepted state
         self.steps = self.rejected = 0
         self.drift = None                      # message once the residual exceeds drift_tol
@@ -72,36 +71,18 @@ class _Run:
         self.output_work = np.zeros(3, np.int64)
 
     def work(self):
-        """Evaluations, KKT factorizations and projection iterations so far, outputs included."""
-        work = np.array([self.ws.n_rhs, self.ws.n_factorizations,
-                         self.evaluations.n_projection_iterations], np.int64)
+        """Evaluations, KKT factorizations and projection iterations so far, outputs
+        included (the stepper's and the records' multipliers')."""
         st = self.stepper
+        work = np.array([self.ws.n_rhs, self.ws.n_factorizations, 0], np.int64)
         if st is not None:
             work += [st.n_rhs, st.n_factorizations, st.n_projection_iterations]
         return work
-
-    @contextmanager
-    def output(self):
-        """Count the work done inside as the outputs', not the integrator's."""
-        before = self.work()
-        try:
-            yield
-        finally:
-            self.output_work += self.work() - before
 
     def accept(self, piece):
         """Keep an accepted step's continuous extension (with ``dense_output=True``)."""
         if self.pieces is not None:
             self.pieces.append(piece)
-
-    def rhs(self, t, y):
-        return self.evaluations.rhs(t, y)
-
-    def project(self, t, y, fresh=False):
-        """Project per ``self.projection`` (``fresh`` for outputs) and :meth:`check` the result."""
-        y = self.evaluations.project(t, y, fresh)
-        self.check(t, y[:self.n], y[self.n:])
-        return y
 
     def check(self, t, p, v):
         """Stop when a drive row is dropped (the mechanism locks) or, with position and
@@ -162,22 +143,40 @@ class _Run:
         self._unlocked = dropped.copy()
         return None
 
+    def observe(self, t, y):
+        """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)``."""
+        ws, p, v = self.ws, y[:self.n], y[self.n:]
+        ws.constraints(t, p, v)
+        return (self.model.energy(p, v), np.abs(ws.g).max(initial=0),
+                np.abs(ws.velocity_residual(v)).max(initial=0))
+
+    def multipliers_at(self, ts, ys):
+        """λ (k, m) at the records ``(ts, ys)``, or None without ``multipliers``; the
+        workspace's factorizations count as the outputs' work and do not steer the steps."""
+        if not self.multipliers:
+            return None
+        ws = self.ws
+        dropped = ws.dropped.copy()
+        before = self.work()
+        lam = np.array([ws.accelerations(t, y[:self.n], y[self.n:], self.baumgarte)[1]
+                        for t, y in zip(ts, ys)]).reshape(len(ts), self.model.n_rows)
+        self.output_work += self.work() - before
+        ws.dropped = dropped
+        return lam
+
     def record(self, t, y, observed=None):
-        """Store ``(t, p, v)`` with energy, ``‖g‖∞``, ``‖G v + g_t‖∞`` (``observed``
-        if the compiled stepper computed them) and, if asked for, the multipliers."""
-        ws, model = self.ws, self.model
-        p, v = y[:self.n].copy(), y[self.n:].copy()
-        lam = None
-        if self.multipliers:
-            dropped = ws.dropped.copy()
-            with self.output():
-                _, lam = ws.accelerations(t, p, v, self.baumgarte)
-            ws.dropped = dropped     # a record's factorization does not steer the steps
-        if observed is None:
-            ws.constraints(t, p, v)
-            observed = (model.energy(p, v), np.abs(ws.g).max(initial=0),
-                        np.abs(ws.velocity_residual(v)).max(initial=0))
-        self.records.append((t, p, v, *(float(x) for x in observed), lam))
+        """Store one record ``(t, y)`` with energy, ``‖g‖∞``, ``‖G v + g_t‖∞``
+        (``observed``, else evaluated here) and, if asked for, the multipliers."""
+        self.store([t], np.reshape(y, (1, -1)), None if observed is None else [observed])
+
+    def store(self, ts, ys, obs=None):
+        """Store the records ``ts`` (k,), ``ys`` (k, 2 N) with ``obs`` (k, 3) (None:
+        evaluated here)."""
+        if not len(ts):
+            return
+        if obs is None:
+            obs = [self.observe(t, y) for t, y in zip(ts, ys)]
+        self.records.extend(ts, ys, obs, self.multipliers_at(ts, ys))
 
     def stats(self):
         """Counters: the integrator's work, the outputs' (projections of ``t_eval``
@@ -186,9 +185,7 @@ class _Run:
         st = self.stepper
         output = self.output_work + getattr(st, "output_work", 0)
         rhs, factorizations, projection_iterations = self.work() - output
-        active = self.evaluations.n_active_set_changes
-        if st is not None:
-            active += st.n_active_set_changes
+        active = 0 if st is None else st.n_active_set_changes
         return {"method": self.method, "solver": self.ws.solver_name, "steps": self.steps,
                 "rejected": self.rejected, "rhs": int(rhs),
                 "factorizations": int(factorizations),
@@ -209,8 +206,7 @@ class _Run:
             return None
         pieces = [piece for piece in self.pieces if piece.t_old < self.t]
         ts = [piece.t_old for piece in pieces] + [self.t]
-        project = self.stepper.project if self.stepper else partial(self.evaluations.project,
-                                                                    fresh=True)
+        project = self.stepper.project if self.stepper is not None else None
         return ContinuousSolution(ts, pieces, self.y.copy(), project)
 
     def solution(self):
@@ -221,7 +217,7 @@ class _Run:
         """The solution so far after a failure: every output reached and, when that
         is not the last accepted state, the last accepted state as a final record."""
         last_is_step = False
-        if self.t is not None and (not self.records or self.records[-1][0] < self.t):
+        if self.t is not None and (not self.records.size or self.records.t_last < self.t):
             try:
                 self.record(self.t, self.y)
                 last_is_step = t_eval is not None
@@ -244,15 +240,26 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
              max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6,
-             method="dopri5", dense_output=False, _sweep=None):
+             method="dopri5", dense_output=False, u=None, actuated=None, _sweep=None):
     """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
 
-    ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair,
-    compiled where the model allows; or ``"radau"``, the implicit Radau IIA of
+    ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair of
+    the compiled core, for every model and solver (forces and drive laws given as
+    Python callables and the reference solvers are called back from it,
+    ``stats["compiled"]`` False); or ``"radau"``, the implicit Radau IIA of
     order 5 (:class:`natcoord.integrate.radau.Radau`, docs/method.md#110-stiff-mechanisms-radau-iia)
     for stiff mechanisms (stiff springs, light bodies on stiff supports), with
     the same projection, checks, outputs and :class:`Solution`; its
     ``stats`` add ``jacobians``, ``lu_decompositions`` and ``newton_iterations``.
+
+    ``u``: joint torques, a callable ``u(t, q, qd)`` of the joint positions and
+    rates (:func:`~natcoord.joint_space`'s order) returning the forces of the
+    ``actuated`` joints (names; default every joint with DOF), one per DOF in
+    ``actuated``'s order: N·m about a revolute axis (on body b, the opposite on a),
+    N along a prismatic axis (:class:`~natcoord.dynamics.joint_space.JointTorques`);
+    called back from the core at every stage (``method="dopri5"``). A result of the
+    wrong size raises ``ValueError`` naming the joints (at ``t0`` already, before
+    integrating); NaN or inf is a failed evaluation, as for a force.
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
     ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:
@@ -333,7 +340,14 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                      f"t_eval with {t_eval.size} points ({model.n_coords} coordinates each)",
                      "ask for fewer output points, or for sol.sol (dense_output=True) "
                      "and evaluate it where needed")
+    if u is None and actuated is not None:
+        raise ValueError("actuated names the joints of u's torques: pass u=callable too")
+    if u is not None and method != "dopri5":
+        raise ValueError(f"u (joint torques) is supported with method='dopri5', got "
+                         f"method={method!r}")
+    torques = () if u is None else (JointTorques(model, u, actuated),)
     ws = _workspace(model, solver, drop_tol, hold_tol)
+    ws.extra_forces = torques
     if initial_state is None:
         # with the run's solver: block (the cached default assembly) refuses masses that
         # span more than 1e12, for which superlu or dense was chosen
@@ -347,34 +361,29 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     # chunks itself to differentiate the steps as they are taken (not a user option)
     run.sweep = _sweep
     run.t, run.y = t0, np.concatenate([initial_state.p, initial_state.v])
-    compiled = COMPILED and ws.solver_name == "block" and _compilable(model)
-    if _sweep is not None and (method != "dopri5" or not compiled):
-        raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 stepper")
+    for force in torques:                  # u's result checked before the run
+        js = force.js
+        force.torques(t0, js.positions(initial_state.p),
+                      js.velocities(initial_state.p, initial_state.v))
     try:
-        if method == "radau" or compiled:
-            options = dict(state=initial_state, first_step=first_step, max_step=max_step,
-                           projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
-                           hold_tol=hold_tol)
-            if method == "radau":
-                run.stepper = Radau(model, t_end, rtol, atol, proj_tol,
-                                    solver=ws.solver_name, **options)
-            else:
-                run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, **options)
-                if _sweep is not None and not run.stepper.chunked:
-                    raise ValueError("the compiled sensitivity sweep needs compiled drives")
-            run.dropped_start = run.stepper.dropped.copy()
-            _check_step(run, run.t, run.y)
-            run.wall = time.perf_counter()
-            if _sweep is not None:
-                _sweep.start(run.t, run.y)
-            _run_stepper(run, t_end, t_eval, max_steps, progress)
-        else:
-            f = run.rhs(run.t, run.y)
-            run.dropped_start = ws.dropped.copy()
-            run.check(run.t, initial_state.p, initial_state.v)
-            run.wall = time.perf_counter()
-            _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps,
-                       progress)
+        options = dict(state=initial_state, first_step=first_step, max_step=max_step,
+                       projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
+                       hold_tol=hold_tol)
+        if method == "radau":
+            run.stepper = Radau(model, t_end, rtol, atol, proj_tol, solver=ws.solver_name,
+                                **options)
+        else:          # the workspace's solver: one symbolic phase per run
+            run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, solver=ws.solver,
+                                 forces=torques, **options)
+        if _sweep is not None and not run.stepper.compiled:
+            raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 "
+                             "stepper with nothing called back")
+        run.dropped_start = run.stepper.dropped.copy()
+        _check_step(run, run.t, run.y)
+        run.wall = time.perf_counter()
+        if _sweep is not None:
+            _sweep.start(run.t, run.y)
+        _drive(run, t_end, t_eval, max_steps, progress)
     except KeyboardInterrupt as exc:
         message = f"interrupted at t = {run.t:g}"
         raise SimulationInterrupted(f"{message} (partial solution on .solution)",
@@ -429,81 +438,6 @@ def _consistent(ws, state, proj_tol):
                          f"consistent values with nc.assemble(model, p=..., v=..., t=...)")
 
 
-def _integrate(run, f, t_end, t_eval, rtol, atol, first_step, max_step, max_steps, progress):
-    """The driver: step from ``run.t`` to ``t_end``, record outputs, report progress.
-
-    Failures a smaller step may cure (a failed projection or linear solve, a
-    non-finite state) reject the step; the others propagate to ``simulate``.
-    """
-    t, y = run.t, run.y
-    next_out = 0
-    if t_eval is None or t_eval[0] == t:
-        run.record(t, y)
-        next_out = 1 if t_eval is not None else 0
-    h = first_step or initial_step(run.rhs, t, y, f, rtol, atol, t_end - t)
-    h = min(h, max_step)
-    err_old, last_rejected = 1e-4, False
-    K = np.empty((7, y.size))
-    last_report = time.perf_counter()
-    while t < t_end:
-        if run.steps + run.rejected >= max_steps:
-            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
-        h = clip_step(h, t, t_end, EPS_FLOOR)
-        if h < EPS_FLOOR * max(abs(t), 1.0):
-            raise _Abort(f"step size underflow at t = {t:.6g} (h = {h:.3e})")
-        try:
-            K[0] = f
-            for s in range(1, 7):
-                K[s] = run.rhs(t + C[s] * h, y + h * (A[s] @ K[:s]))
-            y_new = y + h * (B @ K[:6])
-            scale = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
-            err = np.sqrt(np.mean((h * (E @ K) / scale) ** 2))
-            if not np.isfinite(err):
-                raise FloatingPointError("non-finite state")
-            y_proj = run.project(t + h, y_new) if err <= 1.0 else None
-        except (ProjectionError, FloatingPointError, np.linalg.LinAlgError) as exc:
-            if h < 1e-12 * max(abs(t_end), 1.0):
-                raise _Abort(f"evaluation failed at t = {t:.6g}: {exc}") from exc
-            h *= 0.25
-            run.rejected += 1
-            last_rejected = True
-            continue
-        if err > 1.0:
-            run.rejected += 1
-            h *= max(FAC_MIN, SAFETY * err ** -0.2)
-            last_rejected = True
-            continue
-        # accepted step
-        run.steps += 1
-        t_new = t_end if h == t_end - t else t + h
-        f = K[6].copy()
-        f[:run.n] = y_proj[run.n:]         # FSAL; ṗ = v exactly at the projected state
-        dense = DenseOutput(t, h, y, y_new, K.copy())
-        run.accept(dense)
-        run.t, run.y = t, y = t_new, y_proj
-        if t_eval is None:
-            run.record(t, y)
-        while t_eval is not None and next_out < t_eval.size and t_eval[next_out] <= t_new:
-            with run.output():
-                y_out = run.project(t_eval[next_out], dense(t_eval[next_out]), fresh=True)
-            run.record(t_eval[next_out], y_out)
-            next_out += 1
-        fac = err ** (0.2 - 0.75 * BETA) / err_old ** BETA
-        factor = min(FAC_MAX, max(FAC_MIN, SAFETY / max(fac, 1e-10)))
-        if last_rejected:
-            factor = min(factor, 1.0)
-        h = min(h * factor, max_step)
-        err_old, last_rejected = max(err, 1e-4), False
-        if progress and time.perf_counter() - last_report > 1.0:
-            last_report = time.perf_counter()
-            print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",
-                  file=sys.stderr, flush=True)
-
-
-def _compilable(model):
-    return compilable(model)
-
-
 def _check_step(run, t, y):
     """:meth:`_Run.check` of a state a stepper object produced: the workspace
     takes the stepper's dropped set (and, for the locking test, ``G`` at the state)."""
@@ -514,59 +448,16 @@ def _check_step(run, t, y):
     run.check(t, p, v)
 
 
-def _run_stepper(run, t_end, t_eval, max_steps, progress):
-    """The driver of a stepper object ``run.stepper`` (the compiled
-    :class:`~natcoord.integrate.stepper.DOPRI5`, which takes the same steps as :func:`_integrate`,
-    or :class:`~natcoord.integrate.radau.Radau`): one ``step()`` per accepted step, then the
-    checks, records, outputs (``dense_output()`` projected by ``project``) and
-    progress of :func:`_integrate`. A stepper that runs many steps per call
-    (``chunked``) is driven by :func:`_integrate_chunked` instead."""
+def _drive(run, t_end, t_eval, max_steps, progress):
+    """The driver loop of every stepper ``run.stepper``: chunks of accepted steps with
+    their records (:meth:`~natcoord.integrate.base.Stepper.advance`: in the core for
+    DOPRI5, from ``step()`` otherwise, each state checked by :func:`_check_step`),
+    stored as they come; then what a chunk stopped for (the end, a full buffer, a
+    state that failed the core's check, a failure, an exception) and progress."""
     stepper = run.stepper
-    if getattr(stepper, "chunked", False):
-        return _integrate_chunked(run, t_end, t_eval, max_steps, progress)
-    t, y = run.t, run.y
-    next_out = 0
-    if t_eval is None or t_eval[0] == t:
-        run.record(t, y)
-        next_out = 1 if t_eval is not None else 0
-    last_report = time.perf_counter()
-    while t < t_end:
-        budget = max_steps - run.steps - run.rejected
-        if budget <= 0:
-            raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
-        record = stepper.step(max_attempts=budget)
-        run.rejected += record.rejected
-        if record.status != "accepted":
-            if run.steps + run.rejected >= max_steps:
-                raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {t:g}")
-            raise _Abort(record.message)
-        y_new = stepper.y.copy()
-        _check_step(run, record.t, y_new)
-        run.steps += 1
-        run.t, run.y = t, y = record.t, y_new
-        dense = stepper.dense_output()
-        run.accept(dense)
-        if t_eval is None:
-            run.record(t, y)
-        else:
-            while next_out < t_eval.size and t_eval[next_out] <= t:
-                t_out = t_eval[next_out]
-                with run.output():
-                    y_out = stepper.project(t_out, dense(t_out))
-                _check_step(run, t_out, y_out)
-                run.record(t_out, y_out)
-                next_out += 1
-        if progress and time.perf_counter() - last_report > 1.0:
-            last_report = time.perf_counter()
-            print(f"  t = {t:.4g} / {t_end:g} s, {run.steps} steps, {run.rejected} rejected",
-                  file=sys.stderr, flush=True)
-
-
-def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
-    """:func:`_run_stepper` for a chunked stepper (DOPRI5 on a model without Python drive callables): steps, outputs and
-    their checks in compiled chunks (:meth:`~natcoord.integrate.stepper.DOPRI5.advance`);
-    Python only stores the records and handles what a chunk stopped for."""
-    stepper = run.stepper
+    # Radau is not yet a base.Stepper: its advance() from its step()
+    advance = getattr(stepper, "advance", None) or partial(advance_by_steps, stepper)
+    check = partial(_check_step, run)
     next_out = 0
     if t_eval is None or t_eval[0] == run.t:
         run.record(run.t, run.y)
@@ -577,19 +468,19 @@ def _integrate_chunked(run, t_end, t_eval, max_steps, progress):
         if budget <= 0:
             raise _Abort(f"maximum number of steps ({max_steps}) reached at t = {run.t:g}")
         drift_tol = np.inf if run.drift is not None else run.drift_tol
-        chunk = stepper.advance(t_eval, next_out, budget, drift_tol, dense=run.pieces is not None,
-                                sweep=run.sweep)
+        # the outputs left in one chunk (the core writes them in place), else 256 steps
+        capacity = 256 if t_eval is None else max(t_eval.size - next_out, 1)
+        chunk = advance(t_eval, next_out, budget, drift_tol, capacity,
+                        dense=run.pieces is not None, sweep=run.sweep, check=check)
         for piece in chunk.pieces:
             run.accept(piece)
         run.rejected += chunk.rejected
         run.steps += chunk.steps
+        run.output_work += chunk.output_work
         next_out = chunk.next_out
-        for t, y, obs in zip(chunk.t, chunk.y, chunk.obs):
-            run.record(float(t), y, obs)
-        if chunk.failed is not None and chunk.failed[2] != OUTPUT_RECORD:
-            run.t, run.y = stepper.t_old, stepper._S.yprev.copy()
-        else:
-            run.t, run.y = stepper.t, stepper.y.copy()
+        if chunk.t.size:
+            run.store(chunk.t, chunk.y, chunk.obs)
+        run.t, run.y = chunk.last
         if chunk.error is not None:
             raise chunk.error
         if chunk.status == "failed":

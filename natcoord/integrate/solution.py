@@ -53,9 +53,41 @@ class ContinuousSolution:
         return ys[0] if times.ndim == 0 else ys.T
 
 
+class Records:
+    """The records of a run as they come, in blocks of arrays (a chunk's at once), joined
+    once into the :class:`Solution`'s arrays: ``t`` (k,), ``y`` (k, 2 N), ``obs`` (k, 3:
+    energy, ‖g‖∞, ‖G v + g_t‖∞) and ``lam`` (k, m) or None."""
+
+    def __init__(self, n_coords):
+        self.n = n_coords
+        self.blocks = []
+        self.size = 0
+        self.t_last = None
+
+    def extend(self, t, y, obs, lam=None):
+        """Append records (arrays are kept, not copied: the caller gives them up)."""
+        t = np.asarray(t, float)
+        self.blocks.append((t, np.asarray(y, float).reshape(t.size, 2 * self.n),
+                            np.asarray(obs, float).reshape(t.size, 3), lam))
+        self.size += t.size
+        self.t_last = float(t[-1])
+
+    def arrays(self):
+        """``(t, y, obs, lam)`` of every record."""
+        if not self.blocks:
+            return (np.zeros(0), np.zeros((0, 2 * self.n)), np.zeros((0, 3)), None)
+        if len(self.blocks) == 1:
+            return self.blocks[0]
+        t, y, obs, lam = zip(*self.blocks)
+        return (np.concatenate(t), np.concatenate(y), np.concatenate(obs),
+                None if lam[0] is None else np.concatenate(lam))
+
+
 class Solution:
     """Trajectory at output times, like ``scipy.integrate.solve_ivp``'s result.
 
+    ``records``: the run's :class:`Records` (or a list of ``(t, p, v, energy,
+    ‖g‖∞, ‖G v + g_t‖∞, λ or None)``).
     ``t`` (k,), ``p`` and ``v`` (k, 12 n); ``energy`` (k,) mechanical energy
     (kinetic + gravity + springs); ``constraint_residual`` ``‖g‖∞`` and
     ``velocity_residual`` ``‖G v + g_t‖∞`` (k,); ``lam`` (k, m) multipliers
@@ -70,15 +102,16 @@ class Solution:
                  last_record_is_step=False, sol=None):
         self.model = model
         self._sol = sol
-        self.t = np.array([r[0] for r in records])
-        shape = (len(records), model.n_coords)
-        self.p = np.array([r[1] for r in records]).reshape(shape)
-        self.v = np.array([r[2] for r in records]).reshape(shape)
-        self.energy = np.array([r[3] for r in records])
-        self.constraint_residual = np.array([r[4] for r in records])
-        self.velocity_residual = np.array([r[5] for r in records])
-        lam = [r[6] for r in records]
-        self.lam = np.array(lam) if records and lam[0] is not None else None
+        if not isinstance(records, Records):      # a list of (t, p, v, energy, g, gv, λ)
+            rows = Records(model.n_coords)
+            for t, p, v, *obs, lam in records:
+                rows.extend([t], np.concatenate([p, v]), obs,
+                            None if lam is None else np.reshape(lam, (1, -1)))
+            records = rows
+        self.t, y, obs, self.lam = records.arrays()
+        n = model.n_coords
+        self.p, self.v = y[:, :n], y[:, n:]
+        self.energy, self.constraint_residual, self.velocity_residual = obs.T
         self.stats = dict(stats)
         self.dropped_rows = np.asarray(dropped_rows, np.int64)
         self.dropped = [model.row_labels[r] for r in self.dropped_rows]

@@ -1,20 +1,21 @@
-"""A DOPRI5 stepper whose whole step runs in compiled code (``scipy.integrate.OdeSolver``-like).
+"""The DOPRI5 stepper: natcoord's one Dormand–Prince 5(4) integrator (``scipy.integrate.OdeSolver``-like).
 
-:class:`DOPRI5` integrates the index-1 descriptor form of docs/method.md#15-descriptor-form with the
-Dormand–Prince 5(4) pair, PI control and projection of
-:func:`natcoord.integrate.simulate.simulate`, and produces the same steps: the stages,
-the error estimate, the controller and the projection of an accepted step run
-in the compiled core (natcoord/core/src/dopri5.c, set up by
-:mod:`natcoord.integrate.compiled`), so Python sees one call per step, or one call per
-block of steps (:meth:`DOPRI5.advance`). Declarative drives
-(:mod:`natcoord.model.drives`) are compiled laws the core evaluates; a
-drive given as Python callables makes it one call per step *attempt*, the
-weight tables evaluated here at the stage times and passed in.
+:class:`DOPRI5` integrates the index-1 descriptor form of docs/method.md#15-descriptor-form
+with the Dormand–Prince 5(4) pair, PI control and projection of
+:func:`natcoord.integrate.simulate.simulate`: the stages, the error estimate, the
+controller, the projection of an accepted step, the dense output, the outputs and
+their checks run in the compiled core (natcoord/core/src/dopri5.c, set up by
+:mod:`natcoord.integrate.compiled`), so Python sees one call per step
+(:meth:`DOPRI5.step`) or one call per block of steps (:meth:`DOPRI5.advance`).
 
-Requirements: the ``block`` solver, and applied forces with a compiled form
-(gravity, spring–dampers, constant point forces, constant torques). A model
-with a callable force raises ``ValueError`` here; ``simulate`` keeps its
-Python path for it (see :func:`natcoord.integrate.compiled.compilable`).
+Every model and every KKT backend runs it. What the core does not compile is
+called back from it through :class:`Callbacks` (``nc_hooks``,
+natcoord/core/src/dopri5.h), as MuJoCo calls its ``mjcb_*`` hooks: forces and
+torques given as Python callables (and force classes without a law in the core)
+at every stage, drive laws given as callables at every stage time, and the
+factorization and solve of the KKT system by a reference backend (``dense``,
+``superlu``, ``cholmod``) — the step, the controller and the projection rule
+stay the core's. A callback costs a Python call per stage; nothing is dropped.
 
     stepper = DOPRI5(model, t_bound=10.0, rtol=1e-8)
     while stepper.status == "running":
@@ -24,49 +25,25 @@ Python path for it (see :func:`natcoord.integrate.compiled.compilable`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from . import compiled as cc
 from ..core import engine
 from ..dynamics.assembly import assemble
-from .base import EPS_FLOOR, PROJECTIONS, StepRecord, clip_step, initial_step
+from ..model.forces import PointForce, Torque
+from ..model.frozen import State
+from .base import EPS_FLOOR, PROJECTIONS, Chunk, StepRecord, Stepper, initial_step
 from .dormand_prince import DenseOutput
 from ..linalg import make_solver
 from ..linalg import blockldl
-from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
+from ..linalg.base import DROP_TOL, HOLD_TOL, KKTSolver, MassSpreadError
 from ..dynamics.projection import ProjectionError
 
 
-@dataclass
-class Chunk:
-    """What one call of :meth:`DOPRI5.advance` did.
-
-    Records ``t`` (k,), ``y`` (k, 2 N), ``obs`` (k, 3: energy, ‖g‖∞,
-    ‖G v + g_t‖∞), ``kind`` (k,: ``compiled.STEP_RECORD`` or ``OUTPUT_RECORD``),
-    all checked; ``next_out`` the next ``t_eval`` index; ``steps`` accepted and
-    ``rejected`` attempts; ``status`` ``"ok"`` or ``"failed"`` (the stepper's
-    ``message`` says why). ``failed``: ``(t, y, kind)`` of a state that did
-    not pass the check (a step state is accepted by the stepper but not in
-    ``steps``); ``error``: the exception of an output whose projection failed;
-    ``pieces``: with ``dense``, the :class:`~natcoord.integrate.simulate.DenseOutput` of
-    every step the stepper accepted (that of ``failed`` included);
-    ``derivatives``: with a ``sweep``, the sensitivities (k, c, 2 N) at the records.
-    """
-
-    t: np.ndarray
-    y: np.ndarray
-    obs: np.ndarray
-    kind: np.ndarray
-    next_out: int
-    steps: int
-    rejected: int
-    status: str
-    failed: tuple = None
-    error: Exception = None
-    pieces: list = ()
-    derivatives: np.ndarray = None
+#: steps whose dense output one advance() keeps at most (dense=True)
+SEGMENTS = 256
+#: records allocated at once (advance() writes them in place, chunk after chunk)
+RECORD_BLOCK = 1024
 
 
 def _control(index, doc=None):
@@ -79,10 +56,101 @@ def _counter(index):
     return property(lambda self: int(self._S.counts[index]))
 
 
-class DOPRI5:
-    """Compiled Dormand–Prince 5(4) with projection, one call per step.
+class Callbacks:
+    """What the core calls back for ``model`` run with the KKT backend ``solver``
+    (``nc_hooks`` of natcoord/core/src/dopri5.h, bound in callbacks.c).
 
-    Arguments as :func:`natcoord.integrate.simulate.simulate`; ``state``: a consistent
+    ``weights(t)``: the drive laws given as Python callables into ``W``;
+    ``forces(t)``: the forces without a compiled law (:func:`~natcoord.integrate.compiled.python_forces`)
+    and the run's ``forces`` (joint torques) at the state in ``y``, into ``F`` (the
+    core adds them to its own);
+    ``factor()``/``solve()``: a reference backend on ``G`` with the dropped rows
+    in ``mask`` (its hysteresis), solving ``r, s`` into ``x, lam``. Each is None
+    when not needed; :attr:`needed` is False when none is (the core runs alone).
+    A callable's NaN or inf (``FloatingPointError``) and a backend's
+    ``LinAlgError`` are step failures a smaller step may cure, as the core's own
+    (their reason in ``failure``); any other exception stops the run (``step()``
+    raises it, ``advance()`` returns it with the records before it).
+    """
+
+    def __init__(self, model, solver, forces=()):
+        n, m = model.n_coords, model.n_rows
+        self.model = model
+        self.python_forces = [*cc.python_forces(model), *forces]
+        #: those with a potential energy the records count (loads have none)
+        self.conservative = [force for force in self.python_forces
+                             if hasattr(force, "potential")
+                             and not isinstance(force, (PointForce, Torque))]
+        self.solver = None if solver.name == "block" else solver
+        self.W = np.zeros((model.n_weights, 3))
+        model.tables.weight_table(0.0, self.W)
+        self.y, self.F = np.zeros(2 * n), np.zeros((4 * model.n_bodies, 3))
+        self.G, self.mask = np.zeros((model.tables.pattern_row.size, 3)), np.zeros(m, bool)
+        self.r, self.s, self.x, self.lam = np.zeros(n), np.zeros(m), np.zeros(n), np.zeros(m)
+        python_drives = model.n_weights > 1 and model.tables.laws is None
+        self.weights = self._weights if python_drives else None
+        self.forces = self._forces if self.python_forces else None
+        self.factor = self._factor if self.solver is not None else None
+        self.solve = self._solve if self.solver is not None else None
+        self.failure = ""          # the last step failure's reason
+
+    @property
+    def needed(self):
+        return any(f is not None for f in (self.weights, self.forces, self.factor))
+
+    def _weights(self, t):
+        try:
+            self.model.tables.weight_table(t, self.W)
+        except FloatingPointError as exc:        # a drive law's NaN: a step failure
+            self.failure = str(exc)
+            return cc.NON_FINITE
+        return 0
+
+    def _forces(self, t):
+        n = self.y.size // 2
+        y = self.y.copy()                                  # the callables may keep it
+        p, v = y[:n], y[n:]
+        F = self.F
+        F[:] = 0.0
+        state, X, V = State(t, p, v), p.reshape(-1, 3), v.reshape(-1, 3)
+        try:
+            for force in self.python_forces:
+                force.apply(t, state, X, V, F)
+        except FloatingPointError as exc:        # a force's NaN: a step failure
+            self.failure = str(exc)
+            return cc.NON_FINITE
+        return 0
+
+    def _factor(self):
+        solver = self.solver
+        solver.dropped = np.flatnonzero(self.mask)
+        try:
+            solver.factor(self.G)
+        except np.linalg.LinAlgError as exc:     # a smaller step may cure it, as a block
+            self.failure = str(exc)              # factorization's failure
+            return cc.SOLVER_FAILED
+        self.mask[:] = False
+        self.mask[solver.dropped] = True
+        return 0
+
+    def _solve(self):
+        self.x[:], self.lam[:] = self.solver.solve(self.r, self.s)
+
+    def potential(self, p):
+        """The potential energy of the called-back forces that have one at ``p``."""
+        X = p.reshape(-1, 3)
+        return sum(force.potential(X) for force in self.conservative)
+
+
+class DOPRI5(Stepper):
+    """Compiled Dormand–Prince 5(4) with projection, one call per step or per chunk.
+
+    Arguments as :func:`natcoord.integrate.simulate.simulate` (``solver`` names the KKT
+    backend: ``"block"`` is the core's, the others are called back; or is a
+    :class:`~natcoord.linalg.base.KKTSolver` of the model to share, whose factorization
+    the stepper overwrites at every call); ``forces``: applied forces of the run beside
+    the model's (objects with ``apply(t, state, X, V, F)``, called back: simulate's
+    joint torques); ``state``: a consistent
     initial :class:`~natcoord.model.frozen.State` (default ``assemble(model, t=t0).state``).
     Attributes: ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h`` (next step),
     ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
@@ -93,26 +161,29 @@ class DOPRI5:
     :meth:`status_message`.
     """
 
-    compiled = True
-
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
-                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block",
+                 forces=()):
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
         tables = cc.make_tables(model)
-        if tables is None:
-            raise ValueError(f"model {model.name!r} has a force without a compiled form (a "
-                             f"callable force or torque): use simulate(), which keeps the "
-                             f"Python path for it")
         self.model = model
-        self.solver = make_solver(model, "block", drop_tol, hold_tol)
+        self.solver = (solver if isinstance(solver, KKTSolver) else
+                       make_solver(model, solver, drop_tol, hold_tol))
         n = model.n_coords
         self._S = S = cc.make_buffers(model, self.solver)
+        hooks = Callbacks(model, self.solver, forces)
+        self.compiled = not hooks.needed          # the core alone, nothing called back
+        self._hooks = hooks if hooks.needed else None
+        self._potential = hooks.potential if hooks.conservative else None
+        # the core's arguments take the block solver's plan and work buffers; with a
+        # reference backend they are laid out but not used (the hooks factor and solve)
+        plan, work = ((self.solver.plan, self.solver.work) if hooks.solver is None else
+                      (plan := blockldl.block_plan(model), blockldl.make_work(plan)))
         # the four named tuples unpacked for the core once, not on every call
-        self._packed = cc.pack_run(tables, S, self.solver)
+        self._packed = cc.pack_run(tables, S, plan, work)
         self._mode = cc.MODES[projection]
-        self._python_drives = model.n_weights > 1 and model.tables.laws is None
         self._W7 = np.zeros((7, model.n_weights, 3))
         self._W1 = np.zeros((model.n_weights, 3))
         for W in (*self._W7, self._W1):
@@ -139,9 +210,9 @@ class DOPRI5:
         h = first_step or initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[cc.H] = min(h, max_step)
-        self._records = self._segments = None
+        self._records, self._used, self._segments = None, 0, None
         self._no_outputs = np.zeros(0)
-        self._no_store = cc.make_store(self.solver.work, model.n_rows, 0)
+        self._no_store = cc.make_store(work, model.n_rows, 0)
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
 
@@ -198,12 +269,16 @@ class DOPRI5:
         messages = {
             cc.ACCEPTED: f"step accepted: t = {t:.6g}",
             cc.REJECTED: f"step rejected at t = {t:.6g}: error estimate {c[cc.ERR]:.3e} > 1",
-            cc.NON_FINITE: f"non-finite state at t = {t:.6g} (the error estimate is "
-                           f"{c[cc.ERR]:.3e})",
+            cc.NON_FINITE: (f"{self._hooks.failure} (t = {t:.6g})" if self._hooks and
+                            self._hooks.failure else f"non-finite state at t = {t:.6g} (the "
+                            f"error estimate is {c[cc.ERR]:.3e})"),
             cc.MAX_ATTEMPTS: f"no step accepted within the attempts allowed at t = {t:g}",
             cc.CHECK: f"a recorded state at t = {t:.6g} failed the constraint check",
             cc.FULL: f"record buffers full at t = {t:.6g} (the next call goes on)",
             cc.FINISHED: f"t_bound = {c[cc.T_BOUND]:g} reached",
+            cc.SOLVER_FAILED: f"{self.solver.name}: "
+                              f"{self._hooks.failure if self._hooks else ''} at t = {t:.6g}",
+            cc.CALLBACK: f"a callback raised at t = {t:.6g}",
             -1: f"step size underflow at t = {t:.6g} (h = {min(c[cc.H], c[cc.T_BOUND] - t):.3e})",
         }
         return messages.get(status, f"unknown status {status} at t = {t:.6g}")
@@ -221,8 +296,8 @@ class DOPRI5:
         """``(v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
         out = np.empty(self.model.n_coords * 2)
         y = np.ascontiguousarray(y, float)
-        status = engine.rhs(*self._packed, y,
-                           self._weights(t, self._W1), self._mode, out)
+        status = engine.rhs(*self._packed, self._hooks, float(t), y,
+                            self._weights(t, self._W1), self._mode, out)
         if status:
             raise self._error(status, t)
         return out
@@ -233,21 +308,24 @@ class DOPRI5:
         return out[self.model.n_coords:], self._S.lam.copy()
 
     def project(self, t, y):
-        """``y`` projected as an output (a new array): factored at ``y`` first, see
-        :func:`~natcoord.dynamics.projection.project_state`, from the dropped set of
-        the last step (``hold_for_output`` in natcoord/core/src/dopri5.c)."""
+        """``y`` projected as an output (a new array): factored at ``y`` first, from the
+        dropped set of the last step (``nc_hold_for_output`` in natcoord/core/src/dopri5.c)."""
         y = np.array(y, float)
         engine.hold_for_output(self._packed[1])
-        status = engine.project(*self._packed, y,
-                               self._weights(t, self._W1), self._mode, self.proj_tol, True)
+        status = engine.project(*self._packed, self._hooks, y, self._weights(t, self._W1),
+                                self._mode, self.proj_tol, True)
         if status:
             raise self._error(status, t)
         return y
 
     def observe(self, t, y):
         """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
-        return engine.observe(self._packed[0], self._packed[1], np.ascontiguousarray(y, float),
+        y = np.ascontiguousarray(y, float)
+        obs = engine.observe(self._packed[0], self._packed[1], y,
                              self._weights(t, self._W1), False)
+        if self._potential is not None:
+            obs = (obs[0] + self._potential(y[:self.model.n_coords]), *obs[1:])
+        return obs
 
     # ------------------------------------------------------------ stepping
     def step(self, max_attempts=1_000_000):
@@ -255,30 +333,17 @@ class DOPRI5:
 
         Returns a :class:`StepRecord`; on failure (step-size underflow, an
         evaluation that keeps failing, ``max_attempts`` attempts) ``status``
-        becomes ``"failed"`` and the state stays at the last accepted step.
+        becomes ``"failed"`` and the state stays at the last accepted step. A
+        callback's exception propagates.
         """
         if self.status != "running":
             raise RuntimeError(f"step() on a {self.status} stepper")
         c = self._S.ctrl
         t_old = self.t
-        rejected = 0
-        eps_floor = EPS_FLOOR
-        if not self._python_drives:
-            status, rejected = engine.step(*self._packed, self._W7, self._mode,
-                                          max_attempts, eps_floor, self._no_store, 0)
-        else:
-            status = cc.MAX_ATTEMPTS
-            W7, weights = self._W7, self.model.tables.weight_table
-            for _ in range(max_attempts):
-                h = clip_step(c[cc.H], t_old, c[cc.T_BOUND], eps_floor)
-                for s in range(1, 6):
-                    weights(t_old + cc.C_DENSE[s] * h, W7[s])
-                W7[6] = W7[5]                                # c_6 = c_7 = 1
-                status, r = engine.step(*self._packed, W7, self._mode, 1,
-                                       eps_floor, self._no_store, 0)
-                rejected += r
-                if status != cc.MAX_ATTEMPTS:
-                    break
+        if self._hooks is not None:
+            self._hooks.failure = ""
+        status, rejected = engine.step(*self._packed, self._hooks, self._W7, self._mode,
+                                       max_attempts, EPS_FLOOR, self._no_store, 0)
         self.n_rejected += rejected
         err = float(c[cc.ERR])
         if status == cc.ACCEPTED:
@@ -302,74 +367,90 @@ class DOPRI5:
         self.status, self.message, self.failure = "failed", message, status
 
     # ------------------------------------------------------------ many steps
-    @property
-    def chunked(self):
-        """True if :meth:`advance` can run many steps per call (a model without drives
-        given as Python callables)."""
-        return not self._python_drives
-
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
-                capacity=256, dense=False, sweep=None):
-        """Accepted steps and their records in one call of the core (``advance`` of
-        natcoord/core/src/dopri5.c).
+                capacity=256, dense=False, sweep=None, check=None):
+        """Accepted steps and their records in one call of the core (``nc_advance`` of
+        natcoord/core/src/dopri5.c); the :class:`~natcoord.integrate.base.Stepper`
+        interface.
 
         Records every accepted step (``t_eval`` None) or the points
         ``t_eval[next_out:]`` the steps pass (dense output, projected); each
-        recorded state is checked first (all rows within the projection
+        recorded state is checked first by the core (all rows within the projection
         tolerance with ``projection="position+velocity"``, else residuals
-        within ``drift_tol``). Returns a :class:`Chunk`; on a step failure
-        ``status`` becomes ``"failed"`` as in :meth:`step`. ``dense``: keep each
-        accepted step's dense output (``Chunk.pieces``). ``sweep``: a
+        within ``drift_tol``; ``check`` is not needed). Returns a :class:`Chunk`; on a
+        step failure ``status`` becomes ``"failed"`` as in :meth:`step`, a
+        callback's exception is ``Chunk.error``. ``dense``: keep each accepted step's
+        dense output (``Chunk.pieces``). ``sweep``: a
         :class:`~natcoord.analysis.compiled_sensitivity.Sweep` that differentiates the
-        steps as they are taken (``Chunk.derivatives``). Only for
-        :attr:`chunked` steppers.
+        steps as they are taken (``Chunk.derivatives``; no callbacks).
         """
-        if not self.chunked:
-            raise RuntimeError("advance() needs a model without drives given as Python "
-                               "callables; use step()")
         if self.status != "running":
             raise RuntimeError(f"advance() on a {self.status} stepper")
-        if self._records is None or self._records[0].size != capacity + 1:
-            n2 = 2 * self.model.n_coords
-            self._records = (np.zeros(capacity + 1), np.zeros((capacity + 1, n2)),
-                             np.zeros((capacity + 1, 3)), np.zeros(capacity + 1, np.int64))
+        if sweep is not None and not self.compiled:
+            raise ValueError("the compiled sensitivity sweep needs a model and solver "
+                             "without callbacks")
+        records = self._record_space(capacity)
+        if self._hooks is not None:
+            self._hooks.failure = ""
         every = t_eval is None
         t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
-        args = (*self._packed, self._W7, self._W1, self._mode,
-                max_attempts, 10 * np.finfo(float).eps, t_eval, next_out, every, drift_tol,
-                *self._records)
+        args = (*self._packed, self._hooks, self._W7, self._W1, self._mode,
+                max_attempts, EPS_FLOOR, t_eval, next_out, every, drift_tol, *records)
         derivatives = None
         if sweep is None:
-            if self._segments is None or self._segments[0].shape[0] != capacity * dense:
-                self._segments = cc.make_segments(self.model, capacity * dense)
+            steps_kept = min(capacity, SEGMENTS) * dense
+            if self._segments is None or self._segments[0].shape[0] != steps_kept:
+                self._segments = cc.make_segments(self.model, steps_kept)
             segments = self._segments
-            status, n, next_out, steps, rejected, m = engine.advance(*args, *segments,
-                                                                    self._no_store)
+            status, n, next_out, steps, rejected, m, error = engine.advance(
+                *args, *segments, self._no_store)
         else:                # steps in rounds that fit the sweep's store (pieces: one round)
             status, n, next_out, steps, rejected, m, segments, derivatives = sweep.advance(
-                args, repeat=not dense)
+                args[:4] + args[5:], repeat=not dense)
+            error = None
         self.n_steps += steps
         self.n_rejected += rejected
-        rec_t, rec_y, rec_obs, rec_kind = self._records
+        self._used += n
+        rec_t, rec_y, rec_obs, rec_kind = records
         seg_t, seg_y, seg_K = segments
         pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
                               seg_y[k, 1].copy(), seg_K[k].copy())
                   for k in range(m)] if dense else []
-        chunk = Chunk(rec_t[:n].copy(), rec_y[:n].copy(), rec_obs[:n].copy(),
-                      rec_kind[:n].copy(), next_out, steps, rejected, "ok", pieces=pieces,
-                      derivatives=derivatives)
+        obs = rec_obs[:n]
+        if self._potential is not None:
+            obs[:, 0] += [self._potential(y[:self.model.n_coords]) for y in rec_y[:n]]
+        chunk = Chunk(rec_t[:n], rec_y[:n], obs, rec_kind[:n], next_out, steps, rejected,
+                      "ok", pieces=pieces, derivatives=derivatives,
+                      last=(self.t, self.y.copy()))
         if status == cc.FINISHED:
             self.status = "finished"
         elif status == cc.CHECK:
             chunk.failed = (float(rec_t[n]), rec_y[n].copy(), int(rec_kind[n]))
             if rec_kind[n] == cc.STEP_RECORD:
                 self.n_steps += 1             # accepted; the caller's check decides
+                chunk.last = (self.t_old, self._S.yprev.copy())
+        elif status == cc.CALLBACK:            # a callback's exception, or Ctrl-C
+            chunk.error = error
+            self.status, self.failure = "failed", status
+            self.message = f"{type(error).__name__}: {error}"
         elif status != cc.FULL and rec_kind[n] == cc.OUTPUT_RECORD:
             chunk.error = self._error(status, self.t)
         elif status != cc.FULL:
             self._failed(status, max_attempts)
             chunk.status = "failed"
         return chunk
+
+    def _record_space(self, capacity):
+        """Record arrays for ``capacity`` records and a failing state, in which the core
+        writes them in place: views past the records of earlier calls, so that a
+        :class:`Chunk`'s records (views too) are never overwritten, in a new block
+        when the current one is used up."""
+        if self._records is None or self._records[0].size - self._used < capacity + 1:
+            size, n2 = max(capacity + 1, RECORD_BLOCK), 2 * self.model.n_coords
+            self._records = (np.empty(size), np.empty((size, n2)), np.empty((size, 3)),
+                             np.empty(size, np.int64))
+            self._used = 0
+        return tuple(a[self._used:] for a in self._records)
 
     def dense_output(self):
         """The order-4 interpolant of the last accepted step (a :class:`DenseOutput`)."""

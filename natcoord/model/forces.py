@@ -49,7 +49,10 @@ class Torque:
     def apply(self, t, state, X, V, F):
         tau = _value(self.torque, t, state, self.where)
         s = 4 * self.index
-        F[s + 1:s + 4] += 0.5 * np.cross(tau, X[s + 1:s + 4])
+        E = X[s + 1:s + 4]                 # τ × e_k written out: np.cross costs ~30 µs here
+        F[s + 1:s + 4, 0] += 0.5 * (tau[1] * E[:, 2] - tau[2] * E[:, 1])
+        F[s + 1:s + 4, 1] += 0.5 * (tau[2] * E[:, 0] - tau[0] * E[:, 2])
+        F[s + 1:s + 4, 2] += 0.5 * (tau[0] * E[:, 1] - tau[1] * E[:, 0])
 
     def potential(self, X):
         return 0.0

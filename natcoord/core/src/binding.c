@@ -268,6 +268,8 @@ int nc_parse(PyObject *const *args, Py_ssize_t nargs, const char *spec, nc_value
             out[k].i = PyLong_AsLongLong(args[k]);
             if (out[k].i == -1 && PyErr_Occurred())
                 return -1;
+        } else if (code == 'o') {
+            out[k].obj = args[k];
         } else if (code == 'p') {
             int truth = PyObject_IsTrue(args[k]);
             if (truth < 0)

@@ -8,9 +8,9 @@
  * (docs/method.md#16-linear-solve, blockldl.c) and its solve; then the error norm, the
  * PI controller and, for an accepted step, the simplified Newton projection of
  * positions and velocities.
- * Constants are those of natcoord/integrate/dormand_prince.py (tableau, controller)
- * and natcoord/dynamics/projection.py (projection), and every sum is formed in the
- * order of the Python path of simulate, so the core takes the same steps.
+ * This is natcoord's one DOPRI5: every model and every KKT backend runs it, the parts
+ * the core does not compile (forces and drive laws written in Python, the reference
+ * backends' factor and solve) called back through an nc_hooks table (dopri5.h).
  *
  * y = (p, v) has N = 2 n entries (n = 12 bodies' coordinates); X, V are p, v as
  * (4 bodies, 3) slot arrays. The kernels allocate nothing: all buffers are the
@@ -52,8 +52,8 @@ const double NC_D_DENSE[7] = {-12715105075.0 / 11282082432.0, 0.0,
 const double NC_E_DENSE[7] = {71.0 / 57600, 0.0, -71.0 / 16695, 71.0 / 1920,
                               -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
 
-/* Python's max and min of two floats (the first unless the second is larger, smaller),
- * as the controller of the Python path takes them */
+/* max and min of two floats, the first unless the second is larger (smaller): NaN in
+ * the second argument leaves the first */
 static inline double py_max(double a, double b)
 {
     return b > a ? b : a;
@@ -65,103 +65,16 @@ static inline double py_min(double a, double b)
 }
 
 /* ------------------------------------------------------------ stage sums */
-/* out = Σ_j a_j K[j] over K (s, N), rounded as the Python path's NumPy a @ K is by
- * OpenBLAS's dgemv_n on x86-64 (its Haswell/Zen kernels): columns in blocks of 4, 2
- * and 1, each block's sum added to out in turn; a block of 4 is
- * fma(a3, k3, fma(a2, k2, fma(a0, k0, a1 k1))), one of 2 fma(a0, k0, a1 k1). With
- * that rounding the core's steps equal the Python path's (tests/test_stepper.py,
- * tests/test_drives.py hold them to the same step times); fma is exact-rounded
- * everywhere, in hardware where the CPU has it (dispatched below). */
-#if defined(__GNUC__)
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE static inline
-#endif
-
-ALWAYS_INLINE void combine_body(const double *a, int s, const double *K, int64_t N,
-                                double *out)
-{
-    int b = 0;
-    for (int64_t i = 0; i < N; i++)
-        out[i] = 0.0;
-    for (; b + 4 <= s; b += 4) {
-        const double *k0 = K + b * N, *k1 = k0 + N, *k2 = k1 + N, *k3 = k2 + N;
-        for (int64_t i = 0; i < N; i++) {
-            double t = fma(a[b], k0[i], a[b + 1] * k1[i]);
-            t = fma(a[b + 2], k2[i], t);
-            out[i] += fma(a[b + 3], k3[i], t);
-        }
-    }
-    if (s - b >= 2) {
-        const double *k0 = K + b * N, *k1 = k0 + N;
-        for (int64_t i = 0; i < N; i++)
-            out[i] += fma(a[b], k0[i], a[b + 1] * k1[i]);
-        b += 2;
-    }
-    if (s - b == 1) {
-        const double *k0 = K + b * N;
-        for (int64_t i = 0; i < N; i++)
-            out[i] += a[b] * k0[i];
-    }
-}
-
-#if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("fma"))) static void combine_fma(const double *a, int s,
-                                                        const double *K, int64_t N,
-                                                        double *out)
-{
-    combine_body(a, s, K, N, out);
-}
-
-static void combine_libm(const double *a, int s, const double *K, int64_t N, double *out)
-{
-    combine_body(a, s, K, N, out);
-}
-
+/* out = Σ_j a_j K[j] over the first s rows of K (s, N): one pass over out, the s ≤ 7
+ * terms of an entry summed in a register in order j = 0, 1, … */
 static void combine(const double *a, int s, const double *K, int64_t N, double *out)
 {
-    static int hardware = -1;
-    if (hardware < 0)
-        hardware = __builtin_cpu_supports("fma") ? 1 : 0;
-    if (hardware)
-        combine_fma(a, s, K, N, out);
-    else
-        combine_libm(a, s, K, N, out);
-}
-#else
-static void combine(const double *a, int s, const double *K, int64_t N, double *out)
-{
-    combine_body(a, s, K, N, out);
-}
-#endif
-
-/* Σ a in NumPy's pairwise order (numpy/engine/src/umath/loops_utils.h.src): blocks of
- * up to 128 by 8 accumulators, longer ones split at n/2 rounded down to a multiple of
- * 8; so the error norm rounds as the Python path's np.mean does */
-static double pairwise_sum(const double *a, int64_t n)
-{
-    if (n > 128) {
-        int64_t n2 = n / 2;
-        n2 -= n2 % 8;
-        return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+    for (int64_t i = 0; i < N; i++) {
+        double sum = 0.0;
+        for (int j = 0; j < s; j++)
+            sum += a[j] * K[j * N + i];
+        out[i] = sum;
     }
-    if (n < 8) {
-        double res = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            res += a[i];
-        return res;
-    }
-    double r[8];
-    for (int j = 0; j < 8; j++)
-        r[j] = a[j];
-    int64_t i = 8;
-    for (; i < n - n % 8; i += 8)
-        for (int j = 0; j < 8; j++)
-            r[j] += a[i + j];
-    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; i++)
-        res += a[i];
-    return res;
 }
 
 /* ------------------------------------------------------------ linear algebra */
@@ -187,10 +100,16 @@ static void velocity_residual(const nc_arr *T, const nc_arr *S, const double *V)
  * being dropped until its pivot exceeds hold_tol, a kept one until it falls below
  * drop_tol (docs/method.md#16-linear-solve). A failure is returned as a step status,
  * never as nc_factor_kernel's own code. */
-int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk)
+int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk)
 {
     int64_t where = 0, count = 0;
     int64_t *counts = I64(S[S_counts]);
+    if (hk != NULL && hk->factor != NULL) {      /* a reference backend: its own hysteresis */
+        int64_t status = hk->factor(hk->ctx, F64(S[S_G]), BOOL(S[S_mask]));
+        if (status == 0)
+            counts[NC_N_FACT]++;
+        return status;
+    }
     int64_t status = nc_factor_kernel(F64(S[S_G]), F64(S[S_threshold]), P, Wk, &where, &count);
     if (status != NC_FACTORED) {
         counts[NC_FAIL_WHERE] = where;
@@ -277,15 +196,29 @@ static void keep_factor(const nc_arr *Wk, const nc_arr *S, const nc_arr *store, 
            S[S_lam].size * sizeof(double));
 }
 
-/* ------------------------------------------------------------ evaluations */
-void nc_weights_at(const nc_arr *T, double t, double *W)
+/* (x, λ) of the KKT system with the last factorization: the block solve, or the hooks' */
+static int64_t kkt_solve(const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk,
+                         const double *r, const double *s, double *x, double *lam)
 {
+    if (hk != NULL && hk->solve != NULL)
+        return hk->solve(hk->ctx, r, s, x, lam);
+    nc_solve_kernel(r, s, P, Wk, x, lam);
+    return 0;
+}
+
+/* ------------------------------------------------------------ evaluations */
+int64_t nc_weights_at(const nc_arr *T, const nc_hooks *hk, double t, double *W)
+{
+    if (hk != NULL && hk->weights != NULL)
+        return hk->weights(hk->ctx, t, W);
     if (T[T_laws_weight_kind].size > 0)
         nc_fill_weights(&T[T_laws_weight_kind], t, W);
+    return 0;
 }
 
 int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-               const double *y, const double *W, int64_t mode, double *out)
+               const nc_hooks *hk, double t, const double *y, const double *W, int64_t mode,
+               double *out)
 {
     int64_t n = S[S_x].size, m = S[S_s].size;
     const double *X = y, *V = y + n;
@@ -293,6 +226,11 @@ int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *
     const double *gamma = F64(S[S_gamma]);
     nc_evaluate_constraints(T, S, X, V, W);
     nc_generalized_forces(T, X, V, F64(S[S_F]));
+    if (hk != NULL && hk->forces != NULL) {
+        int64_t status = hk->forces(hk->ctx, t, y, F64(S[S_F]));
+        if (status != 0)
+            return status;
+    }
     if (mode == NC_BAUMGARTE) {          /* γ − 2α (G v + g_t) − β² g */
         const double *ctrl = F64(S[S_ctrl]), *Gv = F64(S[S_Gv]), *g = F64(S[S_g]);
         double alpha = ctrl[CTRL_ALPHA], beta = ctrl[CTRL_BETA_B];
@@ -302,7 +240,7 @@ int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *
     } else {
         memcpy(s, gamma, m * sizeof(double));
     }
-    int64_t status = nc_factor(S, P, Wk);
+    int64_t status = nc_factor(S, P, Wk, hk);
     if (status != 0)
         return status;
     int64_t *counts = I64(S[S_counts]);
@@ -311,7 +249,9 @@ int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *
     if (counts[NC_N_RHS] > 1 && memcmp(mask, rhs_mask, m) != 0)
         counts[NC_N_ACTIVE]++;               /* the dropped rows changed */
     memcpy(rhs_mask, mask, m);
-    nc_solve_kernel(F64(S[S_F]), s, P, Wk, F64(S[S_x]), F64(S[S_lam]));
+    status = kkt_solve(P, Wk, hk, F64(S[S_F]), s, F64(S[S_x]), F64(S[S_lam]));
+    if (status != 0)
+        return status;
     memmove(out, y + n, n * sizeof(double));
     memcpy(out + n, F64(S[S_x]), n * sizeof(double));
     return 0;
@@ -382,7 +322,7 @@ static inline double threshold_of(double top, double tol)
  * −1 when not converged (ctrl[FAIL_RESIDUAL], ctrl[FAIL_TARGET]); *iterations the
  * solves. */
 static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                      double *x, const double *other, const double *W, int velocity,
+                      const nc_hooks *hk, double *x, const double *other, const double *W, int velocity,
                       double tol, int fresh, int64_t *iterations, double *top)
 {
     int64_t n = S[S_x].size, m = S[S_s].size;
@@ -407,14 +347,16 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
         if (size <= target)
             return 0;
         if (size > CONTRACTION * previous) {
-            int64_t status = nc_factor(S, P, Wk);
+            int64_t status = nc_factor(S, P, Wk, hk);
             if (status != 0)
                 return status;
         }
         previous = size;
         for (int64_t i = 0; i < m; i++)
             s[i] = -r[i];
-        nc_solve_kernel(F64(S[S_zero]), s, P, Wk, dx, F64(S[S_lam]));
+        int64_t status = kkt_solve(P, Wk, hk, F64(S[S_zero]), s, dx, F64(S[S_lam]));
+        if (status != 0)
+            return status;
         for (int64_t i = 0; i < n; i++)
             x[i] = x[i] + dx[i];
     }
@@ -432,14 +374,14 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
  * the velocities before their projection); tops (if not NULL): threshold_top of the
  * positions and the velocities there (mode 0), −1 where newton did not need it. */
 static int64_t project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                       double *y, const double *W, int64_t mode, double tol, int fresh,
+                       const nc_hooks *hk, double *y, const double *W, int64_t mode, double tol, int fresh,
                        double *tops)
 {
     int64_t n = S[S_x].size, k = 0, status;
     int64_t *counts = I64(S[S_counts]);
     double *p = y, *v = y + n, top[2];
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES) {
-        status = newton(T, S, P, Wk, p, v, W, 0, tol, fresh, &k, &top[0]);
+        status = newton(T, S, P, Wk, hk, p, v, W, 0, tol, fresh, &k, &top[0]);
         if (status != 0)
             return status < 0 ? NC_POSITION_PROJECTION : status;
         counts[NC_N_PROJ] += k;
@@ -448,7 +390,7 @@ static int64_t project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES || mode == NC_PROJECT_VELOCITIES) {
         if (mode == NC_PROJECT_VELOCITIES)
             nc_evaluate_constraints(T, S, p, v, W);
-        status = newton(T, S, P, Wk, v, p, W, 1, tol, fresh, &k, &top[1]);
+        status = newton(T, S, P, Wk, hk, v, p, W, 1, tol, fresh, &k, &top[1]);
         if (status != 0)
             return status < 0 ? NC_VELOCITY_PROJECTION : status;
         counts[NC_N_PROJ] += k;
@@ -459,9 +401,10 @@ static int64_t project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
 }
 
 int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                   double *y, const double *W, int64_t mode, double tol, int fresh)
+                   const nc_hooks *hk, double *y, const double *W, int64_t mode, double tol,
+                   int fresh)
 {
-    return project(T, S, P, Wk, y, W, mode, tol, fresh, NULL);
+    return project(T, S, P, Wk, hk, y, W, mode, tol, fresh, NULL);
 }
 
 /* S.g, S.g_t, S.gamma, S.G and S.Gv = G v + g_t at y */
@@ -504,11 +447,11 @@ double nc_clip_step(double h, double t, double t_bound, double eps_floor)
  * stages 1–5 are factored in place there, stage 6 in Wk (which the projection goes on
  * with) is copied. */
 static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                       const nc_arr *W7, int64_t mode, const nc_arr *store, int64_t m)
+                       const nc_hooks *hk, const nc_arr *W7, int64_t mode, const nc_arr *store, int64_t m)
 {
     int64_t N = S[S_y].size, table = W7->size / 7;
     double *K = F64(S[S_K]), *y = F64(S[S_y]), *ys = F64(S[S_ystage]), *yn = F64(S[S_ynew]);
-    double *comb = F64(S[S_comb]), *sq = F64(S[S_sq]), *ctrl = F64(S[S_ctrl]);
+    double *comb = F64(S[S_comb]), *ctrl = F64(S[S_ctrl]);
     double t = ctrl[CTRL_T_NOW], h = ctrl[CTRL_H];
     int keep = store[FS_lam].shape[0] > 0;
     nc_arr stage_work[WK_COUNT];
@@ -518,13 +461,15 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         combine(NC_A_DENSE[s], s, K, N, comb);
         for (int64_t i = 0; i < N; i++)
             ys[i] = y[i] + h * comb[i];
-        nc_weights_at(T, t + NC_C_DENSE[s] * h, W);
+        int64_t status = nc_weights_at(T, hk, t + NC_C_DENSE[s] * h, W);
+        if (status != 0)
+            return status;
         const nc_arr *Ws = Wk;
         if (keep && s < 6) {
             nc_stage_work(Wk, store, m, s - 1, stage_work);
             Ws = stage_work;
         }
-        int64_t status = nc_rhs(T, S, P, Ws, ys, W, mode, K + s * N);
+        status = nc_rhs(T, S, P, Ws, hk, t + NC_C_DENSE[s] * h, ys, W, mode, K + s * N);
         if (status != 0)
             return status;
         if (keep && s < 6)
@@ -538,11 +483,12 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
     for (int64_t i = 0; i < N; i++)
         yn[i] = y[i] + h * comb[i];
     combine(NC_E_DENSE, 7, K, N, comb);
+    double sum = 0.0;                  /* the error's RMS norm (Hairer I, II.4, eq. 4.11) */
     for (int64_t i = 0; i < N; i++) {
         double q = h * comb[i] / (atol + rtol * py_max(fabs(y[i]), fabs(yn[i])));
-        sq[i] = q * q;
+        sum += q * q;
     }
-    double err = sqrt(pairwise_sum(sq, N) / N);
+    double err = sqrt(sum / N);
     ctrl[CTRL_ERR] = err;
     if (!isfinite(err))
         return NC_NON_FINITE;
@@ -550,7 +496,7 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         return NC_REJECTED;
     memcpy(F64(S[S_yproj]), yn, N * sizeof(double));
     if (mode <= NC_PROJECT_VELOCITIES)
-        return nc_project(T, S, P, Wk, F64(S[S_yproj]), F64(*W7) + 6 * table, mode,
+        return nc_project(T, S, P, Wk, hk, F64(S[S_yproj]), F64(*W7) + 6 * table, mode,
                           ctrl[CTRL_PROJ_TOL], 0);
     return NC_ACCEPTED;
 }
@@ -562,7 +508,7 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
  * by the PI controller (Gustafsson, β = 0.04). NC_UNDERFLOW: h under the floor. Starts
  * from the integrator's own dropped set, whatever outputs factored since (nc_resume). */
 int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
+                const nc_hooks *hk, const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
                 const nc_arr *store, int64_t m, int64_t *rejected)
 {
     double *c = F64(S[S_ctrl]), *y = F64(S[S_y]), *f = F64(S[S_f]);
@@ -574,13 +520,15 @@ int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr 
         c[CTRL_H] = nc_clip_step(c[CTRL_H], t, c[CTRL_T_BOUND], eps_floor);
         if (c[CTRL_H] < eps_floor * py_max(fabs(t), 1.0))
             return NC_UNDERFLOW;
-        int64_t status = attempt(T, S, P, Wk, W7, mode, store, m);
+        int64_t status = attempt(T, S, P, Wk, hk, W7, mode, store, m);
         if (status == NC_REJECTED) {
             ++*rejected;
             c[CTRL_H] *= py_max(FAC_MIN, SAFETY * pow(c[CTRL_ERR], -0.2));
             c[CTRL_LAST_REJECTED] = 1.0;
             continue;
         }
+        if (status == NC_CALLBACK)          /* a Python exception: the run's, not the step's */
+            return status;
         if (status != NC_ACCEPTED) {
             if (c[CTRL_H] < 1e-12 * py_max(fabs(c[CTRL_T_BOUND]), 1.0))
                 return status;
@@ -676,13 +624,13 @@ static void record(const nc_arr *T, const nc_arr *S, const double *W, double t,
 /* nc_project of an output from the integrator's dropped set (nc_hold_for_output), its
  * work counted in OUT_FACT and OUT_PROJ */
 static int64_t project_output(const nc_arr *T, const nc_arr *S, const nc_arr *P,
-                              const nc_arr *Wk, double *y, const double *W, int64_t mode,
+                              const nc_arr *Wk, const nc_hooks *hk, double *y, const double *W, int64_t mode,
                               double *tops)
 {
     nc_hold_for_output(S);
     int64_t *counts = I64(S[S_counts]);
     int64_t fact = counts[NC_N_FACT], proj = counts[NC_N_PROJ];
-    int64_t status = project(T, S, P, Wk, y, W, mode, F64(S[S_ctrl])[CTRL_PROJ_TOL], 1,
+    int64_t status = project(T, S, P, Wk, hk, y, W, mode, F64(S[S_ctrl])[CTRL_PROJ_TOL], 1,
                              tops);
     counts[NC_OUT_FACT] += counts[NC_N_FACT] - fact;
     counts[NC_OUT_PROJ] += counts[NC_N_PROJ] - proj;
@@ -710,7 +658,7 @@ static void keep_step(const nc_arr *S, int64_t k, const nc_segments *seg)
  * OUTPUT_RECORD), a step fails (its status, kind STEP_RECORD), or `budget` attempts
  * are used (MAX_ATTEMPTS). */
 nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                       const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
+                       const nc_hooks *hk, const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
                        double eps_floor, const double *t_eval, int64_t n_eval,
                        int64_t next_out, int every_step, double drift_tol,
                        const nc_records *rec, const nc_segments *seg, const nc_arr *store)
@@ -729,9 +677,10 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
                            (t_out - c[CTRL_T_PREV]) / c[CTRL_H_ACC], N, yk);
             rec->t[out.records] = t_out;
             rec->kind[out.records] = NC_OUTPUT_RECORD;
-            nc_weights_at(T, t_out, W1);
             double tops[2];
-            out.status = project_output(T, S, P, Wk, yk, W1, mode, tops);
+            out.status = nc_weights_at(T, hk, t_out, W1);
+            if (out.status == 0)
+                out.status = project_output(T, S, P, Wk, hk, yk, W1, mode, tops);
             if (out.status != 0)
                 return out;
             if (violated(T, S, yk, W1, mode, c[CTRL_PROJ_TOL], drift_tol,
@@ -757,8 +706,14 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
             out.status = NC_MAX_ATTEMPTS;
             return out;
         }
+        if (hk != NULL && hk->interrupted != NULL && out.steps > 0 &&
+            hk->interrupted(hk->ctx)) {          /* Ctrl-C between steps */
+            rec->kind[out.records] = NC_STEP_RECORD;
+            out.status = NC_CALLBACK;
+            return out;
+        }
         int64_t rejected;
-        out.status = nc_step(T, S, P, Wk, W7, mode, budget - out.steps - out.rejected,
+        out.status = nc_step(T, S, P, Wk, hk, W7, mode, budget - out.steps - out.rejected,
                              eps_floor, store, out.stored, &rejected);
         out.rejected += rejected;
         if (out.status != NC_ACCEPTED) {
@@ -767,7 +722,11 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         }
         if (seg->capacity > 0)
             keep_step(S, out.stored++, seg);
-        nc_weights_at(T, c[CTRL_T_NOW], W1);
+        out.status = nc_weights_at(T, hk, c[CTRL_T_NOW], W1);
+        if (out.status != 0) {
+            rec->kind[out.records] = NC_STEP_RECORD;
+            return out;
+        }
         if (violated(T, S, y, W1, mode, c[CTRL_PROJ_TOL], drift_tol, 0, NULL)) {
             rec->t[out.records] = c[CTRL_T_NOW];
             rec->kind[out.records] = NC_STEP_RECORD;
@@ -822,31 +781,37 @@ static int state(const nc_arr *S, const nc_arr *y, const char *function, const c
 NC_WRAPPER(rhs)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT];
-    nc_value a[8] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
-    if (nc_parse(args, nargs, "TSPWddid", a, "rhs") < 0)
+    nc_value a[10] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    nc_py_hooks ctx;
+    const nc_hooks *hk;
+    if (nc_parse(args, nargs, "TSPWofddid", a, "rhs") < 0)
         return NULL;
     const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
-    if (state(S, &a[4].arr, "rhs", "y must have 2 n entries") < 0 ||
-        state(S, &a[7].arr, "rhs", "out must have 2 n entries") < 0 ||
-        weight_table(T, &a[5].arr, 0, "rhs") < 0)
+    if (state(S, &a[6].arr, "rhs", "y must have 2 n entries") < 0 ||
+        state(S, &a[9].arr, "rhs", "out must have 2 n entries") < 0 ||
+        weight_table(T, &a[7].arr, 0, "rhs") < 0 || nc_py_hooks_from(a[4].obj, &ctx, &hk) < 0)
         return NULL;
-    return PyLong_FromLongLong(nc_rhs(T, S, P, Wk, F64(a[4].arr), F64(a[5].arr), a[6].i,
-                                      F64(a[7].arr)));
+    int64_t status = nc_rhs(T, S, P, Wk, hk, a[5].f, F64(a[6].arr), F64(a[7].arr), a[8].i,
+                            F64(a[9].arr));
+    return status == NC_CALLBACK ? NULL : PyLong_FromLongLong(status);
 }
 
 NC_WRAPPER(project)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT];
-    nc_value a[9] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
-    if (nc_parse(args, nargs, "TSPWddifp", a, "project") < 0)
+    nc_value a[10] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    nc_py_hooks ctx;
+    const nc_hooks *hk;
+    if (nc_parse(args, nargs, "TSPWoddifp", a, "project") < 0)
         return NULL;
     const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
     if (buffers(S, "project") < 0 ||
-        state(S, &a[4].arr, "project", "y must have 2 n entries") < 0 ||
-        weight_table(T, &a[5].arr, 0, "project") < 0)
+        state(S, &a[5].arr, "project", "y must have 2 n entries") < 0 ||
+        weight_table(T, &a[6].arr, 0, "project") < 0 || nc_py_hooks_from(a[4].obj, &ctx, &hk) < 0)
         return NULL;
-    return PyLong_FromLongLong(nc_project(T, S, P, Wk, F64(a[4].arr), F64(a[5].arr), a[6].i,
-                                          a[7].f, (int)a[8].i));
+    int64_t status = nc_project(T, S, P, Wk, hk, F64(a[5].arr), F64(a[6].arr), a[7].i,
+                                a[8].f, (int)a[9].i);
+    return status == NC_CALLBACK ? NULL : PyLong_FromLongLong(status);
 }
 
 NC_WRAPPER(observe)
@@ -880,28 +845,39 @@ static int factor_store(const nc_arr *store, const nc_arr *S, const nc_arr *Wk,
 NC_WRAPPER(step)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], f[FS_COUNT];
-    nc_value a[10] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
-    a[8].tuple = f;
-    if (nc_parse(args, nargs, "TSPWdiifFi", a, "step") < 0)
+    nc_value a[11] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    nc_py_hooks ctx;
+    const nc_hooks *hk;
+    a[9].tuple = f;
+    if (nc_parse(args, nargs, "TSPWodiifFi", a, "step") < 0)
         return NULL;
     const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
-    const nc_arr *store = a[8].tuple;
+    const nc_arr *store = a[9].tuple;
     if (buffers(S, "step") < 0 ||
-        weight_table(T, &a[4].arr, 7, "step") < 0 ||
-        factor_store(store, S, Wk, a[9].i + 1, "step") < 0)
+        weight_table(T, &a[5].arr, 7, "step") < 0 ||
+        factor_store(store, S, Wk, a[10].i + 1, "step") < 0 ||
+        nc_py_hooks_from(a[4].obj, &ctx, &hk) < 0)
         return NULL;
-    int64_t rejected, status = nc_step(T, S, P, Wk, &a[4].arr, a[5].i, a[6].i, a[7].f, store,
-                                       a[9].i, &rejected);
+    int64_t rejected, status = nc_step(T, S, P, Wk, hk, &a[5].arr, a[6].i, a[7].i, a[8].f,
+                                       store, a[10].i, &rejected);
+    if (status == NC_CALLBACK)
+        return NULL;
     return Py_BuildValue("(LL)", (long long)status, (long long)rejected);
 }
 
 NC_WRAPPER(advance)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], f[FS_COUNT];
-    nc_value a[21] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
-    a[20].tuple = f;
-    if (nc_parse(args, nargs, "TSPWddiifdipfdddqdddF", a, "advance") < 0)
+    nc_value b[22] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    nc_py_hooks ctx;
+    const nc_hooks *hk;
+    b[21].tuple = f;
+    if (nc_parse(args, nargs, "TSPWoddiifdipfdddqdddF", b, "advance") < 0 ||
+        nc_py_hooks_from(b[4].obj, &ctx, &hk) < 0)
         return NULL;
+    nc_value a[21];                      /* the arguments after the hooks, as numbered below */
+    memcpy(a, b, 4 * sizeof(nc_value));
+    memcpy(a + 4, b + 5, 17 * sizeof(nc_value));
     const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
     const nc_arr *store = a[20].tuple;
     int64_t N = S[S_y].size, rows = a[13].arr.size, steps = a[17].arr.shape[0];
@@ -921,12 +897,13 @@ NC_WRAPPER(advance)
     nc_records rec = {F64(a[13].arr), F64(a[14].arr), F64(a[15].arr), I64(a[16].arr),
                       rows - 1};
     nc_segments seg = {F64(*seg_t), F64(*seg_y), F64(*seg_K), steps};
-    nc_progress out = nc_advance(T, S, P, Wk, &a[4].arr, F64(a[5].arr), a[6].i, a[7].i,
+    nc_progress out = nc_advance(T, S, P, Wk, hk, &a[4].arr, F64(a[5].arr), a[6].i, a[7].i,
                                  a[8].f, F64(a[9].arr), a[9].arr.size, a[10].i, (int)a[11].i,
                                  a[12].f, &rec, &seg, store);
-    return Py_BuildValue("(LLLLLL)", (long long)out.status, (long long)out.records,
+    return Py_BuildValue("(LLLLLLN)", (long long)out.status, (long long)out.records,
                          (long long)out.next_out, (long long)out.steps,
-                         (long long)out.rejected, (long long)out.stored);
+                         (long long)out.rejected, (long long)out.stored,
+                         nc_py_take_error(out.status));
 }
 
 NC_WRAPPER(factor)
@@ -943,7 +920,7 @@ NC_WRAPPER(factor)
                 S[S_mask].size == S[S_threshold].size + 6 * P[P_J4].shape[0], "factor",
                 "the Buffers do not fit the solver's plan and work buffers") < 0)
         return NULL;
-    return PyLong_FromLongLong(nc_factor(S, P, Wk));
+    return PyLong_FromLongLong(nc_factor(S, P, Wk, NULL));
 }
 
 NC_WRAPPER(hold_for_output)
@@ -967,6 +944,21 @@ NC_WRAPPER(resume)
     Py_RETURN_NONE;
 }
 
+NC_WRAPPER(interpolate)
+{
+    nc_value a[6];
+    if (nc_parse(args, nargs, "dddfdd", a, "interpolate") < 0)
+        return NULL;
+    int64_t N = a[0].arr.size, k = a[4].arr.size;
+    if (require(a[1].arr.size == N && a[2].arr.size == 7 * N && a[5].arr.size == k * N,
+                "interpolate", "y0, y1 must be (N,), K (7, N), theta (k,) and out (k, N)") < 0)
+        return NULL;
+    for (int64_t j = 0; j < k; j++)
+        nc_interpolate(F64(a[0].arr), F64(a[1].arr), F64(a[2].arr), a[3].f, F64(a[4].arr)[j],
+                       N, F64(a[5].arr) + j * N);
+    Py_RETURN_NONE;
+}
+
 NC_WRAPPER(clip_step)
 {
     nc_value a[4];
@@ -976,22 +968,27 @@ NC_WRAPPER(clip_step)
 }
 
 PyMethodDef nc_dopri5_methods[] = {
-    NC_METHOD(rhs, "rhs(T, S, P, Wk, y, W, mode, out) -> status: out = (v, a) at y = (p, v) "
+    NC_METHOD(rhs, "rhs(T, S, P, Wk, hooks, t, y, W, mode, out) -> status: out = (v, a) at "
+              "(t, y = (p, v)) "
               "with the weight table W (index-1 form; mode 3, Baumgarte, stabilizes γ); "
               "counts an evaluation and a change of the dropped rows."),
-    NC_METHOD(project, "project(T, S, P, Wk, y, W, mode, tol, fresh) -> status: y projected "
+    NC_METHOD(project, "project(T, S, P, Wk, hooks, y, W, mode, tol, fresh) -> status: y "
+              "projected "
               "in place (positions, then velocities; fresh: factored at y first, as for "
               "outputs)."),
     NC_METHOD(observe, "observe(T, S, y, W, evaluated) -> (energy, ‖g‖∞, ‖G v + g_t‖∞) at y."),
-    NC_METHOD(step, "step(T, S, P, Wk, W7, mode, max_attempts, eps_floor, store, m) -> "
+    NC_METHOD(step, "step(T, S, P, Wk, hooks, W7, mode, max_attempts, eps_floor, store, m) -> "
               "(status, rejected): DOPRI5 attempts from (ctrl[T_NOW], S.y) until one is "
               "accepted (and projected), a failure, or max_attempts; status −1: step-size "
               "underflow. A non-empty FactorStore keeps the stage factorizations at store[m]."),
-    NC_METHOD(advance, "advance(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, "
+    NC_METHOD(advance, "advance(T, S, P, Wk, hooks, W7, W1, mode, budget, eps_floor, t_eval, "
               "next_out, every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, "
-              "seg_y, seg_K, store) -> (status, records, next_out, steps, rejected, stored): "
+              "seg_y, seg_K, store) -> (status, records, next_out, steps, rejected, stored, "
+              "error): "
               "accepted steps and their checked records (every step, or the t_eval points "
-              "by dense output) until finished, full, a failure or budget attempts."),
+              "by dense output) until finished, full, a failure or budget attempts. hooks: a "
+              "Callbacks object or None (callbacks.c); a callback's exception (status "
+              "CALLBACK, Ctrl-C included) is returned last, else None."),
     NC_METHOD(factor, "factor(S, P, Wk) -> status: the block factorization of S.G with "
               "partitioning and hysteresis (S.mask, S.threshold); 0 or a step status "
               "(SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, UNPIVOTABLE_JOINT; where: "
@@ -1001,6 +998,9 @@ PyMethodDef nc_dopri5_methods[] = {
               "kept in S.held at the first output after it (ctrl[HOLDING] set)."),
     NC_METHOD(resume, "resume(S): the integrator's own dropped set back, if outputs were "
               "projected since hold_for_output (step calls it first)."),
+    NC_METHOD(interpolate, "interpolate(y0, y1, K, h, theta, out): the dense output of a step "
+              "(y0 → y1, stages K (7, N), size h) at the fractions theta (k,) into out (k, N) "
+              "(Hairer, Nørsett & Wanner I, II.6, eq. 6.12)."),
     NC_METHOD(clip_step, "clip_step(h, t, t_bound, eps_floor) -> float: h, or the whole "
               "remainder t_bound − t when h would leave a sliver below the step-size floor "
               "eps_floor · max(|t_bound|, 1)."),

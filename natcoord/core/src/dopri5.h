@@ -27,8 +27,37 @@ extern const double NC_E_DENSE[7];
 enum {
     NC_ACCEPTED, NC_REJECTED, NC_SINGULAR_FRAME, NC_NOT_POSITIVE_DEFINITE, NC_NON_FINITE,
     NC_POSITION_PROJECTION, NC_VELOCITY_PROJECTION, NC_MAX_ATTEMPTS, NC_CHECK, NC_FULL,
-    NC_FINISHED, NC_UNPIVOTABLE_JOINT
+    NC_FINISHED, NC_UNPIVOTABLE_JOINT, NC_SOLVER_FAILED, NC_CALLBACK
 };
+/* Callbacks: what the core calls back for the parts of a model it does not compile,
+ * as MuJoCo's mjcb_* hooks are called: forces and drive laws written in Python, and the
+ * factor/solve of the KKT system by a reference backend (dense, SuperLU, CHOLMOD). The
+ * step, controller, error norm, projection, dense output, checks and records stay the
+ * core's whatever the hooks; a NULL table or a NULL entry is the built-in part alone.
+ *
+ *  weights  W (n_weights, 3) at time t: the drive laws given as callables (the whole
+ *           table; the compiled laws are not evaluated then);
+ *  forces   F (4 n, 3) += the generalized forces of the forces without a compiled law
+ *           at (t, y) (gravity and the compiled forces are in F already);
+ *  factor   factor the KKT matrix at the Jacobian blocks G (nnz, 3), starting from the
+ *           dropped rows in mask (m,) (its hysteresis) and leaving the new ones there;
+ *  solve    (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the last factorization;
+ *  interrupted  nonzero to stop nc_advance between steps (Ctrl-C: the host's pending
+ *           signal, its exception set; nc_advance then returns NC_CALLBACK).
+ *
+ * Each returns 0; NC_CALLBACK with a Python exception set (the run's: the step stops,
+ * the wrappers hand it to Python, callbacks.c); or a status a smaller step may cure,
+ * its reason kept by the host: NC_NON_FINITE (a callable returned NaN or inf),
+ * NC_SOLVER_FAILED (the backend could not factor). solve returns 0 or NC_CALLBACK. */
+typedef struct nc_hooks {
+    void *ctx;
+    int64_t (*weights)(void *ctx, double t, double *W);
+    int64_t (*forces)(void *ctx, double t, const double *y, double *F);
+    int64_t (*factor)(void *ctx, const double *G, uint8_t *mask);
+    int64_t (*solve)(void *ctx, const double *r, const double *s, double *x, double *lam);
+    int (*interrupted)(void *ctx);
+} nc_hooks;
+
 /* step-size underflow (step's status) */
 #define NC_UNDERFLOW (-1)
 /* projection modes, in the order of natcoord.integrate.base.PROJECTIONS */
@@ -64,14 +93,15 @@ double nc_energy(const nc_arr *T, const double *X, const double *V);
 /* S[S_g], S[S_g_t], S[S_gamma], S[S_G] at (X, V) with weights W */
 void nc_evaluate_constraints(const nc_arr *T, const nc_arr *S, const double *X,
                              const double *V, const double *W);
-/* W's driven rows at time t from T's laws (none: W is left alone) */
-void nc_weights_at(const nc_arr *T, double t, double *W);
+/* W's driven rows at time t from T's laws (none: W is left alone), or the whole table
+ * from the hooks' weights; 0 or NC_CALLBACK */
+int64_t nc_weights_at(const nc_arr *T, const nc_hooks *hk, double t, double *W);
 /* block factorization of S[S_G] into Wk with partitioning and hysteresis (S[S_mask],
  * S[S_threshold]); 0 or the failure as a step status: NC_SINGULAR_FRAME
  * (S[S_counts][NC_FAIL_WHERE] the body), NC_NOT_POSITIVE_DEFINITE (a body pivot; the
  * node) or NC_UNPIVOTABLE_JOINT (a joint row kept on geometry that the masses make
  * unpivotable; the joint's node). A solve with it is nc_solve_kernel(r, s, P, Wk, x, λ). */
-int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk);
+int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk);
 /* Before an output's projection: start from the dropped set (and hysteresis) of the
  * integrator's last factorization, kept in S[S_held] at the first output after it
  * (ctrl[CTRL_HOLDING] set); nc_resume gives it back to the next step. */
@@ -79,13 +109,16 @@ void nc_hold_for_output(const nc_arr *S);
 /* Before the integrator factors again: its own dropped set back, if outputs were
  * projected since (nc_hold_for_output). nc_step calls it first. */
 void nc_resume(const nc_arr *S);
-/* out (12 n + 12 n) = (v, a) at y; factors into Wk, S[S_lam] the multipliers; a status */
+/* out (12 n + 12 n) = (v, a) at (t, y); factors into Wk, S[S_lam] the multipliers; a
+ * status */
 int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-               const double *y, const double *W, int64_t mode, double *out);
+               const nc_hooks *hk, double t, const double *y, const double *W, int64_t mode,
+               double *out);
 /* project y in place (fresh: factor at y first, as for outputs); a step status
  * (NC_POSITION_PROJECTION, NC_VELOCITY_PROJECTION or a failed factorization's) */
 int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                   double *y, const double *W, int64_t mode, double tol, int fresh);
+                   const nc_hooks *hk, double *y, const double *W, int64_t mode, double tol,
+                   int fresh);
 /* the dense output of a step (y0, y1, K (7, N), h) at θ into out (N,), which must not
  * overlap the inputs (linear in (y0, y1, K): also the derivatives') */
 void nc_interpolate(const double *y0, const double *y1, const double *K, double h,
@@ -99,7 +132,7 @@ double nc_clip_step(double h, double t, double t_bound, double eps_floor);
  * below the floor), *rejected the attempts rejected. W7 (7, n_weights, 3): the stage
  * weight tables; a non-empty store keeps the stage factorizations at store[m]. */
 int64_t nc_step(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
+                const nc_hooks *hk, const nc_arr *W7, int64_t mode, int64_t max_attempts, double eps_floor,
                 const nc_arr *store, int64_t m, int64_t *rejected);
 
 /* The records nc_advance writes: rows 0 .. capacity (the last for a failing state)
@@ -123,9 +156,28 @@ typedef struct {
  * check or step, or `budget` attempts; with store[FS_lam].shape[0] > 0 the stage
  * factorizations of the stored steps are kept in store. */
 nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                       const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
+                       const nc_hooks *hk, const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
                        double eps_floor, const double *t_eval, int64_t n_eval,
                        int64_t next_out, int every_step, double drift_tol,
                        const nc_records *rec, const nc_segments *seg, const nc_arr *store);
+
+/* ------------------------------------------------------------------ callbacks.c */
+/* The hooks of a Python Callbacks object (natcoord.integrate.stepper.Callbacks) for one
+ * wrapper call: *hk points at ctx's table; for None (the built-in model) a table with
+ * only `interrupted` (Python's pending signals), so that Ctrl-C stops a long advance.
+ * ctx must live during the call. Returns 0, or -1 with a Python exception set. */
+typedef struct nc_py_hooks nc_py_hooks;
+struct nc_py_hooks {
+    PyObject *weights, *forces, *factor, *solve;
+    double *W, *y, *F, *G, *r, *s, *x, *lam;
+    uint8_t *mask;
+    int64_t n_W, n_y, n_F, n_G, n_r, n_s;
+    nc_hooks table;
+};
+int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk);
+/* After a wrapper's kernel returned `status`: for NC_CALLBACK the pending Python
+ * exception (a new reference, cleared), else None (a new reference), so that advance
+ * returns its records with it. */
+PyObject *nc_py_take_error(int64_t status);
 
 #endif

@@ -45,7 +45,8 @@ typedef struct {
 
 /* Argument specification of a kernel's Python wrapper (nc_parse): one
  * character per argument: d q ? Z arrays of float64, int64, bool, complex128;
- * f a Python float (double), i a Python int (int64), p a truth value (int);
+ * f a Python float (double), i a Python int (int64), p a truth value (int), o any
+ * object (borrowed);
  * T S P W F L R the named tuples Tables, Buffers, PlanArrays, WorkBuffers,
  * FactorStore, Laws, RadauBuffers, C the constraint terms (an nc_arr array each, caller-provided,
  * T_COUNT etc. long). */
@@ -54,6 +55,7 @@ typedef union {
     nc_arr *tuple;
     double f;
     int64_t i;
+    PyObject *obj;
 } nc_value;
 
 /* Parse `nargs` Python arguments per `spec` into `out`. A tuple slot must point to an

@@ -96,15 +96,14 @@ enum {
     S_ctrl,
     S_tmp,
     S_comb,
-    S_sq,
     S_stack,
     S_vals,
     S_scale,
     S_held,
     S_COUNT
 };
-#define NC_BUFFERS_KINDS "ddddddddddddddddddddq??qddddqdd?"
-#define NC_BUFFERS_NAMES "g,g_t,gamma,Gv,G,F,s,x,lam,zero,K,Kacc,ystage,ynew,ynewacc,yproj,yprev,y,f,threshold,dropped,mask,rhs_mask,counts,ctrl,tmp,comb,sq,stack,vals,scale,held"
+#define NC_BUFFERS_KINDS "ddddddddddddddddddddq??qdddqdd?"
+#define NC_BUFFERS_NAMES "g,g_t,gamma,Gv,G,F,s,x,lam,zero,K,Kacc,ystage,ynew,ynewacc,yproj,yprev,y,f,threshold,dropped,mask,rhs_mask,counts,ctrl,tmp,comb,stack,vals,scale,held"
 
 enum {
     P_J4,

@@ -146,8 +146,8 @@ static int64_t rhs(const radau_ctx *x, double t, const double *y, double *out)
         return status;
     }
     double *W = F64(R[R_weights]);
-    nc_weights_at(x->T, t, W);
-    return nc_rhs(x->T, x->S, x->P, x->Wk, y, W, x->mode, out);
+    nc_weights_at(x->T, NULL, t, W);
+    return nc_rhs(x->T, x->S, x->P, x->Wk, NULL, t, y, W, x->mode, out);
 }
 
 /* R.K = ∂a/∂p, R.D = ∂a/∂v at (t, y): column j from the derivative along the unit
@@ -201,8 +201,8 @@ static int64_t project(const radau_ctx *x, double t, double *y)
         return status;
     }
     double *W = F64(R[R_weights]);
-    nc_weights_at(x->T, t, W);
-    return nc_project(x->T, x->S, x->P, x->Wk, y, W, x->mode,
+    nc_weights_at(x->T, NULL, t, W);
+    return nc_project(x->T, x->S, x->P, x->Wk, NULL, y, W, x->mode,
                       F64(R[R_ctrl])[RC_PROJ_TOL], 0);
 }
 

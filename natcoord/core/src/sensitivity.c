@@ -302,8 +302,8 @@ static int64_t first_stage(const sweep_ctx *x, const nc_arr *Wk, double t, const
     const nc_arr *B = x->B;
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
     double *W = F64(B[K_W]), *K0 = F64(B[K_y]);        /* (v, a) at y: B[K_y] is free here */
-    nc_weights_at(x->T, t, W);
-    int64_t status = nc_rhs(x->T, x->S, x->P, Wk, y, W, NC_PROJECT_POSITIONS_AND_VELOCITIES,
+    nc_weights_at(x->T, NULL, t, W);
+    int64_t status = nc_rhs(x->T, x->S, x->P, Wk, NULL, t, y, W, NC_PROJECT_POSITIONS_AND_VELOCITIES,
                             K0);
     if (status != 0)
         return status;
@@ -326,9 +326,9 @@ static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, double t, const d
     const nc_arr *B = x->B;
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
     double *W = F64(B[K_W]);
-    nc_weights_at(x->T, t, W);
+    nc_weights_at(x->T, NULL, t, W);
     nc_evaluate_constraints(x->T, x->S, y, y + n, W);
-    int64_t status = nc_factor(x->S, x->P, Wk);
+    int64_t status = nc_factor(x->S, x->P, Wk, NULL);
     if (status != 0)
         return status;
     for (int64_t j = 0; j < c; j++)
@@ -419,7 +419,7 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
             stage_point(y, h, K, s, N, comb, Y);
             for (int64_t j = 0; j < c; j++)
                 stage_point(dy + j * N, h, dK + 7 * N * j, s, N, comb, dys + j * N);
-            nc_weights_at(x->T, t + NC_C_DENSE[s] * h, W);
+            nc_weights_at(x->T, NULL, t + NC_C_DENSE[s] * h, W);
             memcpy(a, K + s * N + n, n * sizeof(double));
             memcpy(lam, &AT3(store[FS_lam], i, s - 1, 0), n_lam * sizeof(double));
             nc_arr Ws[WK_COUNT];
@@ -484,7 +484,7 @@ NC_WRAPPER(advance_swept)
     for (;;) {
         nc_records rec = {F64(*rec_t) + n0, F64(*rec_y) + n0 * N, F64(*rec_obs) + 3 * n0,
                           I64(*rec_kind) + n0, cap - n0};
-        out = nc_advance(T, S, P, Wk, W7, F64(v[5].arr), mode, budget - steps - rejected,
+        out = nc_advance(T, S, P, Wk, NULL, W7, F64(v[5].arr), mode, budget - steps - rejected,
                          eps_floor, F64(*t_eval), t_eval->size, next_out, (int)every_step,
                          drift_tol, &rec, &seg, store);
         next_out = out.next_out;
