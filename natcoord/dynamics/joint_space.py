@@ -113,6 +113,21 @@ CHANGE_TOL = 1e-8
 
 
 # ---------------------------------------------------------------- rotations
+def _cross(a, b):
+    """``a × b`` over the last axis of (..., 3) arrays (broadcast), component by
+    component. ``np.cross`` computes the same products, but moves axes and
+    checks shapes at every call — most of the time of :meth:`JointSpace._rates`
+    on a robot, whose arrays are a few vectors each."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    c0 = a1 * b2 - a2 * b1
+    out = np.empty(c0.shape + (3,), c0.dtype)
+    out[..., 0] = c0
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
 def _skew(w):
     """``[w]×`` (..., 3, 3)."""
     z = np.zeros_like(w[..., 0])
@@ -139,7 +154,8 @@ def rotation_vector_matrix(w):
 
 def quaternion_matrix(quat):
     """Rotation matrices (..., 3, 3) of unit quaternions ``(x, y, z, w)`` (..., 4)."""
-    x, y, z, w = np.moveaxis(np.asarray(quat, float), -1, 0)
+    quat = np.asarray(quat, float)
+    x, y, z, w = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
     return np.stack([
         np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
         np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
@@ -174,8 +190,8 @@ def matrix_quaternion(R):
 def _motion_cross(V, W):
     """Motion cross product ``V ×ₘ W`` of twists ``(ω, v_O)`` (..., 6)."""
     w, v = V[..., :3], V[..., 3:]
-    return np.concatenate([np.cross(w, W[..., :3]),
-                           np.cross(w, W[..., 3:]) + np.cross(v, W[..., :3])], -1)
+    return np.concatenate([_cross(w, W[..., :3]),
+                           _cross(w, W[..., 3:]) + _cross(v, W[..., :3])], -1)
 
 
 def _apply(Xi, x):
@@ -423,7 +439,7 @@ class JointSpace:
                 DG, tG = Da @ Dk, _mv(Da, tk) + da
                 if dof.kind == "hinge":
                     w = _mv(DG, dof.axis)
-                    v = _mv(DG, np.cross(dof.point, dof.axis)) + np.cross(tG, w)
+                    v = _mv(DG, _cross(dof.point, dof.axis)) + _cross(tG, w)
                 else:
                     v = _mv(DG, dof.axis)
                     w = np.zeros_like(v)
@@ -433,7 +449,7 @@ class JointSpace:
         c = _mv(Da, j.point) + d[..., j.a, :]        # the joint point, on body a
 
         def turning(w):
-            return np.concatenate([w, -np.cross(w, c)], -1)
+            return np.concatenate([w, -_cross(w, c)], -1)
 
         def sliding(u):
             return np.concatenate([np.zeros_like(u), u], -1)
@@ -454,7 +470,7 @@ class JointSpace:
             R = D[..., j.b, :, :] @ j.frame
             x = _mv(D[..., j.b, :, :], j.point) + d[..., j.b, :]      # point = origin
             cols = [sliding(R[..., :, k]) for k in range(3)]
-            cols += [np.concatenate([R[..., :, k], -np.cross(R[..., :, k], x)], -1)
+            cols += [np.concatenate([R[..., :, k], -_cross(R[..., :, k], x)], -1)
                      for k in range(3)]
         else:
             return np.zeros(D.shape[:-3] + (6, 0))
@@ -685,7 +701,7 @@ class JointSpace:
         B, Yb = X.reshape(-1, 4, 3), Y.reshape(-1, 4, 3)
         W = np.zeros((self.n_bodies + 1, 6))
         W[:-1, 3:] = Yb[:, 0]
-        W[:-1, :3] = np.cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + np.cross(B[:, 0], Yb[:, 0])
+        W[:-1, :3] = _cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + _cross(B[:, 0], Yb[:, 0])
         D, d = self._poses(X)
         tau = np.zeros(self.nv)
         for j in reversed(self.tree):
@@ -736,7 +752,7 @@ def _signed_angle(u, v, w):
     normal to u; zero where either part vanishes)."""
     v = v - (v @ u)[..., None] * u
     w = w - (w @ u)[..., None] * u
-    return np.arctan2(np.cross(v, w) @ u, np.einsum("...i,...i->...", v, w))
+    return np.arctan2(_cross(v, w) @ u, np.einsum("...i,...i->...", v, w))
 
 
 def davenport_angles(u1, u2, u3, R):
@@ -758,7 +774,7 @@ def davenport_angles(u1, u2, u3, R):
     u1, u2, u3 = (np.asarray(u, float) for u in (u1, u2, u3))
     R = np.asarray(R, float)
     a = u1 @ u3 - (u1 @ u2) * (u2 @ u3)
-    b = u1 @ np.cross(u2, u3)
+    b = u1 @ _cross(u2, u3)
     x = np.einsum("i,...ij,j->...", u1, R, u3) - (u1 @ u2) * (u2 @ u3)
     r = np.hypot(a, b)
     theta2 = np.arctan2(b, a) - np.sign(b) * np.arccos(np.clip(x / r, -1.0, 1.0))
@@ -851,7 +867,7 @@ def _across(u, w):
     joint's angle bases, as ``natcoord.model.joints.universal_coordinates``)."""
     v1 = w - (w @ u) * u
     v1 = v1 / np.linalg.norm(v1)
-    return v1, np.cross(u, v1)
+    return v1, _cross(u, v1)
 
 
 def _angle_about(u, Drel):
@@ -878,6 +894,10 @@ def _least_squares(Xi, rhs):
     """``Ξ⁺ rhs`` (..., d) by the normal equations (Ξ has full column rank)."""
     if Xi.shape[-1] == 0:
         return np.zeros(rhs.shape[:-1] + (0,))
+    if Xi.shape[-1] == 1:       # one DOF: a quotient (LAPACK's call costs more than it)
+        x = Xi[..., 0]
+        return (np.einsum("...i,...i->...", x, rhs)
+                / np.einsum("...i,...i->...", x, x))[..., None]
     XtX = np.swapaxes(Xi, -1, -2) @ Xi
     return np.linalg.solve(XtX, np.einsum("...ji,...j->...i", Xi, rhs)[..., None])[..., 0]
 
@@ -887,8 +907,8 @@ def _body_twists(X, V):
     ``v_O = ȯ − ω × o``."""
     lead = X.shape[:-2]
     B, Bv = X.reshape(lead + (-1, 4, 3)), V.reshape(lead + (-1, 4, 3))
-    w = 0.5 * np.cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
-    return np.concatenate([w, Bv[..., 0, :] - np.cross(w, B[..., 0, :])], -1)
+    w = 0.5 * _cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
+    return np.concatenate([w, Bv[..., 0, :] - _cross(w, B[..., 0, :])], -1)
 
 
 def _body_accelerations(X, V, A):
@@ -896,9 +916,9 @@ def _body_accelerations(X, V, A):
     ``a_O = ö − α × o − ω × ȯ``."""
     lead = X.shape[:-2]
     B, Bv, Ba = (Z.reshape(lead + (-1, 4, 3)) for Z in (X, V, A))
-    w = 0.5 * np.cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
-    alpha = 0.5 * np.cross(B[..., 1:, :], Ba[..., 1:, :]).sum(axis=-2)
-    a_O = Ba[..., 0, :] - np.cross(alpha, B[..., 0, :]) - np.cross(w, Bv[..., 0, :])
+    w = 0.5 * _cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
+    alpha = 0.5 * _cross(B[..., 1:, :], Ba[..., 1:, :]).sum(axis=-2)
+    a_O = Ba[..., 0, :] - _cross(alpha, B[..., 0, :]) - _cross(w, Bv[..., 0, :])
     return np.concatenate([alpha, a_O], -1)
 
 
@@ -909,7 +929,7 @@ def _natural_velocity(X, T):
     lead = np.broadcast_shapes(B.shape[:-2], T.shape[:-1])
     B = np.broadcast_to(B, lead + (4, 3))
     w = T[..., None, :3]
-    out = np.cross(w, B)
+    out = _cross(w, B)
     out[..., 0, :] += T[..., 3:]
     return out.reshape(lead[:-1] + (-1, 3))
 
@@ -921,9 +941,9 @@ def _natural_acceleration(X, T, A):
     lead = np.broadcast_shapes(B.shape[:-2], T.shape[:-1], A.shape[:-1])
     B = np.broadcast_to(B, lead + (4, 3))
     w, alpha = T[..., None, :3], A[..., None, :3]
-    Bv = np.cross(w, B)
+    Bv = _cross(w, B)
     Bv[..., 0, :] += T[..., 3:]
-    out = np.cross(alpha, B) + np.cross(w, Bv)
+    out = _cross(alpha, B) + _cross(w, Bv)
     out[..., 0, :] += A[..., 3:]
     return out.reshape(lead[:-1] + (-1, 3))
 
@@ -1041,8 +1061,8 @@ def _twist_jacobian(spec, X, rows):
     for k in range(6):
         twist = sign * np.eye(6)[k]
         V = np.zeros_like(X)
-        V[s] = twist[3:] + np.cross(twist[:3], X[s])
-        V[s + 1:s + 4] = np.cross(twist[:3], X[s + 1:s + 4])
+        V[s] = twist[3:] + _cross(twist[:3], X[s])
+        V[s + 1:s + 4] = _cross(twist[:3], X[s + 1:s + 4])
         fields.append(V)
     K = np.array([[sum(part.rate(X, V) for _, part in row.parts) for V in fields]
                   for row in rows]).reshape(len(rows), 6)
@@ -1088,7 +1108,7 @@ def _geometry(model, j, X):
     if spec.kind in ("revolute", "cylindrical"):
         # the axis point nearest to the moving body's origin r: x = r + u × v(r)
         u = _unit(turning[0][:3], spec)
-        x = origin + np.cross(u, turning[0][3:] + np.cross(turning[0][:3], origin))
+        x = origin + _cross(u, turning[0][3:] + _cross(turning[0][:3], origin))
         return x, u[None]
     # the point the rotations leave in place: ω × x = −v_O for every column
     lhs = np.vstack([_skew(col[:3]) for col in turning])
@@ -1107,7 +1127,7 @@ def _compound_geometry(model, j, X):
     ``natcoord.model.joints.compound_joint`` is the sequence's motion set)."""
     spec = model.joints[j]
     K, _, _ = _twist_jacobian(spec, X, spec.rows)
-    xi = np.array([np.concatenate([d.axis, np.cross(d.point, d.axis)]) if d.kind == "hinge"
+    xi = np.array([np.concatenate([d.axis, _cross(d.point, d.axis)]) if d.kind == "hinge"
                    else np.concatenate([np.zeros(3), d.axis]) for d in spec.dofs]).T
     sv = np.linalg.svd(np.vstack([K, np.zeros((6, 6))]), compute_uv=False)
     rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0)))
@@ -1166,6 +1186,26 @@ class JointTorques:
         self.where = (f"u(t, q, qd) (the forces of joints {list(self.names)}, "
                       f"{self.size} numbers)")
 
+    @classmethod
+    def of_inputs(cls, model):
+        """The joint torques of ``model.inputs`` (``Mechanism.add_input``), or None
+        without inputs: each input's law evaluated at its joint's ``q``, ``q̇``."""
+        if not model.inputs:
+            return None
+        js = joint_space(model)
+        columns = []
+        for i in model.inputs:
+            try:
+                j = js.joint(i.joint)
+            except ValueError as err:
+                raise ValueError(f"input on joint {i.joint!r}: {err}; only tree joints can "
+                                 f"take an input") from None
+            columns.append((i, j.q.start, j.v.start, j.q.start in js.angle_columns))
+
+        def u(t, q, qd):
+            return [i.torque(t, q[iq], qd[iv], angle) for i, iq, iv, angle in columns]
+        return cls(model, u, [i.joint for i in model.inputs])
+
     def torques(self, t, q, qd):
         """``u(t, q, qd)`` checked: ``(size,)`` finite floats, else an error naming u."""
         raw = self.u(t, q, qd)
@@ -1194,12 +1234,12 @@ class JointTorques:
             force = Xi[3:, ~turning] @ tj[~turning]
             on = j.b if j.kind == "free" else j.a      # the body the rotations' point is on
             x = D[on] @ j.point + d[on]
-            torque = Xi[:3, turning] @ tj[turning] + np.cross(x, force)
+            torque = Xi[:3, turning] @ tj[turning] + _cross(x, force)
             for body, sign in ((j.b, 1.0), (j.a, -1.0)):
                 if body >= 0:
-                    rest = sign * (torque - np.cross(B[body, 0], force))
+                    rest = sign * (torque - _cross(B[body, 0], force))
                     Y[body, 0] += sign * force
-                    Y[body, 1:] += 0.5 * np.cross(rest, B[body, 1:])
+                    Y[body, 1:] += 0.5 * _cross(rest, B[body, 1:])
 
 
 def joint_space(model) -> JointSpace:
