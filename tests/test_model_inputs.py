@@ -119,6 +119,14 @@ def test_torque_law_against_inverse_dynamics():
                     for q, v, a in zip(sol.q[2:-2], sol.qd[2:-2], qdd)])
     expected = np.array([law(ti)[0] for ti in t[2:-2]])
     assert np.abs(tau - expected).max() <= 1e-6 * np.abs(expected).max()
+    # sol.qdd (post hoc accelerations) includes the torques the run applied
+    assert np.abs(sol.qdd[2:-2, 0] - qdd).max() <= 1e-6 * np.abs(qdd).max()
+    tau = [nc.inverse_dynamics(model, q, v, a)[0] for q, v, a in zip(sol.q, sol.qd, sol.qdd)]
+    assert np.abs(tau - law_values(law, t)).max() <= 1e-10 * np.abs(expected).max()
+
+
+def law_values(law, t):
+    return np.array([law(ti)[0] for ti in t])
 
 
 def test_force_law_on_a_prismatic_joint_is_newtons_law():

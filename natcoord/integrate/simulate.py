@@ -211,7 +211,8 @@ class _Run:
 
     def solution(self):
         return Solution(self.model, self.records, self.stats(), self.dropped_start,
-                        self.drift is None, self.drift or "ok", sol=self.continuous())
+                        self.drift is None, self.drift or "ok", sol=self.continuous(),
+                        torques=self.ws.extra_forces)
 
     def partial(self, message, t_eval):
         """The solution so far after a failure: every output reached and, when that
@@ -228,7 +229,8 @@ class _Run:
             message += (f"; the last record (t = {self.t:g}) is the last accepted step, "
                         f"not a t_eval point")
         return Solution(self.model, self.records, self.stats(), self.dropped_start, False,
-                        message, last_record_is_step=last_is_step, sol=self.continuous())
+                        message, last_record_is_step=last_is_step, sol=self.continuous(),
+                        torques=self.ws.extra_forces)
 
 
 def _joints(model, rows):

@@ -95,13 +95,16 @@ class Solution:
     rows dropped at the first output; ``success`` and ``message``;
     ``last_record_is_step``: the run failed and its last record is the last
     accepted step, not a ``t_eval`` point (see ``simulate``); ``sol`` the
-    :class:`ContinuousSolution` of ``simulate(..., dense_output=True)``.
+    :class:`ContinuousSolution` of ``simulate(..., dense_output=True)``;
+    ``torques`` the joint torques the run applied (``u`` or the model's inputs),
+    which :meth:`accelerations` (and so ``qdd``) includes.
     """
 
     def __init__(self, model, records, stats, dropped_rows, success=True, message="ok",
-                 last_record_is_step=False, sol=None):
+                 last_record_is_step=False, sol=None, torques=()):
         self.model = model
         self._sol = sol
+        self.torques = tuple(torques)
         if not isinstance(records, Records):      # a list of (t, p, v, energy, g, gv, λ)
             rows = Records(model.n_coords)
             for t, p, v, *obs, lam in records:
@@ -120,6 +123,8 @@ class Solution:
         self.last_record_is_step = last_record_is_step
 
     _sol = None
+    #: a loaded solution's: save() cannot store a run's u (a Python callable)
+    torques = ()
 
     @property
     def sol(self):
@@ -321,12 +326,14 @@ class Solution:
         """Accelerations ``a`` (k, 12 n) at every output, stored as ``self.a``.
 
         Evaluated post hoc with :func:`natcoord.accelerations` (one KKT solve per
-        output) with the run's solver unless ``solver`` is given; the
+        output, with the joint torques the run applied: ``torques``; a loaded
+        solution has none) with the run's solver unless ``solver`` is given; the
         multipliers of the same solves are stored as ``self.lam`` if the run did
         not record them.
         """
         from ..dynamics.workspace import Workspace
         ws = Workspace(self.model, solver or self.stats.get("solver"))
+        ws.extra_forces = self.torques        # the joint torques the run applied
         a = np.empty_like(self.v)
         lam = np.empty((self.t.size, self.model.n_rows))
         for i, t in enumerate(self.t):
