@@ -662,7 +662,8 @@ class JointSpace:
         V[..., :-1, :] = _body_twists(X, Vn)
         if a is not None:
             A = np.zeros_like(V)
-            A[..., :-1, :] = _body_accelerations(X, Vn, np.asarray(a, float).reshape(X.shape))
+            A[..., :-1, :] = _body_accelerations(X, Vn, np.asarray(a, float).reshape(X.shape),
+                                                 V[..., :-1, :3])
         qd = np.zeros(lead + (self.nv,))
         qdd = np.zeros(lead + (self.nv,)) if a is not None else None
         for j, columns in self._rate_groups:
@@ -932,12 +933,12 @@ def _body_twists(X, V):
     return np.concatenate([w, Bv[..., 0, :] - _cross(w, B[..., 0, :])], -1)
 
 
-def _body_accelerations(X, V, A):
-    """Spatial accelerations ``(α, a_O)`` (..., n, 6): ``α = ½ Σ e_k × ë_k``,
+def _body_accelerations(X, V, A, w):
+    """Spatial accelerations ``(α, a_O)`` (..., n, 6) of bodies with angular velocities
+    ``w`` (..., n, 3; :func:`_body_twists`): ``α = ½ Σ e_k × ë_k``,
     ``a_O = ö − α × o − ω × ȯ``."""
     lead = X.shape[:-2]
     B, Bv, Ba = (Z.reshape(lead + (-1, 4, 3)) for Z in (X, V, A))
-    w = 0.5 * _cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
     alpha = 0.5 * _cross(B[..., 1:, :], Ba[..., 1:, :]).sum(axis=-2)
     a_O = Ba[..., 0, :] - _cross(alpha, B[..., 0, :]) - _cross(w, Bv[..., 0, :])
     return np.concatenate([alpha, a_O], -1)
