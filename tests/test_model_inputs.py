@@ -178,7 +178,8 @@ BAD_INPUTS = [
     ({"joint": "hinge", "torque": pd(1.0, 0.1, {"type": "sinusoid", "amplitude": 1})},
      r"inputs/0/torque/target: 'frequency' is a required property"),
     ({"joint": "hinge", "torque": {"type": "step", "at": 1.0}},
-     r"inputs/0/torque: .* is not valid under any of the given schemas"),
+     r"inputs/0/torque: .* is not valid under any of the given schemas \('type' must be one "
+     r"of \['constant_rate', 'sinusoid', 'polynomial', 'spline', 'fourier', 'pd'\]\)"),
     ({"joint": "elbow", "torque": constant(1.0)},
      r"inputs\[0\] \(joint 'elbow'\): input on joint 'elbow': unknown joint 'elbow'; "
      r"joints: \['hinge'\]"),

@@ -280,12 +280,19 @@ def _is(value, kind):
     return isinstance(value, _TYPES[kind]) and (kind == "boolean" or not isinstance(value, bool))
 
 
+def _kind(branch):
+    """The ``type`` constant of a ``oneOf`` branch (a drive or torque law), or None."""
+    if "$ref" in branch:
+        branch = _definitions()[branch["$ref"].rsplit("/", 1)[-1]]
+    return branch.get("properties", {}).get("type", {}).get("const")
+
+
 def _claims(branch, value):
-    """Whether a ``oneOf`` branch is the one meant for ``value``: the drive of its
+    """Whether a ``oneOf`` branch is the one meant for ``value``: the law of its
     ``type``, or the branch of the value's JSON type (a number, a vector)."""
     if "$ref" in branch:
         branch = _definitions()[branch["$ref"].rsplit("/", 1)[-1]]
-    const = branch.get("properties", {}).get("type", {}).get("const")
+    const = _kind(branch)
     if const is not None:
         return isinstance(value, dict) and value.get("type") == const
     return "type" in branch and _is(value, branch["type"])
@@ -349,8 +356,12 @@ def _first_error(value, node, path=()):
             return path, f"{shown(value)} is valid under more than one of the given schemas"
         if not valid:
             meant = next((b for b in node["oneOf"] if _claims(b, value)), None)
-            return _first_error(value, meant, path) if meant else \
-                (path, f"{shown(value)} is not valid under any of the given schemas")
+            if meant:
+                return _first_error(value, meant, path)
+            kinds = [k for k in map(_kind, node["oneOf"]) if k is not None]
+            hint = f" ('type' must be one of {kinds})" if kinds and isinstance(value, dict) \
+                else ""
+            return path, f"{shown(value)} is not valid under any of the given schemas{hint}"
     return None
 
 
