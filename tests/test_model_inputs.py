@@ -253,3 +253,22 @@ def test_cli_simulates_a_file_with_its_inputs(tmp_path, capsys):
                  "--out", str(out), "--no-inputs"]) == 0
     assert np.abs(nc.Solution.load(out, model).q).max() == 0.0
     assert copy.deepcopy(sol.settings)["inputs"] is True
+
+
+def test_saved_solution_keeps_the_accelerations_of_its_inputs(tmp_path):
+    """A saved run's accelerations include the torques it applied: loaded with its
+    model, the declared inputs are rebuilt (sol.qdd as before saving); a run with
+    simulate's ``u`` (a callable no file holds) refuses instead of answering passively."""
+    model = pendulum(nc.PD(30.0, 2.0, nc.Drive.sinusoid(0.4, 0.5))).build()
+    sol = nc.simulate(model, 1.0, t_eval=np.linspace(0, 1, 5))
+    sol.save(tmp_path / "run.npz")
+    loaded = nc.Solution.load(tmp_path / "run.npz", model)
+    assert loaded.stats["joint_torques"] == {"joints": ["hinge"], "declared": True}
+    assert np.array_equal(loaded.qdd, sol.qdd)
+    passive = nc.simulate(model, 1.0, t_eval=np.linspace(0, 1, 5), inputs=False)
+    assert "joint_torques" not in passive.stats
+    manual = nc.simulate(model, 1.0, t_eval=np.linspace(0, 1, 5),
+                         u=lambda t, q, qd: [1.0 - qd[0]])
+    manual.save(tmp_path / "manual.npz")
+    with pytest.raises(ValueError, match=r"joint torques on \['hinge'\].*cannot hold"):
+        nc.Solution.load(tmp_path / "manual.npz", model).qdd

@@ -1191,6 +1191,10 @@ class JointTorques:
     Evaluated in Python and called back from the core at every stage.
     """
 
+    #: True for the torques of the model's declared inputs (:meth:`of_inputs`),
+    #: which a model (and so a loaded solution's) can rebuild; False for a ``u``
+    declared = False
+
     def __init__(self, model, u, actuated=None):
         if not callable(u):
             raise TypeError(f"u must be a callable u(t, q, qd) returning the joint torques, "
@@ -1226,7 +1230,9 @@ class JointTorques:
 
         def u(t, q, qd):
             return [i.torque(t, q[iq], qd[iv], angle) for i, iq, iv, angle in columns]
-        return cls(model, u, [i.joint for i in model.inputs])
+        torques = cls(model, u, [i.joint for i in model.inputs])
+        torques.declared = True
+        return torques
 
     def torques(self, t, q, qd):
         """``u(t, q, qd)`` checked: ``(size,)`` finite floats, else an error naming u."""

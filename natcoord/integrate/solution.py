@@ -116,6 +116,10 @@ class Solution:
         self.p, self.v = y[:, :n], y[:, n:]
         self.energy, self.constraint_residual, self.velocity_residual = obs.T
         self.stats = dict(stats)
+        if self.torques:        # saved with the results: load() rebuilds declared inputs
+            self.stats["joint_torques"] = {
+                "joints": [name for f in self.torques for name in f.names],
+                "declared": all(f.declared for f in self.torques)}
         self.dropped_rows = np.asarray(dropped_rows, np.int64)
         self.dropped = [model.row_labels[r] for r in self.dropped_rows]
         self.success = success
@@ -123,7 +127,8 @@ class Solution:
         self.last_record_is_step = last_record_is_step
 
     _sol = None
-    #: a loaded solution's: save() cannot store a run's u (a Python callable)
+    #: a loaded solution's: save() cannot store a run's u (a Python callable); load()
+    #: rebuilds a model's declared inputs (``stats["joint_torques"]`` says which)
     torques = ()
 
     @property
@@ -269,6 +274,12 @@ class Solution:
         sol.stats = metadata["stats"]
         sol.settings = metadata["settings"]
         sol.success, sol.message = metadata["success"], metadata["message"]
+        applied = sol.stats.get("joint_torques")
+        if applied and applied.get("declared") and model is not None and model.inputs:
+            from ..dynamics.joint_space import JointTorques
+            torques = JointTorques.of_inputs(model)
+            if list(torques.names) == applied.get("joints"):
+                sol.torques = (torques,)
         return sol
 
     # ------------------------------------------------------------------
@@ -333,6 +344,14 @@ class Solution:
         """
         from ..dynamics.workspace import Workspace
         ws = Workspace(self.model, solver or self.stats.get("solver"))
+        applied = self.stats.get("joint_torques")
+        if applied and not self.torques:
+            raise ValueError(f"the run applied joint torques on {applied.get('joints')} "
+                             f"(simulate's u, or model inputs the model given to load() does "
+                             f"not have), which a saved solution cannot hold: its "
+                             f"accelerations would be the passive ones; compute them on the "
+                             f"Solution simulate returned (or load with the model whose "
+                             f"inputs the run applied)")
         ws.extra_forces = self.torques        # the joint torques the run applied
         a = np.empty_like(self.v)
         lam = np.empty((self.t.size, self.model.n_rows))
