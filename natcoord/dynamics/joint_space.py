@@ -470,15 +470,16 @@ class JointSpace:
             cols = [sliding(u), turning(u)]
         elif j.kind == "universal":
             cols = [turning(_mv(Da, j.axes[0])), turning(_mv(D[..., j.b, :, :], j.axes[1]))]
-        elif j.kind == "spherical":
+        elif j.kind in ("spherical", "free"):
+            # turning about body b's axes R (columns) through x: (R, x × R), at once
             R = D[..., j.b, :, :] @ j.frame
-            cols = [turning(R[..., :, k]) for k in range(3)]
-        elif j.kind == "free":
-            R = D[..., j.b, :, :] @ j.frame
-            x = _mv(D[..., j.b, :, :], j.point) + d[..., j.b, :]      # point = origin
-            cols = [sliding(R[..., :, k]) for k in range(3)]
-            cols += [np.concatenate([R[..., :, k], -_cross(R[..., :, k], x)], -1)
-                     for k in range(3)]
+            if j.kind == "free":
+                c = _mv(D[..., j.b, :, :], j.point) + d[..., j.b, :]      # point = origin
+            Rt = np.swapaxes(R, -1, -2)
+            turns = np.concatenate([R, np.swapaxes(_cross(c[..., None, :], Rt), -1, -2)], -2)
+            if j.kind == "spherical":
+                return turns
+            return np.concatenate([np.concatenate([np.zeros_like(R), R], -2), turns], -1)
         else:
             return np.zeros(D.shape[:-3] + (6, 0))
         return np.stack(cols, -1)
