@@ -28,8 +28,9 @@ class PD:
     """Joint-space PD law ``τ = kp (q_ref(t) − q) − kd q̇`` with a target ``q_ref(t)``.
 
     ``kp`` (N·m/rad or N/m) and ``kd`` (N·m·s/rad or N·s/m) are non-negative;
-    ``target`` is a :class:`~natcoord.model.drives.Drive` (its ``s(t)``) or a
-    number (a constant target). The damping acts on ``q̇`` alone, not on the
+    ``target`` is a :class:`~natcoord.model.drives.Drive` (its ``s(t)``; or what
+    ``Drive`` takes: a callable returning ``(s, ṡ, s̈)``) or a number (a
+    constant target). The damping acts on ``q̇`` alone, not on the
     rate error: a set-point regulator, which lags a moving target by about
     ``kd q̇_ref / kp``. For an angle the error ``q_ref − q`` is taken within
     (−π, π], as the joint spring's deflection (the natural coordinates hold no
@@ -40,7 +41,9 @@ class PD:
         where = "PD input"
         self.kp = number(kp, "kp", where, "non-negative")
         self.kd = number(kd, "kd", where, "non-negative")
-        if not isinstance(target, Drive):
+        if isinstance(target, Drive) or callable(target) or isinstance(target, tuple):
+            target = Drive.coerce(target, f"{where}: target")
+        else:
             target = Drive.polynomial([number(target, "target", where)])
         self.target = target
 
