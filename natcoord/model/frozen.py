@@ -281,8 +281,8 @@ class Model:
                     if joint.dofs else "")
             lines.append(f"  {joint.name:14s} {joint.kind:11s} {names[0]} – {names[1]}: "
                          f"{stop - start} rows{drive}{dofs}")
-        lines += [f"input on joint {i.joint!r}: torque {i.law.spec or 'a Python law'}"
-                  for i in self.inputs]
+        lines += [f"input on joint {i.joint!r}: torque "
+                  f"{getattr(i.law, 'spec', None) or 'a Python law'}" for i in self.inputs]
         return "\n".join(lines)
 
     @cached_property

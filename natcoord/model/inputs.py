@@ -62,7 +62,6 @@ class PD:
         return self.kp * error - self.kd * qd
 
 
-
 def torque_law(law, where):
     """``law`` checked as an input's torque law: a :class:`PD`, a
     :class:`~natcoord.model.drives.Drive` (``τ = s(t)``), a number (a constant
@@ -106,5 +105,5 @@ class JointInput:
         return self.law(t)[0]
 
     def __repr__(self):
-        spec = self.law.spec
+        spec = getattr(self.law, "spec", None)
         return f"JointInput({self.joint!r}, {spec if spec is not None else 'a Python law'})"
