@@ -9,6 +9,7 @@ from .model.body import box_inertia, cylinder_inertia, rod_inertia
 from .dynamics.workspace import AccelerationInfo, Workspace, accelerations
 from .integrate.simulate import PROJECTIONS, IntegrationError, SimulationInterrupted, simulate
 from .model.drives import Drive
+from .model.inputs import PD
 from .linalg import available_solvers, default_solver
 from .io.mjcf import load_mjcf
 from .io.urdf import load_urdf
@@ -23,7 +24,7 @@ from .viz.animate import animate
 from .study.sweep import sweep
 
 __version__ = "0.1.0"
-__all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive",
+__all__ = ["GROUND", "Mechanism", "Model", "State", "Solution", "Workspace", "Drive", "PD",
            "simulate", "assemble", "Assembly", "accelerations", "AccelerationInfo",
            "IntegrationError", "SimulationInterrupted",
            "AssemblyError", "ProjectionError", "PROJECTIONS", "available_solvers",

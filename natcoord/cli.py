@@ -94,7 +94,7 @@ def _run(model, t_end, args):
     try:
         return simulate(model, t_end, rtol=args.rtol, atol=args.atol, proj_tol=args.proj_tol,
                         t_eval=t_eval, solver=args.solver, projection=args.projection,
-                        method=args.method,
+                        method=args.method, inputs=not args.no_inputs,
                         progress=not args.quiet), OK
     except IntegrationError as err:
         print(f"natcoord: {err}", file=sys.stderr)
@@ -119,6 +119,14 @@ def _summary(model, sol, partial):
           f"dropped: {sol.dropped or 'none'}")
 
 
+def _inputs_note(model, args):
+    """What the run does with the model's joint inputs, for the start line."""
+    if not model.inputs:
+        return ""
+    joints = ", ".join(i.joint for i in model.inputs)
+    return f", inputs {'off (--no-inputs)' if args.no_inputs else 'on'}: {joints}"
+
+
 def cmd_simulate(args):
     out = args.out and writable(args.out, OUT_SUFFIXES, "--out")
     plot = args.plot and writable(args.plot, PLOT_SUFFIXES, "--plot")
@@ -126,7 +134,8 @@ def cmd_simulate(args):
     t_end = args.t_end if args.t_end is not None else model.scenario["t_end"]
     print(f"natcoord: simulating {model.name} for {t_end:g} s (rtol={args.rtol:g}, "
           f"proj_tol={args.proj_tol:g}, solver={args.solver or 'default'}, "
-          f"projection={args.projection}, method={args.method})", file=sys.stderr)
+          f"projection={args.projection}, method={args.method}"
+          f"{_inputs_note(model, args)})", file=sys.stderr)
     sol, status = _run(model, t_end, args)
     if sol is None:
         return status
@@ -135,7 +144,7 @@ def cmd_simulate(args):
                     "t_end": t_end, "rtol": args.rtol, "atol": args.atol,
                     "proj_tol": args.proj_tol, "solver": args.solver,
                     "projection": args.projection, "outputs": args.outputs,
-                    **sol.settings}
+                    "inputs": not args.no_inputs, **sol.settings}
     partial = status != OK
     _summary(model, sol, partial)
     what = "partial " if partial else ""
@@ -210,6 +219,9 @@ def main(argv=None):
                           "a failed or interrupted run writes what it has, marked partial")
     sim.add_argument("--plot", metavar="F.png|F.pdf|F.svg",
                      help="write a figure (point, residuals, energy) to this file")
+    sim.add_argument("--no-inputs", action="store_true",
+                     help="run without the model file's joint inputs (its 'inputs': torque "
+                          "and PD laws), passive")
     sim.add_argument("--quiet", action="store_true", help="no progress output")
     sim.set_defaults(func=cmd_simulate)
 

@@ -215,7 +215,7 @@ def test_schema_names_every_builder_method():
     """The schema is the only check of joint and force types: it knows them all."""
     definitions = schema()["definitions"]
     joints = {m[len("add_"):] for m in vars(nc.Mechanism) if m.startswith("add_")} \
-        - {"body"} - {m[len("add_"):] for m in FORCE_METHODS.values()}
+        - {"body", "input"} - {m[len("add_"):] for m in FORCE_METHODS.values()}
     assert set(definitions["joint"]["properties"]["type"]["enum"]) == joints
     assert set(definitions["force"]["properties"]["type"]["enum"]) == set(FORCE_METHODS)
 
@@ -242,6 +242,8 @@ def _state(mech):
 
 
 NAN = float("nan")
+#: a revolute joint of the four-bar
+_REVOLUTE = next(j.name for j in nc.models.four_bar().joints if j.kind == "revolute")
 FAILING_CALLS = {                # method -> calls that fail after a valid first part
     "set_initial": [dict(body="coupler1", origin=(0.3, 1, 0), velocity=(NAN, 0, 0)),
                     dict(body="crank0", axes=np.eye(3), angular_velocity="spin")],
@@ -276,6 +278,9 @@ FAILING_CALLS = {                # method -> calls that fail after a valid first
                          dict(joint="c", stiffness=-1.0)],
     "add_force": [dict(body="ground", point=(0, 0, 0), force=(1, 0, 0))],
     "add_torque": [dict(body="slider", torque=(0, 0, np.inf))],
+    "add_input": [dict(joint="c", torque=1.0),
+                  dict(joint=_REVOLUTE, torque={"type": "pd", "kp": -1.0, "kd": 0.0, "target": 0.1}),
+                  dict(joint=_REVOLUTE, torque="strong")],
 }
 
 

@@ -75,7 +75,7 @@ the cut joints' multipliers ``λ_c`` and with them the loop-closure reactions.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -113,6 +113,21 @@ CHANGE_TOL = 1e-8
 
 
 # ---------------------------------------------------------------- rotations
+def _cross(a, b):
+    """``a × b`` over the last axis of (..., 3) arrays (broadcast), component by
+    component. ``np.cross`` computes the same products, but moves axes and
+    checks shapes at every call — most of the time of :meth:`JointSpace._rates`
+    on a robot, whose arrays are a few vectors each."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    c0 = a1 * b2 - a2 * b1
+    out = np.empty(c0.shape + (3,), c0.dtype)
+    out[..., 0] = c0
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
 def _skew(w):
     """``[w]×`` (..., 3, 3)."""
     z = np.zeros_like(w[..., 0])
@@ -139,7 +154,8 @@ def rotation_vector_matrix(w):
 
 def quaternion_matrix(quat):
     """Rotation matrices (..., 3, 3) of unit quaternions ``(x, y, z, w)`` (..., 4)."""
-    x, y, z, w = np.moveaxis(np.asarray(quat, float), -1, 0)
+    quat = np.asarray(quat, float)
+    x, y, z, w = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
     return np.stack([
         np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
         np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
@@ -174,8 +190,8 @@ def matrix_quaternion(R):
 def _motion_cross(V, W):
     """Motion cross product ``V ×ₘ W`` of twists ``(ω, v_O)`` (..., 6)."""
     w, v = V[..., :3], V[..., 3:]
-    return np.concatenate([np.cross(w, W[..., :3]),
-                           np.cross(w, W[..., 3:]) + np.cross(v, W[..., :3])], -1)
+    return np.concatenate([_cross(w, W[..., :3]),
+                           _cross(w, W[..., 3:]) + _cross(v, W[..., :3])], -1)
 
 
 def _apply(Xi, x):
@@ -270,6 +286,13 @@ class JointSpace:
             [j.q.start + k for j in moving for k in angles.get(j.kind, ())]
             + [j.q.start + k for j in moving for k, d in enumerate(j.dofs) if d.kind == "hinge"],
             np.int64)
+        #: the joints' rates are independent given the bodies' twists (``_rates``): the
+        #: joints of one kind (compound joints one by one) as one batched TreeJoint
+        #: (:func:`_batched`) and their q̇ columns
+        self._rate_groups = [(j, j.v) for j in moving if j.kind == "compound"] + [
+            (_batched(group), np.array([np.arange(j.v.start, j.v.stop) for j in group]))
+            for kind in dict.fromkeys(j.kind for j in moving if j.kind != "compound")
+            for group in [[j for j in moving if j.kind == kind]]]
         self.quaternion_columns = np.array([j.q.stop - 4 for j in moving
                                             if j.kind in ("spherical", "free")], np.int64)
 
@@ -423,7 +446,7 @@ class JointSpace:
                 DG, tG = Da @ Dk, _mv(Da, tk) + da
                 if dof.kind == "hinge":
                     w = _mv(DG, dof.axis)
-                    v = _mv(DG, np.cross(dof.point, dof.axis)) + np.cross(tG, w)
+                    v = _mv(DG, _cross(dof.point, dof.axis)) + _cross(tG, w)
                 else:
                     v = _mv(DG, dof.axis)
                     w = np.zeros_like(v)
@@ -433,7 +456,7 @@ class JointSpace:
         c = _mv(Da, j.point) + d[..., j.a, :]        # the joint point, on body a
 
         def turning(w):
-            return np.concatenate([w, -np.cross(w, c)], -1)
+            return np.concatenate([w, -_cross(w, c)], -1)
 
         def sliding(u):
             return np.concatenate([np.zeros_like(u), u], -1)
@@ -447,15 +470,16 @@ class JointSpace:
             cols = [sliding(u), turning(u)]
         elif j.kind == "universal":
             cols = [turning(_mv(Da, j.axes[0])), turning(_mv(D[..., j.b, :, :], j.axes[1]))]
-        elif j.kind == "spherical":
+        elif j.kind in ("spherical", "free"):
+            # turning about body b's axes R (columns) through x: (R, x × R), at once
             R = D[..., j.b, :, :] @ j.frame
-            cols = [turning(R[..., :, k]) for k in range(3)]
-        elif j.kind == "free":
-            R = D[..., j.b, :, :] @ j.frame
-            x = _mv(D[..., j.b, :, :], j.point) + d[..., j.b, :]      # point = origin
-            cols = [sliding(R[..., :, k]) for k in range(3)]
-            cols += [np.concatenate([R[..., :, k], -np.cross(R[..., :, k], x)], -1)
-                     for k in range(3)]
+            if j.kind == "free":
+                c = _mv(D[..., j.b, :, :], j.point) + d[..., j.b, :]      # point = origin
+            Rt = np.swapaxes(R, -1, -2)
+            turns = np.concatenate([R, np.swapaxes(_cross(c[..., None, :], Rt), -1, -2)], -2)
+            if j.kind == "spherical":
+                return turns
+            return np.concatenate([np.concatenate([np.zeros_like(R), R], -2), turns], -1)
         else:
             return np.zeros(D.shape[:-3] + (6, 0))
         return np.stack(cols, -1)
@@ -639,20 +663,20 @@ class JointSpace:
         V[..., :-1, :] = _body_twists(X, Vn)
         if a is not None:
             A = np.zeros_like(V)
-            A[..., :-1, :] = _body_accelerations(X, Vn, np.asarray(a, float).reshape(X.shape))
+            A[..., :-1, :] = _body_accelerations(X, Vn, np.asarray(a, float).reshape(X.shape),
+                                                 V[..., :-1, :3])
         qd = np.zeros(lead + (self.nv,))
         qdd = np.zeros(lead + (self.nv,)) if a is not None else None
-        for j in self.joints:
+        for j, columns in self._rate_groups:
             Xi = self._twists(j, D, d)
             if j.kind == "compound":
                 _check_regular(j, Xi)
             rel = V[..., j.b, :] - V[..., j.a, :]
-            qd[..., j.v] = _least_squares(Xi, rel)
+            qd[..., columns] = qdj = _least_squares(Xi, rel)
             if a is not None:
-                fitted = _apply(Xi, qd[..., j.v])
-                rhs = (A[..., j.b, :] - A[..., j.a, :] - _motion_cross(V[..., j.a, :], fitted)
-                       - self._bias(j, Xi, qd[..., j.v]))
-                qdd[..., j.v] = _least_squares(Xi, rhs)
+                rhs = (A[..., j.b, :] - A[..., j.a, :]
+                       - _motion_cross(V[..., j.a, :], _apply(Xi, qdj)) - self._bias(j, Xi, qdj))
+                qdd[..., columns] = _least_squares(Xi, rhs)
         return qd, qdd
 
     # ------------------------------------------------------------ loops and dynamics
@@ -685,7 +709,7 @@ class JointSpace:
         B, Yb = X.reshape(-1, 4, 3), Y.reshape(-1, 4, 3)
         W = np.zeros((self.n_bodies + 1, 6))
         W[:-1, 3:] = Yb[:, 0]
-        W[:-1, :3] = np.cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + np.cross(B[:, 0], Yb[:, 0])
+        W[:-1, :3] = _cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + _cross(B[:, 0], Yb[:, 0])
         D, d = self._poses(X)
         tau = np.zeros(self.nv)
         for j in reversed(self.tree):
@@ -694,6 +718,21 @@ class JointSpace:
                 tau[j.v] = (-1.0 if j.reversed else 1.0) * (Xi.T @ W[j.child])
             W[j.b if j.reversed else j.a] += W[j.child]
         return tau
+
+
+def _batched(joints):
+    """One :class:`TreeJoint` standing for tree joints of one kind (not compound): its
+    body indices, points and frames stacked along a leading joint axis (k,), its
+    axes (n_axes, k, 3), so that ``axes[0]`` is every joint's first axis. The
+    kinematics (:meth:`JointSpace._twists`, ``_bias``) broadcast over leading axes,
+    so they evaluate all k joints in one pass of NumPy calls instead of k."""
+    def indices(field):
+        return np.array([getattr(j, field) for j in joints], np.int64)
+    return replace(joints[0], name=tuple(j.name for j in joints), index=indices("index"),
+                   a=indices("a"), b=indices("b"), child=indices("child"),
+                   point=np.array([j.point for j in joints]),
+                   axes=np.stack([j.axes for j in joints], 1),
+                   frame=np.array([j.frame for j in joints]), q=None, v=None)
 
 
 def _mv(M, x):
@@ -736,7 +775,7 @@ def _signed_angle(u, v, w):
     normal to u; zero where either part vanishes)."""
     v = v - (v @ u)[..., None] * u
     w = w - (w @ u)[..., None] * u
-    return np.arctan2(np.cross(v, w) @ u, np.einsum("...i,...i->...", v, w))
+    return np.arctan2(_cross(v, w) @ u, np.einsum("...i,...i->...", v, w))
 
 
 def davenport_angles(u1, u2, u3, R):
@@ -758,7 +797,7 @@ def davenport_angles(u1, u2, u3, R):
     u1, u2, u3 = (np.asarray(u, float) for u in (u1, u2, u3))
     R = np.asarray(R, float)
     a = u1 @ u3 - (u1 @ u2) * (u2 @ u3)
-    b = u1 @ np.cross(u2, u3)
+    b = u1 @ _cross(u2, u3)
     x = np.einsum("i,...ij,j->...", u1, R, u3) - (u1 @ u2) * (u2 @ u3)
     r = np.hypot(a, b)
     theta2 = np.arctan2(b, a) - np.sign(b) * np.arccos(np.clip(x / r, -1.0, 1.0))
@@ -851,7 +890,7 @@ def _across(u, w):
     joint's angle bases, as ``natcoord.model.joints.universal_coordinates``)."""
     v1 = w - (w @ u) * u
     v1 = v1 / np.linalg.norm(v1)
-    return v1, np.cross(u, v1)
+    return v1, _cross(u, v1)
 
 
 def _angle_about(u, Drel):
@@ -878,6 +917,10 @@ def _least_squares(Xi, rhs):
     """``Ξ⁺ rhs`` (..., d) by the normal equations (Ξ has full column rank)."""
     if Xi.shape[-1] == 0:
         return np.zeros(rhs.shape[:-1] + (0,))
+    if Xi.shape[-1] == 1:       # one DOF: a quotient (LAPACK's call costs more than it)
+        x = Xi[..., 0]
+        return (np.einsum("...i,...i->...", x, rhs)
+                / np.einsum("...i,...i->...", x, x))[..., None]
     XtX = np.swapaxes(Xi, -1, -2) @ Xi
     return np.linalg.solve(XtX, np.einsum("...ji,...j->...i", Xi, rhs)[..., None])[..., 0]
 
@@ -887,18 +930,18 @@ def _body_twists(X, V):
     ``v_O = ȯ − ω × o``."""
     lead = X.shape[:-2]
     B, Bv = X.reshape(lead + (-1, 4, 3)), V.reshape(lead + (-1, 4, 3))
-    w = 0.5 * np.cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
-    return np.concatenate([w, Bv[..., 0, :] - np.cross(w, B[..., 0, :])], -1)
+    w = 0.5 * _cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
+    return np.concatenate([w, Bv[..., 0, :] - _cross(w, B[..., 0, :])], -1)
 
 
-def _body_accelerations(X, V, A):
-    """Spatial accelerations ``(α, a_O)`` (..., n, 6): ``α = ½ Σ e_k × ë_k``,
+def _body_accelerations(X, V, A, w):
+    """Spatial accelerations ``(α, a_O)`` (..., n, 6) of bodies with angular velocities
+    ``w`` (..., n, 3; :func:`_body_twists`): ``α = ½ Σ e_k × ë_k``,
     ``a_O = ö − α × o − ω × ȯ``."""
     lead = X.shape[:-2]
     B, Bv, Ba = (Z.reshape(lead + (-1, 4, 3)) for Z in (X, V, A))
-    w = 0.5 * np.cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
-    alpha = 0.5 * np.cross(B[..., 1:, :], Ba[..., 1:, :]).sum(axis=-2)
-    a_O = Ba[..., 0, :] - np.cross(alpha, B[..., 0, :]) - np.cross(w, Bv[..., 0, :])
+    alpha = 0.5 * _cross(B[..., 1:, :], Ba[..., 1:, :]).sum(axis=-2)
+    a_O = Ba[..., 0, :] - _cross(alpha, B[..., 0, :]) - _cross(w, Bv[..., 0, :])
     return np.concatenate([alpha, a_O], -1)
 
 
@@ -909,7 +952,7 @@ def _natural_velocity(X, T):
     lead = np.broadcast_shapes(B.shape[:-2], T.shape[:-1])
     B = np.broadcast_to(B, lead + (4, 3))
     w = T[..., None, :3]
-    out = np.cross(w, B)
+    out = _cross(w, B)
     out[..., 0, :] += T[..., 3:]
     return out.reshape(lead[:-1] + (-1, 3))
 
@@ -921,9 +964,9 @@ def _natural_acceleration(X, T, A):
     lead = np.broadcast_shapes(B.shape[:-2], T.shape[:-1], A.shape[:-1])
     B = np.broadcast_to(B, lead + (4, 3))
     w, alpha = T[..., None, :3], A[..., None, :3]
-    Bv = np.cross(w, B)
+    Bv = _cross(w, B)
     Bv[..., 0, :] += T[..., 3:]
-    out = np.cross(alpha, B) + np.cross(w, Bv)
+    out = _cross(alpha, B) + _cross(w, Bv)
     out[..., 0, :] += A[..., 3:]
     return out.reshape(lead[:-1] + (-1, 3))
 
@@ -1041,8 +1084,8 @@ def _twist_jacobian(spec, X, rows):
     for k in range(6):
         twist = sign * np.eye(6)[k]
         V = np.zeros_like(X)
-        V[s] = twist[3:] + np.cross(twist[:3], X[s])
-        V[s + 1:s + 4] = np.cross(twist[:3], X[s + 1:s + 4])
+        V[s] = twist[3:] + _cross(twist[:3], X[s])
+        V[s + 1:s + 4] = _cross(twist[:3], X[s + 1:s + 4])
         fields.append(V)
     K = np.array([[sum(part.rate(X, V) for _, part in row.parts) for V in fields]
                   for row in rows]).reshape(len(rows), 6)
@@ -1088,7 +1131,7 @@ def _geometry(model, j, X):
     if spec.kind in ("revolute", "cylindrical"):
         # the axis point nearest to the moving body's origin r: x = r + u × v(r)
         u = _unit(turning[0][:3], spec)
-        x = origin + np.cross(u, turning[0][3:] + np.cross(turning[0][:3], origin))
+        x = origin + _cross(u, turning[0][3:] + _cross(turning[0][:3], origin))
         return x, u[None]
     # the point the rotations leave in place: ω × x = −v_O for every column
     lhs = np.vstack([_skew(col[:3]) for col in turning])
@@ -1107,7 +1150,7 @@ def _compound_geometry(model, j, X):
     ``natcoord.model.joints.compound_joint`` is the sequence's motion set)."""
     spec = model.joints[j]
     K, _, _ = _twist_jacobian(spec, X, spec.rows)
-    xi = np.array([np.concatenate([d.axis, np.cross(d.point, d.axis)]) if d.kind == "hinge"
+    xi = np.array([np.concatenate([d.axis, _cross(d.point, d.axis)]) if d.kind == "hinge"
                    else np.concatenate([np.zeros(3), d.axis]) for d in spec.dofs]).T
     sv = np.linalg.svd(np.vstack([K, np.zeros((6, 6))]), compute_uv=False)
     rank = int(np.sum(sv > 1e-9 * max(sv[0], 1.0)))
@@ -1149,6 +1192,10 @@ class JointTorques:
     Evaluated in Python and called back from the core at every stage.
     """
 
+    #: True for the torques of the model's declared inputs (:meth:`of_inputs`),
+    #: which a model (and so a loaded solution's) can rebuild; False for a ``u``
+    declared = False
+
     def __init__(self, model, u, actuated=None):
         if not callable(u):
             raise TypeError(f"u must be a callable u(t, q, qd) returning the joint torques, "
@@ -1165,6 +1212,28 @@ class JointTorques:
         self.size = sum(j.nv for j in self.joints)
         self.where = (f"u(t, q, qd) (the forces of joints {list(self.names)}, "
                       f"{self.size} numbers)")
+
+    @classmethod
+    def of_inputs(cls, model):
+        """The joint torques of ``model.inputs`` (``Mechanism.add_input``), or None
+        without inputs: each input's law evaluated at its joint's ``q``, ``q̇``."""
+        if not model.inputs:
+            return None
+        js = joint_space(model)
+        columns = []
+        for i in model.inputs:
+            try:
+                j = js.joint(i.joint)
+            except ValueError as err:
+                raise ValueError(f"input on joint {i.joint!r}: {err}; only tree joints can "
+                                 f"take an input") from None
+            columns.append((i, j.q.start, j.v.start, j.q.start in js.angle_columns))
+
+        def u(t, q, qd):
+            return [i.torque(t, q[iq], qd[iv], angle) for i, iq, iv, angle in columns]
+        torques = cls(model, u, [i.joint for i in model.inputs])
+        torques.declared = True
+        return torques
 
     def torques(self, t, q, qd):
         """``u(t, q, qd)`` checked: ``(size,)`` finite floats, else an error naming u."""
@@ -1194,12 +1263,12 @@ class JointTorques:
             force = Xi[3:, ~turning] @ tj[~turning]
             on = j.b if j.kind == "free" else j.a      # the body the rotations' point is on
             x = D[on] @ j.point + d[on]
-            torque = Xi[:3, turning] @ tj[turning] + np.cross(x, force)
+            torque = Xi[:3, turning] @ tj[turning] + _cross(x, force)
             for body, sign in ((j.b, 1.0), (j.a, -1.0)):
                 if body >= 0:
-                    rest = sign * (torque - np.cross(B[body, 0], force))
+                    rest = sign * (torque - _cross(B[body, 0], force))
                     Y[body, 0] += sign * force
-                    Y[body, 1:] += 0.5 * np.cross(rest, B[body, 1:])
+                    Y[body, 1:] += 0.5 * _cross(rest, B[body, 1:])
 
 
 def joint_space(model) -> JointSpace:

@@ -211,7 +211,8 @@ class _Run:
 
     def solution(self):
         return Solution(self.model, self.records, self.stats(), self.dropped_start,
-                        self.drift is None, self.drift or "ok", sol=self.continuous())
+                        self.drift is None, self.drift or "ok", sol=self.continuous(),
+                        torques=self.ws.extra_forces)
 
     def partial(self, message, t_eval):
         """The solution so far after a failure: every output reached and, when that
@@ -228,7 +229,8 @@ class _Run:
             message += (f"; the last record (t = {self.t:g}) is the last accepted step, "
                         f"not a t_eval point")
         return Solution(self.model, self.records, self.stats(), self.dropped_start, False,
-                        message, last_record_is_step=last_is_step, sol=self.continuous())
+                        message, last_record_is_step=last_is_step, sol=self.continuous(),
+                        torques=self.ws.extra_forces)
 
 
 def _joints(model, rows):
@@ -240,7 +242,8 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
              projection="position+velocity", initial_state=None, t0=None, first_step=None,
              max_step=np.inf, baumgarte=(10.0, 10.0), multipliers=False, progress=False,
              max_steps=1_000_000, drop_tol=DROP_TOL, hold_tol=HOLD_TOL, drift_tol=1e-6,
-             method="dopri5", dense_output=False, u=None, actuated=None, _sweep=None):
+             method="dopri5", dense_output=False, u=None, actuated=None, inputs=True,
+             _sweep=None):
     """Integrate the equations of motion from ``t0`` to ``t_end`` (docs/method.md#17-integration).
 
     ``method``: ``"dopri5"`` (default), the explicit Dormand–Prince 5(4) pair of
@@ -259,7 +262,10 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     N along a prismatic axis (:class:`~natcoord.dynamics.joint_space.JointTorques`);
     called back from the core at every stage (``method="dopri5"``). A result of the
     wrong size raises ``ValueError`` naming the joints (at ``t0`` already, before
-    integrating); NaN or inf is a failed evaluation, as for a force.
+    integrating); NaN or inf is a failed evaluation, as for a force. Without ``u``
+    the model's declared inputs (``model.inputs``: ``Mechanism.add_input``, a model
+    file's ``inputs``) are applied; an explicit ``u`` replaces them, and
+    ``inputs=False`` runs without them.
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
     ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:
@@ -345,7 +351,13 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     if u is not None and method != "dopri5":
         raise ValueError(f"u (joint torques) is supported with method='dopri5', got "
                          f"method={method!r}")
-    torques = () if u is None else (JointTorques(model, u, actuated),)
+    declared = JointTorques.of_inputs(model) if u is None and inputs else None
+    if declared is not None and method != "dopri5":
+        raise ValueError(f"model {model.name!r} declares joint inputs, which are supported "
+                         f"with method='dopri5', got method={method!r}; pass inputs=False "
+                         f"to run without them")
+    torques = (JointTorques(model, u, actuated),) if u is not None else \
+        (declared,) if declared is not None else ()
     ws = _workspace(model, solver, drop_tol, hold_tol)
     ws.extra_forces = torques
     if initial_state is None:

@@ -95,13 +95,16 @@ class Solution:
     rows dropped at the first output; ``success`` and ``message``;
     ``last_record_is_step``: the run failed and its last record is the last
     accepted step, not a ``t_eval`` point (see ``simulate``); ``sol`` the
-    :class:`ContinuousSolution` of ``simulate(..., dense_output=True)``.
+    :class:`ContinuousSolution` of ``simulate(..., dense_output=True)``;
+    ``torques`` the joint torques the run applied (``u`` or the model's inputs),
+    which :meth:`accelerations` (and so ``qdd``) includes.
     """
 
     def __init__(self, model, records, stats, dropped_rows, success=True, message="ok",
-                 last_record_is_step=False, sol=None):
+                 last_record_is_step=False, sol=None, torques=()):
         self.model = model
         self._sol = sol
+        self.torques = tuple(torques)
         if not isinstance(records, Records):      # a list of (t, p, v, energy, g, gv, λ)
             rows = Records(model.n_coords)
             for t, p, v, *obs, lam in records:
@@ -113,6 +116,10 @@ class Solution:
         self.p, self.v = y[:, :n], y[:, n:]
         self.energy, self.constraint_residual, self.velocity_residual = obs.T
         self.stats = dict(stats)
+        if self.torques:        # saved with the results: load() rebuilds declared inputs
+            self.stats["joint_torques"] = {
+                "joints": [name for f in self.torques for name in f.names],
+                "declared": all(f.declared for f in self.torques)}
         self.dropped_rows = np.asarray(dropped_rows, np.int64)
         self.dropped = [model.row_labels[r] for r in self.dropped_rows]
         self.success = success
@@ -120,6 +127,9 @@ class Solution:
         self.last_record_is_step = last_record_is_step
 
     _sol = None
+    #: a loaded solution's: save() cannot store a run's u (a Python callable); load()
+    #: rebuilds a model's declared inputs (``stats["joint_torques"]`` says which)
+    torques = ()
 
     @property
     def sol(self):
@@ -264,6 +274,12 @@ class Solution:
         sol.stats = metadata["stats"]
         sol.settings = metadata["settings"]
         sol.success, sol.message = metadata["success"], metadata["message"]
+        applied = sol.stats.get("joint_torques")
+        if applied and applied.get("declared") and model is not None and model.inputs:
+            from ..dynamics.joint_space import JointTorques
+            torques = JointTorques.of_inputs(model)
+            if list(torques.names) == applied.get("joints"):
+                sol.torques = (torques,)
         return sol
 
     # ------------------------------------------------------------------
@@ -321,12 +337,22 @@ class Solution:
         """Accelerations ``a`` (k, 12 n) at every output, stored as ``self.a``.
 
         Evaluated post hoc with :func:`natcoord.accelerations` (one KKT solve per
-        output) with the run's solver unless ``solver`` is given; the
+        output, with the joint torques the run applied: ``torques``; a loaded
+        solution has none) with the run's solver unless ``solver`` is given; the
         multipliers of the same solves are stored as ``self.lam`` if the run did
         not record them.
         """
         from ..dynamics.workspace import Workspace
         ws = Workspace(self.model, solver or self.stats.get("solver"))
+        applied = self.stats.get("joint_torques")
+        if applied and not self.torques:
+            raise ValueError(f"the run applied joint torques on {applied.get('joints')} "
+                             f"(simulate's u, or model inputs the model given to load() does "
+                             f"not have), which a saved solution cannot hold: its "
+                             f"accelerations would be the passive ones; compute them on the "
+                             f"Solution simulate returned (or load with the model whose "
+                             f"inputs the run applied)")
+        ws.extra_forces = self.torques        # the joint torques the run applied
         a = np.empty_like(self.v)
         lam = np.empty((self.t.size, self.model.n_rows))
         for i, t in enumerate(self.t):

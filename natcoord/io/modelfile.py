@@ -3,7 +3,8 @@
 A file lists the builder calls that made the mechanism, grouped by kind:
 ``bodies`` (``add_body``), ``joints`` (``add_<type>``), ``forces``
 (``add_spring``/``add_force``/``add_torque``/…), ``initial`` (``set_initial``),
-``joint_rates`` (``set_joint_rate``), plus ``name``, ``gravity``, ``scenario``
+``joint_rates`` (``set_joint_rate``), ``inputs`` (``add_input``: joint torque
+laws), plus ``name``, ``gravity``, ``scenario``
 and ``format_version``. Each entry holds the method's keyword arguments as
 given (world reference coordinates unless the entry says ``"local": true``),
 so loading replays them through the same public methods and every check of
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.drives import Drive
+from ..model.inputs import PD
 from ..model.mechanism import Mechanism, snapshot
 from ..util.atomic import atomic_write
 from ..util.checks import number, shown
@@ -43,7 +45,7 @@ FORMAT_VERSION = 1
 #: force entries: file ``type`` -> builder method
 FORCE_METHODS = {"spring": "add_spring", "force": "add_force", "torque": "add_torque",
                  "cartesian_spring": "add_cartesian_spring", "joint_spring": "add_joint_spring"}
-_SECTIONS = ("bodies", "joints", "forces", "initial", "joint_rates")
+_SECTIONS = ("bodies", "joints", "forces", "initial", "joint_rates", "inputs")
 
 
 def schema():
@@ -81,6 +83,19 @@ def _drive_spec(drive, where, sample_drives, t_end):
     return Drive.spline(t, [drive(ti)[0] for ti in t]).spec
 
 
+def _input_entry(mech, joint, sample_drives, t_end):
+    """The file entry of the input on ``joint``: its torque law's spec, a drive law's
+    (``τ = s(t)``) or a PD law's with its target's (sampled like a drive's)."""
+    law = next(i.law for i in mech.inputs if i.joint == joint)
+    where = f"input on joint {joint!r}"
+    if isinstance(law, PD):
+        torque = {"type": "pd", "kp": law.kp, "kd": law.kd,
+                  "target": _drive_spec(law.target, f"{where}: target", sample_drives, t_end)}
+    else:
+        torque = _drive_spec(law, where, sample_drives, t_end)
+    return {"joint": joint, "torque": torque}
+
+
 def to_dict(mech: Mechanism, sample_drives=None) -> dict:
     """The model-file dictionary of ``mech`` (JSON-compatible).
 
@@ -105,6 +120,8 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
             data["initial"].append(entry)
         elif method == "set_joint_rate":
             data["joint_rates"].append(entry)
+        elif method == "add_input":
+            data["inputs"].append(_input_entry(mech, entry["joint"], sample_drives, t_end))
         elif method in kinds:
             for key in ("force", "torque"):
                 if callable(entry.get(key)):
@@ -119,7 +136,7 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
             if "drive" in entry:
                 entry["drive"] = _drive_spec(entry["drive"], where, sample_drives, t_end)
             data["joints"].append({"type": kind, **entry})
-    for section in ("forces", "initial", "joint_rates"):
+    for section in ("forces", "initial", "joint_rates", "inputs"):
         if not data[section]:
             del data[section]
     return data
@@ -263,12 +280,19 @@ def _is(value, kind):
     return isinstance(value, _TYPES[kind]) and (kind == "boolean" or not isinstance(value, bool))
 
 
+def _kind(branch):
+    """The ``type`` constant of a ``oneOf`` branch (a drive or torque law), or None."""
+    if "$ref" in branch:
+        branch = _definitions()[branch["$ref"].rsplit("/", 1)[-1]]
+    return branch.get("properties", {}).get("type", {}).get("const")
+
+
 def _claims(branch, value):
-    """Whether a ``oneOf`` branch is the one meant for ``value``: the drive of its
+    """Whether a ``oneOf`` branch is the one meant for ``value``: the law of its
     ``type``, or the branch of the value's JSON type (a number, a vector)."""
     if "$ref" in branch:
         branch = _definitions()[branch["$ref"].rsplit("/", 1)[-1]]
-    const = branch.get("properties", {}).get("type", {}).get("const")
+    const = _kind(branch)
     if const is not None:
         return isinstance(value, dict) and value.get("type") == const
     return "type" in branch and _is(value, branch["type"])
@@ -332,8 +356,12 @@ def _first_error(value, node, path=()):
             return path, f"{shown(value)} is valid under more than one of the given schemas"
         if not valid:
             meant = next((b for b in node["oneOf"] if _claims(b, value)), None)
-            return _first_error(value, meant, path) if meant else \
-                (path, f"{shown(value)} is not valid under any of the given schemas")
+            if meant:
+                return _first_error(value, meant, path)
+            kinds = [k for k in map(_kind, node["oneOf"]) if k is not None]
+            hint = f" ('type' must be one of {kinds})" if kinds and isinstance(value, dict) \
+                else ""
+            return path, f"{shown(value)} is not valid under any of the given schemas{hint}"
     return None
 
 
@@ -403,6 +431,8 @@ def from_dict(data, source="model") -> Mechanism:
         _replay(mech.set_initial, entry, what, source)
     for what, entry in entries("joint_rates"):
         _replay(mech.set_joint_rate, entry, what, source)
+    for k, entry in enumerate(data.get("inputs", [])):
+        _replay(mech.add_input, dict(entry), f"inputs[{k}] (joint {entry['joint']!r})", source)
     scenario = dict(data.get("scenario", {}))
     if "t_end" in scenario:
         scenario["t_end"] = number(scenario["t_end"], "t_end", f"{source}: scenario", "positive")

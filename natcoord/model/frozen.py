@@ -183,6 +183,9 @@ class Model:
     #: what a file importer reported (natcoord.io.mjcf: the MuJoCo joints' DOF,
     #: ``"not_modelled"``: the elements not modelled, by kind); empty when built in code
     import_report: FrozenDict = field(default_factory=FrozenDict)
+    #: declared joint inputs (``natcoord.model.inputs.JointInput``), applied by
+    #: ``nc.simulate`` unless it is given ``u=`` or ``inputs=False``
+    inputs: tuple = ()
 
     @classmethod
     def from_mechanism(cls, mech):
@@ -219,7 +222,7 @@ class Model:
             velocity_requests=FrozenDict(mech.velocity_requests()),
             p_guess=_frozen(p0), v_guess=_frozen(v0),
             p_reference=_frozen(np.concatenate([b.coordinates().ravel() for b in bodies])),
-            import_report=FrozenDict(mech.import_report))
+            import_report=FrozenDict(mech.import_report), inputs=tuple(mech.inputs))
 
     @property
     def n_bodies(self):
@@ -278,6 +281,8 @@ class Model:
                     if joint.dofs else "")
             lines.append(f"  {joint.name:14s} {joint.kind:11s} {names[0]} – {names[1]}: "
                          f"{stop - start} rows{drive}{dofs}")
+        lines += [f"input on joint {i.joint!r}: torque "
+                  f"{getattr(i.law, 'spec', None) or 'a Python law'}" for i in self.inputs]
         return "\n".join(lines)
 
     @cached_property

@@ -11,6 +11,7 @@ from ..util.checks import float_array, number, shown
 from .expressions import Affine, dot
 from .forces import CartesianSpringDamper, JointSpringDamper, PointForce, SpringDamper, Torque
 from .frozen import Model
+from .inputs import JointInput, torque_law
 
 
 class _Ground:
@@ -98,6 +99,8 @@ class Mechanism:
         self._initial: dict[int, dict] = {}
         #: prescribed initial joint rates ``{(joint, coordinate): rate}``
         self.joint_rates: dict[str, tuple] = {}
+        #: declared joint inputs (``add_input``), applied by ``nc.simulate``
+        self.inputs: list[JointInput] = []
         # Bodies, joints and frames are three name spaces, as in URDF and MJCF (a
         # joint may be named like a body); a compound joint's DOF are joint names.
         self._by_name: dict[str, Body] = {}
@@ -550,6 +553,35 @@ class Mechanism:
             raise ValueError(f"{where}: coordinate {unknown[0]!r} not in {available}")
         self.joint_rates.update({(joint, c): number(value, f"rate of {c!r}", where)
                                  for c, value in rates.items()})
+
+    def add_input(self, joint, torque):
+        """Actuate a one-DOF joint with a torque law: ``τ(t)`` or a PD law.
+
+        ``torque``: a number (constant), a :class:`~natcoord.model.drives.Drive`
+        whose ``s(t)`` is the torque (``Drive.sinusoid``, ``Drive.polynomial``,
+        ``Drive.spline``, …), or ``PD(kp, kd, target)``:
+        ``τ = kp (q_ref(t) − q) − kd q̇`` (:mod:`natcoord.model.inputs`). Revolute
+        joint: N·m about its axis on body b, the opposite on body a; prismatic:
+        N along its axis. ``nc.simulate`` applies the inputs unless given
+        ``u=`` or ``inputs=False``; model files store them (``inputs``).
+        """
+        where = f"input on joint {joint!r}"
+        spec = next((j for j in self.joints if j.name == joint), None)
+        if spec is None:
+            raise ValueError(f"{where}: unknown joint {joint!r}; joints: "
+                             f"{[j.name for j in self.joints] or 'none yet'}")
+        if spec.kind not in ("revolute", "prismatic"):
+            raise ValueError(f"{where}: a {spec.kind} joint; an input actuates a joint with "
+                             f"one DOF (revolute, prismatic); for other joints pass "
+                             f"nc.simulate(..., u=u(t, q, qd), actuated=[...])")
+        if spec.drive is not None:
+            raise ValueError(f"{where}: the joint is driven; a torque on a prescribed "
+                             f"coordinate does nothing (remove the drive or the input)")
+        if any(i.joint == joint for i in self.inputs):
+            raise ValueError(f"{where}: the joint has an input already; give one law per "
+                             f"joint (a PD target and a feed-forward torque: pass u= to "
+                             f"nc.simulate)")
+        self.inputs.append(JointInput(joint, torque_law(torque, where)))
 
     def _load(self, body, what, value, name):
         """The moving body a force or torque acts on, its label and the value."""
