@@ -13,8 +13,9 @@ and the dense output (linear in the step's data) — with these right-hand sides
 
 * ``dγ − dG a`` and ``dGᵀ λ`` (``dG v + dg_t`` for the projection): the
   constraint kernel's terms differentiated in one pass (bilinear, exact);
-* spring–dampers analytically, constant torques ``½ τ × de_k``; gravity and
-  constant point forces do not vary;
+* spring–dampers and Cartesian spring–dampers analytically (exact: a Cartesian
+  spring's components are quadratic forms), constant torques ``½ τ × de_k``;
+  gravity and constant point forces do not vary;
 * parameters (:func:`natcoord.dynamics.linearization.parameter_direction`): a constant
   ``df`` and ``dJ4`` per column (mass, inertia, gravity, the scale of a
   constant point force), the tension's derivative ``∂T/∂k = l − l0``,
@@ -24,7 +25,9 @@ and the dense output (linear in the step's data) — with these right-hand sides
 For models :func:`natcoord.integrate.compiled.compilable` accepts without joint
 spring–dampers, the block solver
 without refinement, and drives that are absent or compiled; the parameters of
-:data:`PARAMETERS`. :func:`natcoord.analysis.sensitivity.sensitivities` keeps its
+:data:`PARAMETERS` (``stiffness``, ``damping``, ``rest_length`` name the linear
+spring–dampers: a Cartesian spring's are not sensitivity parameters in either
+sweep, only its state derivative enters). :func:`natcoord.analysis.sensitivity.sensitivities` keeps its
 Python sweep for everything else.
 """
 from __future__ import annotations
