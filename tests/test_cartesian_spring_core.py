@@ -15,6 +15,7 @@ import natcoord as nc
 from natcoord.core import engine
 from natcoord.integrate.compiled import compilable, make_tables
 from natcoord.integrate.radau import Radau
+from test_radau_core import finite_difference_jacobian
 
 
 def sprung_pair(damping=(0.4, 0.0, 1.3)):
@@ -74,20 +75,6 @@ def test_core_force_is_the_model_s_and_minus_the_energy_gradient():
     np.testing.assert_allclose(F, -grad, rtol=0, atol=1e-7 * np.abs(grad).max())
     assert engine.energy(make_tables(model), X, V) == pytest.approx(
         model.energy(X.ravel(), V.ravel()), rel=1e-14)
-
-
-def finite_difference_jacobian(model, t, y, step=1e-5):
-    """``∂a/∂(p, v)`` (N, 2 N) by central differences of ``nc.accelerations``."""
-    N = model.n_coords
-    ws = nc.Workspace(model)
-    out = np.empty((N, 2 * N))
-    for j in range(2 * N):
-        e = np.zeros(2 * N)
-        e[j] = step
-        plus = nc.accelerations(model, nc.State(t, *np.split(y + e, 2)), workspace=ws)[0]
-        minus = nc.accelerations(model, nc.State(t, *np.split(y - e, 2)), workspace=ws)[0]
-        out[:, j] = (plus - minus) / (2 * step)
-    return out
 
 
 @pytest.mark.parametrize("build", [

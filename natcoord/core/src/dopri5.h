@@ -86,6 +86,9 @@ void nc_affine_point(const nc_arr *T, int64_t e, const double *X, double *out);
 void nc_torque_forces(const double *tau, int64_t s, const double *X, double *F);
 /* F = gravity + the flattened applied forces at (X, V) (docs/method.md#12-mass-matrix) */
 void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, double *F);
+/* F += ∂f/∂p dX + ∂f/∂v dV of joint spring i at (X, V) (exact) */
+void nc_joint_spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
+                                const double *dX, const double *dV, double *F);
 /* F += ∂f/∂p dX + ∂f/∂v dV of Cartesian spring i at (X, V) (exact) */
 void nc_cartesian_spring_derivative(const nc_arr *T, int64_t i, const double *X,
                                     const double *V, const double *dX, const double *dV,

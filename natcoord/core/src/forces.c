@@ -197,6 +197,44 @@ static void joint_spring_forces(const nc_arr *T, int64_t i, const double *X, con
     form_gradient(T, f0, X, tension * y / r2, F);
 }
 
+/* F += ∂f/∂p dX + ∂f/∂v dV of joint spring i (JointSpringDamper.derivative): with
+ * T = k δ + c q̇ and f = −T ∇q, df = −(dT ∇q + T d∇q), dT = k ∇q·dX + c (d∇q·V + ∇q·dV);
+ * a slide's d∇q = H dX; an angle's ∇θ = (x ∇y − y ∇x) / r², so with dx = ∇x·dX,
+ * dy = ∇y·dX and σ = 2 (x dx + y dy) / r²,
+ *   d∇θ = (dx ∇y + x H_y dX − dy ∇x − y H_x dX) / r² − σ ∇θ. */
+void nc_joint_spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
+                                const double *dX, const double *dV, double *F)
+{
+    int64_t f0 = I64(T[T_js_f0])[i], f1 = I64(T[T_js_f1])[i];
+    double k = F64(T[T_js_k])[i], c = F64(T[T_js_c])[i];
+    double rate = 0.0, x = 0.0, y = 0.0;
+    double tension = k * joint_deflection(T, i, X, V, &rate, &x, &y) + c * rate;
+    if (f1 < 0) {                                        /* slide */
+        double along = 0.0, dv = 0.0;
+        form_value(T, f0, X, dX, &along);
+        form_value(T, f0, X, dV, &dv);
+        double dtension = k * along + c * (form_bilinear(T, f0, dX, V) + dv);
+        form_gradient(T, f0, X, -dtension, F);
+        form_hessian(T, f0, dX, -tension, F);
+        return;
+    }
+    double dx = 0.0, dy = 0.0, vx = 0.0, vy = 0.0, wx = 0.0, wy = 0.0;
+    form_value(T, f0, X, dX, &dx);
+    form_value(T, f1, X, dX, &dy);
+    form_value(T, f0, X, V, &vx);
+    form_value(T, f1, X, V, &vy);
+    form_value(T, f0, X, dV, &wx);
+    form_value(T, f1, X, dV, &wy);
+    double r2 = x * x + y * y, sigma = 2.0 * (x * dx + y * dy) / r2;
+    double dgrad_v = (dx * vy + x * form_bilinear(T, f1, dX, V) - dy * vx
+                      - y * form_bilinear(T, f0, dX, V)) / r2 - sigma * rate;
+    double dtension = k * (x * dy - y * dx) / r2 + c * (dgrad_v + (x * wy - y * wx) / r2);
+    form_gradient(T, f1, X, -(dtension * x + tension * (dx - sigma * x)) / r2, F);
+    form_gradient(T, f0, X, (dtension * y + tension * (dy - sigma * y)) / r2, F);
+    form_hessian(T, f1, dX, -tension * x / r2, F);
+    form_hessian(T, f0, dX, tension * y / r2, F);
+}
+
 /* F −= Σ_k T_k ∇d_k, T_k = k_k (d_k − d0_k) + c_k ḋ_k: Cartesian spring i */
 static void cartesian_spring_forces(const nc_arr *T, int64_t i, const double *X,
                                     const double *V, double *F)
