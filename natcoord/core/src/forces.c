@@ -104,31 +104,8 @@ static double form_value(const nc_arr *T, int64_t f, const double *X, const doub
     return value;
 }
 
-/* F += scale ∇Q_f(X) */
-static void form_gradient(const nc_arr *T, int64_t f, const double *X, double scale, double *F)
-{
-    const int64_t *qp = I64(T[T_form_qptr]), *qa = I64(T[T_form_qa]), *qb = I64(T[T_form_qb]);
-    const int64_t *lp = I64(T[T_form_lptr]), *la = I64(T[T_form_la]);
-    const double *qc = F64(T[T_form_qc]), *ld = F64(T[T_form_ld]);
-    for (int64_t k = qp[f]; k < qp[f + 1]; k++) {
-        double c = scale * qc[k];
-        const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
-        double *fa = F + 3 * qa[k], *fb = F + 3 * qb[k];
-        for (int j = 0; j < 3; j++) {
-            fa[j] += c * xb[j];
-            fb[j] += c * xa[j];
-        }
-    }
-    for (int64_t k = lp[f]; k < lp[f + 1]; k++) {
-        double *fa = F + 3 * la[k];
-        const double *d = ld + 3 * k;
-        for (int j = 0; j < 3; j++)
-            fa[j] += scale * d[j];
-    }
-}
-
-/* F += scale H_f dX: the change of ∇Q_f along dX (∇Q is affine in X: its quadratic
- * terms only) */
+/* F += scale H_f dX: the quadratic terms' part of ∇Q_f at dX, which is the change of
+ * ∇Q_f along dX (∇Q is affine in X) */
 static void form_hessian(const nc_arr *T, int64_t f, const double *dX, double scale, double *F)
 {
     const int64_t *qp = I64(T[T_form_qptr]), *qa = I64(T[T_form_qa]), *qb = I64(T[T_form_qb]);
@@ -141,6 +118,20 @@ static void form_hessian(const nc_arr *T, int64_t f, const double *dX, double sc
             fa[j] += c * xb[j];
             fb[j] += c * xa[j];
         }
+    }
+}
+
+/* F += scale ∇Q_f(X) = scale (H_f X + Σ d) */
+static void form_gradient(const nc_arr *T, int64_t f, const double *X, double scale, double *F)
+{
+    const int64_t *lp = I64(T[T_form_lptr]), *la = I64(T[T_form_la]);
+    const double *ld = F64(T[T_form_ld]);
+    form_hessian(T, f, X, scale, F);
+    for (int64_t k = lp[f]; k < lp[f + 1]; k++) {
+        double *fa = F + 3 * la[k];
+        const double *d = ld + 3 * k;
+        for (int j = 0; j < 3; j++)
+            fa[j] += scale * d[j];
     }
 }
 
