@@ -6,7 +6,10 @@ import pytest
 
 import natcoord as nc
 from natcoord.core import engine
+from natcoord.analysis import sensitivity
 from natcoord.integrate.compiled import make_tables
+from natcoord.integrate.radau import Radau
+from test_radau_core import finite_difference_jacobian
 
 I_AXIS = 0.3            # kg m², about the joint axis
 AXIS = np.array([1.0, 2.0, 2.0]) / 3.0
@@ -178,15 +181,56 @@ def test_linearization_of_a_sprung_pendulum():
 
 
 def test_sensitivity_of_a_sprung_pendulum():
-    """A joint-spring model takes the Python sensitivity sweep (the core's sweep has no
-    joint-spring derivative): ∂p(t)/∂m against central differences of two runs."""
+    """The compiled sweep with the core's joint-spring derivative: ∂p(t)/∂m against
+    central differences of two runs."""
     model = _double_pendulum(c=0.3)
     t = np.linspace(0.0, 0.5, 6)
     options = dict(rtol=1e-11, atol=1e-12, proj_tol=1e-13)
     sens = nc.sensitivities(model, 0.5, params=["mass:upper"], t_eval=t, **options)
+    assert sens.stats["compiled"]
     h = 1e-5
     runs = [nc.simulate(model.with_parameters({"mass:upper": 1.0 + s * h}), t_end=0.5,
                         t_eval=t, **options) for s in (1, -1)]
     numeric = (runs[0].p - runs[1].p) / (2 * h)
     analytic = sens.dp[..., 0]
     assert np.abs(analytic - numeric).max() < 1e-5 * np.abs(numeric).max()
+
+
+def _sprung_slider(c=0.9):
+    """A mass on a prismatic joint along a tilted axis with a slide spring–damper."""
+    mech = nc.Mechanism(gravity=(0.0, 0.0, -9.81))
+    mech.add_body("slider", mass=1.5, com=(0, 0, 0), inertia=np.diag([0.2, 0.2, 0.3]))
+    mech.add_prismatic(nc.GROUND, "slider", point=(0, 0, 0), axis=AXIS, name="slide")
+    mech.add_joint_spring("slide", stiffness=20.0, rest=0.1, damping=c)
+    return mech.build()
+
+
+@pytest.mark.parametrize("build", [lambda: _double_pendulum(c=0.3), _sprung_slider],
+                         ids=["angle", "slide"])
+def test_core_derivative_equals_central_differences(build):
+    """Radau's Jacobian (the core's nc_acceleration_derivative, with the joint springs'
+    exact derivative) against central differences of ``nc.accelerations``."""
+    model = build()
+    stepper = Radau(model, t_bound=1.0)
+    assert stepper.compiled
+    for _ in range(3):                                  # a state with velocities
+        stepper.step()
+    t, y = stepper.t, stepper.y.copy()
+    N = model.n_coords
+    reference = finite_difference_jacobian(model, t, y)
+    J = stepper.jacobian(t, y)
+    np.testing.assert_allclose(J[N:], reference, rtol=0, atol=1e-8 * np.abs(reference).max())
+
+
+def test_compiled_sweep_equals_the_python_sweep(monkeypatch):
+    """The compiled sensitivity sweep (the core's joint-spring derivative) computes what
+    the Python sweep (JointSpringDamper.derivative) does, along the same steps."""
+    model = _double_pendulum(c=0.3)
+    options = dict(t_eval=np.linspace(0.0, 0.5, 6), rtol=1e-8, proj_tol=1e-12)
+    compiled = nc.sensitivities(model, 0.5, params=["p0", "v0", "mass:upper"], **options)
+    monkeypatch.setattr(sensitivity, "COMPILED", False)
+    python = nc.sensitivities(model, 0.5, params=["p0", "v0", "mass:upper"], **options)
+    assert compiled.stats["compiled"] and not python.stats["compiled"]
+    for mine, reference in ((compiled.dp, python.dp), (compiled.dv, python.dv)):
+        scale = np.abs(reference).max(axis=(0, 1))
+        assert np.all(np.abs(mine - reference).max(axis=(0, 1)) <= 1e-10 * scale)

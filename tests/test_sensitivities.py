@@ -132,6 +132,34 @@ def torqued_four_bar():
     return mech.build()
 
 
+def cartesian_four_bar():
+    """The four-bar with a damped Cartesian spring along axes fixed in its coupler
+    (a moving frame) from the crank, and one from ground (laws in the core)."""
+    mech = nc.models.four_bar()
+    mech.add_cartesian_spring("crank0", "coupler1", (0.0, 0.8, 0.0), (0.5, 1.0, 0.0),
+                              stiffness=(40.0, 60.0, 20.0), damping=(1.5, 0.5, 1.0),
+                              rest=(0.3, 0.1, 0.0), frame="coupler1")
+    mech.add_cartesian_spring(nc.GROUND, "coupler1", (2.0, 0.0, 0.0), (0.5, 1.0, 0.0),
+                              stiffness=30.0, damping=2.0)
+    return mech.build()
+
+
+@pytest.mark.parametrize("which", ["p0", "v0"])
+def test_cartesian_spring_sensitivities_match_finite_differences(which):
+    """The compiled sweep with the Cartesian springs' derivative of the core against
+    central differences of whole simulations from perturbed initial states."""
+    model = cartesian_four_bar()
+    sens = nc.sensitivities(model, T_END, params=[which], t_eval=T_EVAL, **FIXED)
+    assert sens.stats["compiled"]
+    initial = nc.assemble(model).state
+    for i, z in enumerate(sens.basis[which].T):
+        def run(step):
+            p, v = (initial.p + step * z, initial.v) if which == "p0" else \
+                (initial.p, initial.v + step * z)
+            return trajectory(model, nc.assemble(model, p=p, v=v, proj_tol=1e-14).state)
+        assert_close(computed(sens, f"{which}[{i}]"), central_difference(run, EPS))
+
+
 @pytest.mark.parametrize("name", ["load:0", "load:1"])
 def test_load_sensitivities_match_finite_differences(name):
     """The scales of a constant torque and a constant point force (compiled sweep)
@@ -147,18 +175,20 @@ def test_load_sensitivities_match_finite_differences(name):
 
 
 @pytest.mark.parametrize("t_eval", [T_EVAL, None], ids=["t_eval", "steps"])
-@pytest.mark.parametrize("case", ["four_bar", "six_bar", "driven", "torque"])
+@pytest.mark.parametrize("case", ["four_bar", "six_bar", "driven", "torque", "cartesian"])
 def test_compiled_sweep_equals_the_python_sweep(case, t_eval, monkeypatch):
     """The compiled sweep (natcoord/compiled_sensitivity.py) computes what the
     Python sweep does, column by column, at dense outputs and at the steps
     (also with compiled drives: the weight table at every stage time; and with
     a constant torque, whose force moves with the crank's axes, and the scales
-    of that torque and of a constant point force as parameters)."""
+    of that torque and of a constant point force as parameters; and with Cartesian
+    springs, whose derivative is the core's)."""
     model, params = {"four_bar": (sprung_four_bar(), FOUR_BAR_PARAMS),
                      "six_bar": (nc.models.six_bar().build(), SIX_BAR_PARAMS),
                      "driven": (driven_slider(), ["p0", "v0"]),
                      "torque": (torqued_four_bar(), ["p0", "v0", "mass:crank0", "load:0",
-                                                     "load:1"])}[case]
+                                                     "load:1"]),
+                     "cartesian": (cartesian_four_bar(), ["p0", "v0", "mass:coupler1"])}[case]
     compiled = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
     monkeypatch.setattr(sensitivity, "COMPILED", False)
     python = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)

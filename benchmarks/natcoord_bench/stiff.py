@@ -22,18 +22,15 @@ Two problems, each integrated by ``simulate(method="dopri5")`` and
 One CSV row per run (``COLUMNS``): steps, rejected steps, right-hand-side
 evaluations, Jacobians, LU decompositions (real and complex counted apart) and
 Newton iterations (Radau), and the wall time (median over ``--repeat``; for
-``simulate`` its ``stats["wall_time"]``). The pendulum's spring has a compiled
-form, the hexapod's Cartesian springs have not: DOPRI5 runs compiled on the
-pendulum and in Python on the hexapod. Radau's step (Newton iteration, the
-reduced N × N real and complex LU decompositions and solves, error estimate,
-controller) runs in the core (natcoord/core/src/radau.c) for both; on the
-pendulum with the core's evaluations and Jacobian, on the hexapod calling back
-into Python for the right-hand side and for the Jacobian (``linearize``, one KKT
-solve per column). The printed summary adds DOPRI5's wall time over Radau's per
-problem.
+``simulate`` its ``stats["wall_time"]``). Both the pendulum's spring and the
+hexapod's Cartesian springs have their law in the core (natcoord/core/src/forces.c):
+DOPRI5 runs in the core alone on both, and so does Radau's step (Newton iteration,
+the reduced N × N real and complex LU decompositions and solves, error estimate,
+controller; natcoord/core/src/radau.c) with the core's evaluations and Jacobian
+(its columns by ``nc_acceleration_derivative``, the springs' exact derivatives).
+The printed summary adds DOPRI5's wall time over Radau's per problem.
 
-The reference runs (SciPy's Radau, DOPRI5 at rtol = 1e-10 in Python on the
-hexapod) go through the BLAS: on a small machine shared with other work,
+The reference runs (SciPy's Radau) go through the BLAS: on a small machine shared with other work,
 OpenBLAS's threads make them slower and the times erratic;
 ``OPENBLAS_NUM_THREADS=1`` in the environment avoids that, and the CSV header
 records it when set.

@@ -13,18 +13,20 @@ and the dense output (linear in the step's data) — with these right-hand sides
 
 * ``dγ − dG a`` and ``dGᵀ λ`` (``dG v + dg_t`` for the projection): the
   constraint kernel's terms differentiated in one pass (bilinear, exact);
-* spring–dampers analytically, constant torques ``½ τ × de_k``; gravity and
-  constant point forces do not vary;
+* spring–dampers, joint and Cartesian spring–dampers analytically (exact: their
+  coordinates and components are quadratic forms), constant torques ``½ τ × de_k``;
+  gravity and constant point forces do not vary;
 * parameters (:func:`natcoord.dynamics.linearization.parameter_direction`): a constant
   ``df`` and ``dJ4`` per column (mass, inertia, gravity, the scale of a
   constant point force), the tension's derivative ``∂T/∂k = l − l0``,
   ``∂T/∂c = l̇``, ``∂T/∂l0 = −k`` of a spring, or the scale of a constant
   torque, whose ``df = ½ τ × e_k`` moves with the body's axes.
 
-For models :func:`natcoord.integrate.compiled.compilable` accepts without joint
-spring–dampers, the block solver
+For models :func:`natcoord.integrate.compiled.compilable` accepts, the block solver
 without refinement, and drives that are absent or compiled; the parameters of
-:data:`PARAMETERS`. :func:`natcoord.analysis.sensitivity.sensitivities` keeps its
+:data:`PARAMETERS` (``stiffness``, ``damping``, ``rest_length`` name the linear
+spring–dampers: joint and Cartesian springs' are not sensitivity parameters in
+either sweep, only their state derivatives enter). :func:`natcoord.analysis.sensitivity.sensitivities` keeps its
 Python sweep for everything else.
 """
 from __future__ import annotations
@@ -37,7 +39,7 @@ from ..core import engine
 from ..integrate import compiled as cc
 from ..dynamics.linearization import parameter_direction
 from ..model.parameters import loads
-from ..model.forces import JointSpringDamper, Torque
+from ..model.forces import Torque
 from ..linalg.blockldl import make_work
 
 #: memory for the stage factorizations of one round of steps (``advance_swept``):
@@ -73,11 +75,8 @@ T_OLD, STEP, T_NEW, STARTED = range(4)
 def supported(model, solver, params):
     """True if the compiled sweep covers ``model`` solved by ``solver`` (a
     :class:`~natcoord.linalg.base.KKTSolver`) and the parameter names ``params``."""
-    # joint spring–dampers have no derivative in the core's sweep: the Python
-    # sweep differentiates them (natcoord.dynamics.linearization)
     return (solver.name == "block" and not solver.refine
             and cc.compilable(model)
-            and not any(isinstance(f, JointSpringDamper) for f in model.forces)
             and (model.n_weights == 1 or model.tables.laws is not None)
             and all(name in ("p0", "v0") or name.partition(":")[0] in PARAMETERS
                     for name in params))

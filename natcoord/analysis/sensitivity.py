@@ -246,7 +246,7 @@ def _initial_directions(ws, t, y, params):
     for name in params:
         if name in INITIAL:
             basis[name] = Z
-            for i, z in enumerate(Z.T):
+            for i, z in enumerate(np.ascontiguousarray(Z.T)):   # the core takes C order
                 columns.append(f"{name}[{i}]")
                 dy.append(np.concatenate(at.projection_derivative(z, zero)
                                          if name == "p0" else (zero, z)))

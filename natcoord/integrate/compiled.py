@@ -12,8 +12,8 @@ core's codes (statuses, projection modes, force kinds, record kinds, counter and
 
 Built-in forces are flattened into arrays (:func:`flatten_forces`): gravity
 and constant point forces as constant slot forces, constant torques
-(``½ τ × e_k``), linear spring–dampers and joint spring–dampers (their
-coordinates' quadratic forms). The others — callable forces and torques, force
+(``½ τ × e_k``), linear spring–dampers, joint spring–dampers and Cartesian
+spring–dampers (their coordinates' or components' quadratic forms). The others — callable forces and torques, force
 classes without a law in the core (:func:`python_forces`) — are called back
 from the core at each stage (:class:`~natcoord.integrate.stepper.Callbacks`).
 """
@@ -24,7 +24,8 @@ from collections import namedtuple
 import numpy as np
 
 from ..core import engine
-from ..model.forces import JointSpringDamper, PointForce, SpringDamper, Torque
+from ..model.forces import (CartesianSpringDamper, JointSpringDamper, PointForce,
+                             SpringDamper, Torque)
 from ..model.derived import derived
 from ..model.drives import NO_LAWS
 from ..dynamics.projection import size_factor
@@ -48,7 +49,7 @@ MODES = {"position+velocity": PROJECT_POSITIONS_AND_VELOCITIES,
          "velocity": PROJECT_VELOCITIES, "none": NO_PROJECTION, "baumgarte": BAUMGARTE}
 
 #: force kinds in the flattened force list
-POINT_FORCE, TORQUE, SPRING, JOINT_SPRING = 0, 1, 2, 3
+POINT_FORCE, TORQUE, SPRING, JOINT_SPRING, CARTESIAN_SPRING = 0, 1, 2, 3, 4
 
 #: kinds of the records nc_advance writes (the :class:`~natcoord.integrate.base.Chunk`'s)
 from .base import OUTPUT_RECORD, STEP_RECORD  # noqa: E402,F401
@@ -64,8 +65,9 @@ Tables = namedtuple("Tables", [
     "pattern_row", "pattern_slot", "J4", "gravity_force",
     "force_kind", "force_index", "aff_ptr", "aff_slot", "aff_coef", "aff_const",
     "pf_aff", "pf_vec", "tq_body", "tq_vec", "sp_a", "sp_b", "sp_k", "sp_l0", "sp_c",
-    "js_f0", "js_f1", "js_k", "js_rest", "js_c", "js_qptr", "js_qa", "js_qb", "js_qc",
-    "js_lptr", "js_la", "js_ld", "js_const", "laws", "size_factor"])
+    "js_f0", "js_f1", "js_k", "js_rest", "js_c", "cs_form", "cs_k", "cs_c", "cs_rest",
+    "form_qptr", "form_qa", "form_qb", "form_qc", "form_lptr", "form_la", "form_ld",
+    "form_const", "laws", "size_factor"])
 
 Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
@@ -90,10 +92,10 @@ N_CTRL = 19
 # ------------------------------------------------------------------ set-up
 def compiled_form(force):
     """True if the core has a law for ``force`` (constant point forces and torques,
-    spring–dampers, joint spring–dampers)."""
+    spring–dampers, joint and Cartesian spring–dampers)."""
     return ((type(force) is PointForce and not callable(force.force))
             or (type(force) is Torque and not callable(force.torque))
-            or type(force) in (SpringDamper, JointSpringDamper))
+            or type(force) in (SpringDamper, JointSpringDamper, CartesianSpringDamper))
 
 
 def python_forces(model):
@@ -112,15 +114,19 @@ def flatten_forces(model):
 
     A point is an :class:`~natcoord.model.expressions.Affine` ``Σ c_s x_s + d``; point
     ``e`` has terms ``aff_slot/aff_coef[aff_ptr[e]:aff_ptr[e+1]]`` and constant
-    ``aff_const[e]``. A joint spring's coordinate is one quadratic form (a slide,
-    ``js_f1 = −1``) or two (``θ = atan2(Q[js_f1], Q[js_f0])``); form ``f`` has the
-    quadratic terms ``js_qa/js_qb/js_qc[js_qptr[f]:js_qptr[f+1]]``, the linear terms
-    ``js_la/js_ld[js_lptr[f]:js_lptr[f+1]]`` and the constant ``js_const[f]``.
+    ``aff_const[e]``. Quadratic forms ``Q(p) = Σ c x_a·x_b + Σ d·x_a + c0`` are pooled:
+    form ``f`` has the quadratic terms ``form_qa/form_qb/form_qc[form_qptr[f]:form_qptr[f+1]]``,
+    the linear terms ``form_la/form_ld[form_lptr[f]:form_lptr[f+1]]`` and the constant
+    ``form_const[f]``. A joint spring's coordinate is one form (a slide, ``js_f1 = −1``) or
+    two (``θ = atan2(Q[js_f1], Q[js_f0])``); Cartesian spring ``i``'s components ``d_k``
+    are forms ``cs_form[i] + k``, ``k = 0, 1, 2``, with stiffness, damping and rest
+    ``cs_k/cs_c/cs_rest[i, k]``.
     """
     kinds, index = [], []
     js_f, js_k, js_rest, js_c, forms = [], [], [], [], []
     affines, pf_aff, pf_vec, tq_body, tq_vec = [], [], [], [], []
     sp_a, sp_b, sp_k, sp_l0, sp_c = [], [], [], [], []
+    cs_form, cs_k, cs_c, cs_rest = [], [], [], []
 
     def affine(expr):
         affines.append(expr)
@@ -153,6 +159,14 @@ def flatten_forces(model):
             js_k.append(force.k)
             js_rest.append(force.rest)
             js_c.append(force.c)
+        elif type(force) is CartesianSpringDamper:
+            kinds.append(CARTESIAN_SPRING)
+            index.append(len(cs_form))
+            cs_form.append(len(forms))
+            forms.extend(force.components)
+            cs_k.append(force.k)
+            cs_c.append(force.c)
+            cs_rest.append(force.rest)
     ptr = np.cumsum([0] + [len(a.terms) for a in affines]).astype(np.int64)
     slots = np.array([s for a in affines for s in a.terms], np.int64)
     coefs = np.array([c for a in affines for c in a.terms.values()], float)
@@ -170,14 +184,16 @@ def flatten_forces(model):
                 sp_b=i64(sp_b), sp_k=f64(sp_k), sp_l0=f64(sp_l0), sp_c=f64(sp_c),
                 js_f0=i64([f[0] for f in js_f]), js_f1=i64([f[1] for f in js_f]),
                 js_k=f64(js_k), js_rest=f64(js_rest), js_c=f64(js_c),
-                js_qptr=i64(np.cumsum([0] + [len(q.quad) for q in forms])),
-                js_qa=i64([a for q in forms for a, _ in q.quad]),
-                js_qb=i64([b for q in forms for _, b in q.quad]),
-                js_qc=f64([c for q in forms for c in q.quad.values()]),
-                js_lptr=i64(np.cumsum([0] + [len(q.lin) for q in forms])),
-                js_la=i64([a for q in forms for a in q.lin]),
-                js_ld=f64([d for q in forms for d in q.lin.values()], (-1, 3)),
-                js_const=f64([q.const for q in forms]))
+                cs_form=i64(cs_form), cs_k=f64(cs_k, (-1, 3)), cs_c=f64(cs_c, (-1, 3)),
+                cs_rest=f64(cs_rest, (-1, 3)),
+                form_qptr=i64(np.cumsum([0] + [len(q.quad) for q in forms])),
+                form_qa=i64([a for q in forms for a, _ in q.quad]),
+                form_qb=i64([b for q in forms for _, b in q.quad]),
+                form_qc=f64([c for q in forms for c in q.quad.values()]),
+                form_lptr=i64(np.cumsum([0] + [len(q.lin) for q in forms])),
+                form_la=i64([a for q in forms for a in q.lin]),
+                form_ld=f64([d for q in forms for d in q.lin.values()], (-1, 3)),
+                form_const=f64([q.const for q in forms]))
 
 
 def make_tables(model):

@@ -64,7 +64,7 @@ typedef struct nc_hooks {
 enum { NC_PROJECT_POSITIONS_AND_VELOCITIES, NC_PROJECT_VELOCITIES, NC_NO_PROJECTION,
        NC_BAUMGARTE };
 /* kinds of the flattened forces (Tables.force_kind) */
-enum { NC_POINT_FORCE, NC_TORQUE, NC_SPRING, NC_JOINT_SPRING };
+enum { NC_POINT_FORCE, NC_TORQUE, NC_SPRING, NC_JOINT_SPRING, NC_CARTESIAN_SPRING };
 /* kinds of the records of nc_advance */
 enum { NC_STEP_RECORD, NC_OUTPUT_RECORD };
 /* S[S_counts] (int64): evaluations, factorizations, projection iterations, active-set
@@ -86,7 +86,15 @@ void nc_affine_point(const nc_arr *T, int64_t e, const double *X, double *out);
 void nc_torque_forces(const double *tau, int64_t s, const double *X, double *F);
 /* F = gravity + the flattened applied forces at (X, V) (docs/method.md#12-mass-matrix) */
 void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, double *F);
-/* ½ vᵀ M v − f_g·p + Σ ½ k (l − l0)² */
+/* F += ∂f/∂p dX + ∂f/∂v dV of joint spring i at (X, V) (exact) */
+void nc_joint_spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
+                                const double *dX, const double *dV, double *F);
+/* F += ∂f/∂p dX + ∂f/∂v dV of Cartesian spring i at (X, V) (exact) */
+void nc_cartesian_spring_derivative(const nc_arr *T, int64_t i, const double *X,
+                                    const double *V, const double *dX, const double *dV,
+                                    double *F);
+/* ½ vᵀ M v − f_g·p + the springs' ½ k (l − l0)², the joint springs' ½ k δ² and the
+ * Cartesian springs' ½ Σ k_k (d_k − d0_k)² */
 double nc_energy(const nc_arr *T, const double *X, const double *V);
 
 /* ------------------------------------------------------------------ dopri5.c */

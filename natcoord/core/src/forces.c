@@ -9,9 +9,14 @@
  * unit direction. Operation order follows the Numba kernels this replaces, so a
  * run's steps round the same. A joint spring–damper (model/forces.JointSpringDamper)
  * acts on a joint coordinate made of quadratic forms Q(p) = Σ c x_a·x_b + Σ d·x_a + c0
- * (form f: quadratic terms js_qptr[f] .. js_qptr[f+1], linear terms js_lptr[f] ..
- * js_lptr[f+1], constant js_const[f]): a slide s = Q, an angle θ = atan2(Q_y, Q_x);
- * its generalized force is −(k δ + c q̇) ∇q, δ = q − q_rest (wrapped for an angle). */
+ * (form f: quadratic terms form_qptr[f] .. form_qptr[f+1], linear terms form_lptr[f] ..
+ * form_lptr[f+1], constant form_const[f]): a slide s = Q, an angle θ = atan2(Q_y, Q_x);
+ * its generalized force is −(k δ + c q̇) ∇q, δ = q − q_rest (wrapped for an angle).
+ * A Cartesian spring–damper (model/forces.CartesianSpringDamper) has three components
+ * d_k = (r_b − r_a)·h_k, each a quadratic form (forms cs_form[i] + k), energy
+ * V = ½ Σ k_k (d_k − d0_k)² and generalized force −Σ (k_k (d_k − d0_k) + c_k ḋ_k) ∇d_k,
+ * −∂V/∂p plus the damping; its directional derivative is exact (the forms' gradients
+ * are affine in p). */
 #include "dopri5.h"
 
 void nc_affine_point(const nc_arr *T, int64_t e, const double *X, double *out)
@@ -73,10 +78,10 @@ static double spring_vector(const nc_arr *T, int64_t i, const double *X, double 
 static double form_value(const nc_arr *T, int64_t f, const double *X, const double *V,
                          double *rate)
 {
-    const int64_t *qp = I64(T[T_js_qptr]), *qa = I64(T[T_js_qa]), *qb = I64(T[T_js_qb]);
-    const int64_t *lp = I64(T[T_js_lptr]), *la = I64(T[T_js_la]);
-    const double *qc = F64(T[T_js_qc]), *ld = F64(T[T_js_ld]);
-    double value = F64(T[T_js_const])[f], r = 0.0;
+    const int64_t *qp = I64(T[T_form_qptr]), *qa = I64(T[T_form_qa]), *qb = I64(T[T_form_qb]);
+    const int64_t *lp = I64(T[T_form_lptr]), *la = I64(T[T_form_la]);
+    const double *qc = F64(T[T_form_qc]), *ld = F64(T[T_form_ld]);
+    double value = F64(T[T_form_const])[f], r = 0.0;
     for (int64_t k = qp[f]; k < qp[f + 1]; k++) {
         const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
         value += qc[k] * (xa[0] * xb[0] + xa[1] * xb[1] + xa[2] * xb[2]);
@@ -99,27 +104,50 @@ static double form_value(const nc_arr *T, int64_t f, const double *X, const doub
     return value;
 }
 
-/* F += scale ∇Q_f(X) */
-static void form_gradient(const nc_arr *T, int64_t f, const double *X, double scale, double *F)
+/* F += scale H_f dX: the quadratic terms' part of ∇Q_f at dX, which is the change of
+ * ∇Q_f along dX (∇Q is affine in X) */
+static void form_hessian(const nc_arr *T, int64_t f, const double *dX, double scale, double *F)
 {
-    const int64_t *qp = I64(T[T_js_qptr]), *qa = I64(T[T_js_qa]), *qb = I64(T[T_js_qb]);
-    const int64_t *lp = I64(T[T_js_lptr]), *la = I64(T[T_js_la]);
-    const double *qc = F64(T[T_js_qc]), *ld = F64(T[T_js_ld]);
+    const int64_t *qp = I64(T[T_form_qptr]), *qa = I64(T[T_form_qa]), *qb = I64(T[T_form_qb]);
+    const double *qc = F64(T[T_form_qc]);
     for (int64_t k = qp[f]; k < qp[f + 1]; k++) {
         double c = scale * qc[k];
-        const double *xa = X + 3 * qa[k], *xb = X + 3 * qb[k];
+        const double *xa = dX + 3 * qa[k], *xb = dX + 3 * qb[k];
         double *fa = F + 3 * qa[k], *fb = F + 3 * qb[k];
         for (int j = 0; j < 3; j++) {
             fa[j] += c * xb[j];
             fb[j] += c * xa[j];
         }
     }
+}
+
+/* F += scale ∇Q_f(X) = scale (H_f X + Σ d) */
+static void form_gradient(const nc_arr *T, int64_t f, const double *X, double scale, double *F)
+{
+    const int64_t *lp = I64(T[T_form_lptr]), *la = I64(T[T_form_la]);
+    const double *ld = F64(T[T_form_ld]);
+    form_hessian(T, f, X, scale, F);
     for (int64_t k = lp[f]; k < lp[f + 1]; k++) {
         double *fa = F + 3 * la[k];
         const double *d = ld + 3 * k;
         for (int j = 0; j < 3; j++)
             fa[j] += scale * d[j];
     }
+}
+
+/* Aᵀ H_f B = Σ c (a_a·b_b + a_b·b_a) over the quadratic terms of form f */
+static double form_bilinear(const nc_arr *T, int64_t f, const double *A, const double *B)
+{
+    const int64_t *qp = I64(T[T_form_qptr]), *qa = I64(T[T_form_qa]), *qb = I64(T[T_form_qb]);
+    const double *qc = F64(T[T_form_qc]);
+    double out = 0.0;
+    for (int64_t k = qp[f]; k < qp[f + 1]; k++) {
+        const double *aa = A + 3 * qa[k], *ab = A + 3 * qb[k];
+        const double *ba = B + 3 * qa[k], *bb = B + 3 * qb[k];
+        out += qc[k] * (aa[0] * bb[0] + aa[1] * bb[1] + aa[2] * bb[2]
+                        + ab[0] * ba[0] + ab[1] * ba[1] + ab[2] * ba[2]);
+    }
+    return out;
 }
 
 /* δ = q − q_rest of joint spring i (an angle's wrapped into (−π, π], as
@@ -160,6 +188,79 @@ static void joint_spring_forces(const nc_arr *T, int64_t i, const double *X, con
     form_gradient(T, f0, X, tension * y / r2, F);
 }
 
+/* F += ∂f/∂p dX + ∂f/∂v dV of joint spring i (JointSpringDamper.derivative): with
+ * T = k δ + c q̇ and f = −T ∇q, df = −(dT ∇q + T d∇q), dT = k ∇q·dX + c (d∇q·V + ∇q·dV);
+ * a slide's d∇q = H dX; an angle's ∇θ = (x ∇y − y ∇x) / r², so with dx = ∇x·dX,
+ * dy = ∇y·dX and σ = 2 (x dx + y dy) / r²,
+ *   d∇θ = (dx ∇y + x H_y dX − dy ∇x − y H_x dX) / r² − σ ∇θ. */
+void nc_joint_spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
+                                const double *dX, const double *dV, double *F)
+{
+    int64_t f0 = I64(T[T_js_f0])[i], f1 = I64(T[T_js_f1])[i];
+    double k = F64(T[T_js_k])[i], c = F64(T[T_js_c])[i];
+    double rate = 0.0, x = 0.0, y = 0.0;
+    double tension = k * joint_deflection(T, i, X, V, &rate, &x, &y) + c * rate;
+    if (f1 < 0) {                                        /* slide */
+        double along = 0.0, dv = 0.0;
+        form_value(T, f0, X, dX, &along);
+        form_value(T, f0, X, dV, &dv);
+        double dtension = k * along + c * (form_bilinear(T, f0, dX, V) + dv);
+        form_gradient(T, f0, X, -dtension, F);
+        form_hessian(T, f0, dX, -tension, F);
+        return;
+    }
+    double dx = 0.0, dy = 0.0, vx = 0.0, vy = 0.0, wx = 0.0, wy = 0.0;
+    form_value(T, f0, X, dX, &dx);
+    form_value(T, f1, X, dX, &dy);
+    form_value(T, f0, X, V, &vx);
+    form_value(T, f1, X, V, &vy);
+    form_value(T, f0, X, dV, &wx);
+    form_value(T, f1, X, dV, &wy);
+    double r2 = x * x + y * y, sigma = 2.0 * (x * dx + y * dy) / r2;
+    double dgrad_v = (dx * vy + x * form_bilinear(T, f1, dX, V) - dy * vx
+                      - y * form_bilinear(T, f0, dX, V)) / r2 - sigma * rate;
+    double dtension = k * (x * dy - y * dx) / r2 + c * (dgrad_v + (x * wy - y * wx) / r2);
+    form_gradient(T, f1, X, -(dtension * x + tension * (dx - sigma * x)) / r2, F);
+    form_gradient(T, f0, X, (dtension * y + tension * (dy - sigma * y)) / r2, F);
+    form_hessian(T, f1, dX, -tension * x / r2, F);
+    form_hessian(T, f0, dX, tension * y / r2, F);
+}
+
+/* F −= Σ_k T_k ∇d_k, T_k = k_k (d_k − d0_k) + c_k ḋ_k: Cartesian spring i */
+static void cartesian_spring_forces(const nc_arr *T, int64_t i, const double *X,
+                                    const double *V, double *F)
+{
+    int64_t f = I64(T[T_cs_form])[i];
+    const double *k = &AT2(T[T_cs_k], i, 0), *c = &AT2(T[T_cs_c], i, 0);
+    const double *rest = &AT2(T[T_cs_rest], i, 0);
+    for (int j = 0; j < 3; j++) {
+        double rate = 0.0, d = form_value(T, f + j, X, V, &rate);
+        form_gradient(T, f + j, X, -(k[j] * (d - rest[j]) + c[j] * rate), F);
+    }
+}
+
+/* F += ∂f/∂p dX + ∂f/∂v dV of Cartesian spring i (linearization.cartesian_spring_derivative):
+ * with ∇d_k affine in p (H_k dX its change along dX),
+ *   dT_k = k_k ∇d_k·dX + c_k (dXᵀ H_k V + ∇d_k·dV),   df = −Σ_k (dT_k ∇d_k + T_k H_k dX). */
+void nc_cartesian_spring_derivative(const nc_arr *T, int64_t i, const double *X,
+                                    const double *V, const double *dX, const double *dV,
+                                    double *F)
+{
+    int64_t f = I64(T[T_cs_form])[i];
+    const double *k = &AT2(T[T_cs_k], i, 0), *c = &AT2(T[T_cs_c], i, 0);
+    const double *rest = &AT2(T[T_cs_rest], i, 0);
+    for (int j = 0; j < 3; j++) {
+        double rate = 0.0, along = 0.0, dv = 0.0;
+        double d = form_value(T, f + j, X, V, &rate);
+        form_value(T, f + j, X, dX, &along);             /* ∇d_k·dX */
+        form_value(T, f + j, X, dV, &dv);                /* ∇d_k·dV */
+        double tension = k[j] * (d - rest[j]) + c[j] * rate;
+        double dtension = k[j] * along + c[j] * (form_bilinear(T, f + j, dX, V) + dv);
+        form_gradient(T, f + j, X, -dtension, F);
+        form_hessian(T, f + j, dX, -tension, F);
+    }
+}
+
 void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, double *F)
 {
     memcpy(F, F64(T[T_gravity_force]), T[T_gravity_force].size * sizeof(double));
@@ -172,6 +273,8 @@ void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, do
             nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], X, F);
         } else if (kind[k] == NC_JOINT_SPRING) {
             joint_spring_forces(T, i, X, V, F);
+        } else if (kind[k] == NC_CARTESIAN_SPRING) {
+            cartesian_spring_forces(T, i, X, V, F);
         } else {                                         /* spring–damper */
             int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
             double d[3], va[3], vb[3];
@@ -208,6 +311,13 @@ double nc_energy(const nc_arr *T, const double *X, const double *V)
     for (int64_t i = 0; i < T[T_js_k].size; i++) {
         double x, y, unused, delta = joint_deflection(T, i, X, NULL, &unused, &x, &y);
         pot += 0.5 * F64(T[T_js_k])[i] * (delta * delta);
+    }
+    for (int64_t i = 0; i < T[T_cs_form].size; i++) {
+        int64_t f = I64(T[T_cs_form])[i];
+        for (int j = 0; j < 3; j++) {
+            double stretch = form_value(T, f + j, X, NULL, NULL) - AT2(T[T_cs_rest], i, j);
+            pot += 0.5 * AT2(T[T_cs_k], i, j) * (stretch * stretch);
+        }
     }
     return 0.5 * kin + pot;
 }
@@ -249,6 +359,6 @@ NC_WRAPPER(energy)
 PyMethodDef nc_forces_methods[] = {
     NC_METHOD(generalized_forces, "generalized_forces(T, X, V, F): F (4 n, 3) = gravity plus "
               "the built-in applied forces of Tables T at positions X and velocities V."),
-    NC_METHOD(energy, "energy(T, X, V) -> float: ½ vᵀMv − f_g·p + the springs' ½ k (l − l0)² + the joint springs' ½ k δ²."),
+    NC_METHOD(energy, "energy(T, X, V) -> float: ½ vᵀMv − f_g·p + the springs' ½ k (l − l0)² + the joint springs' ½ k δ² + the Cartesian springs' ½ Σ k_k (d_k − d0_k)²."),
     {NULL, NULL, 0, NULL},
 };

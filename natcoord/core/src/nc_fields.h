@@ -47,14 +47,18 @@ enum {
     T_js_k,
     T_js_rest,
     T_js_c,
-    T_js_qptr,
-    T_js_qa,
-    T_js_qb,
-    T_js_qc,
-    T_js_lptr,
-    T_js_la,
-    T_js_ld,
-    T_js_const,
+    T_cs_form,
+    T_cs_k,
+    T_cs_c,
+    T_cs_rest,
+    T_form_qptr,
+    T_form_qa,
+    T_form_qb,
+    T_form_qc,
+    T_form_lptr,
+    T_form_la,
+    T_form_ld,
+    T_form_const,
     T_laws_weight_kind,
     T_laws_weight_law,
     T_laws_kind,
@@ -65,8 +69,8 @@ enum {
     T_size_factor,
     T_COUNT
 };
-#define NC_TABLES_KINDS "qqqdqqqqqdqqqdqqqddqqqqddqdqdqqdddqqdddqqqdqqdd(qqqqqqd)f"
-#define NC_TABLES_NAMES "quad_row,quad_a,quad_b,quad_c,quad_w,quad_ga,quad_gb,lin_row,lin_a,lin_d,lin_w,lin_g,const_row,const_c,const_w,pattern_row,pattern_slot,J4,gravity_force,force_kind,force_index,aff_ptr,aff_slot,aff_coef,aff_const,pf_aff,pf_vec,tq_body,tq_vec,sp_a,sp_b,sp_k,sp_l0,sp_c,js_f0,js_f1,js_k,js_rest,js_c,js_qptr,js_qa,js_qb,js_qc,js_lptr,js_la,js_ld,js_const,laws_weight_kind,laws_weight_law,laws_kind,laws_pieces,laws_order,laws_ptr,laws_data,size_factor"
+#define NC_TABLES_KINDS "qqqdqqqqqdqqqdqqqddqqqqddqdqdqqdddqqdddqdddqqqdqqdd(qqqqqqd)f"
+#define NC_TABLES_NAMES "quad_row,quad_a,quad_b,quad_c,quad_w,quad_ga,quad_gb,lin_row,lin_a,lin_d,lin_w,lin_g,const_row,const_c,const_w,pattern_row,pattern_slot,J4,gravity_force,force_kind,force_index,aff_ptr,aff_slot,aff_coef,aff_const,pf_aff,pf_vec,tq_body,tq_vec,sp_a,sp_b,sp_k,sp_l0,sp_c,js_f0,js_f1,js_k,js_rest,js_c,cs_form,cs_k,cs_c,cs_rest,form_qptr,form_qa,form_qb,form_qc,form_lptr,form_la,form_ld,form_const,laws_weight_kind,laws_weight_law,laws_kind,laws_pieces,laws_order,laws_ptr,laws_data,size_factor"
 
 enum {
     S_g,

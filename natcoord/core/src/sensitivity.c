@@ -11,7 +11,7 @@
  * and per step one factorization at the projected point (the forward run never
  * factors there) for the projection's derivative. The right-hand sides:
  * the constraint kernel's terms differentiated in one pass (dG never formed),
- * spring–dampers analytically, constant torques ½ τ × de_k, and the parameter
+ * spring–dampers, joint and Cartesian spring–dampers analytically, constant torques ½ τ × de_k, and the parameter
  * columns (Directions, sensitivity.h) as a constant df, a dJ4, a spring tension's
  * ∂T/∂θ or a torque's ½ τ × e_k.
  *
@@ -178,8 +178,9 @@ static void spring_derivative(const nc_arr *T, int64_t i, const double *X, const
     apply_pair(T, i, F, f);
 }
 
-/* F = ∂f/∂p dp + ∂f/∂v dv (4 n, 3) of the flattened forces: springs and constant
- * torques ½ τ × de_k; gravity and constant point forces do not vary. */
+/* F = ∂f/∂p dp + ∂f/∂v dv (4 n, 3) of the flattened forces: springs, joint and Cartesian
+ * springs (forces.c) and constant torques ½ τ × de_k; gravity and constant point forces
+ * do not vary. */
 static void force_derivative(const nc_arr *T, const double *X, const double *V,
                              const double *dX, const double *dV, double *F, int64_t size)
 {
@@ -191,6 +192,10 @@ static void force_derivative(const nc_arr *T, const double *X, const double *V,
             nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], dX, F);
         else if (kind[k] == NC_SPRING)
             spring_derivative(T, i, X, V, dX, dV, F);
+        else if (kind[k] == NC_JOINT_SPRING)
+            nc_joint_spring_derivative(T, i, X, V, dX, dV, F);
+        else if (kind[k] == NC_CARTESIAN_SPRING)
+            nc_cartesian_spring_derivative(T, i, X, V, dX, dV, F);
     }
 }
 

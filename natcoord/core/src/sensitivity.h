@@ -46,7 +46,7 @@ enum {
 /* da of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a] along (dX, dV) (and,
  * D not NULL, the parameter of column j of the Directions D) with K factored in Wk at
  * (X, V, weights W), accelerations A and multipliers lam there; F (n = 12 n_bodies),
- * s and mu (m rows) scratch. Exact for the constraint terms, springs and torques. */
+ * s and mu (m rows) scratch. Exact for the constraint terms, springs, joint and Cartesian springs and torques. */
 void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
                                 const nc_arr *D, int64_t j, const double *X,
                                 const double *V, const double *W, const double *A,
