@@ -23,13 +23,13 @@ One CSV row per run (``COLUMNS``): steps, rejected steps, right-hand-side
 evaluations, Jacobians, LU decompositions (real and complex counted apart) and
 Newton iterations (Radau), and the wall time (median over ``--repeat``; for
 ``simulate`` its ``stats["wall_time"]``). The pendulum's spring has a compiled
-form, the hexapod's Cartesian springs have not: DOPRI5 runs compiled on the
-pendulum and in Python on the hexapod. Radau's step (Newton iteration, the
-reduced N × N real and complex LU decompositions and solves, error estimate,
-controller) runs in the core (natcoord/core/src/radau.c) for both; on the
-pendulum with the core's evaluations and Jacobian, on the hexapod calling back
-into Python for the right-hand side and for the Jacobian (``linearize``, one KKT
-solve per column). The printed summary adds DOPRI5's wall time over Radau's per
+form, the hexapod's Cartesian springs have not: both steppers run in the core on
+both problems, calling the springs' force law back into Python on the hexapod
+(natcoord/core/src/callbacks.c). Radau's step (Newton iteration, the reduced
+N × N real and complex LU decompositions and solves, error estimate, controller,
+right-hand side and projection) runs in the core (natcoord/core/src/radau.c); its
+Jacobian is the core's on the pendulum and, on the hexapod, Python's
+(``linearize``, one KKT solve per column, which differentiates the springs). The printed summary adds DOPRI5's wall time over Radau's per
 problem.
 
 The reference runs (SciPy's Radau, DOPRI5 at rtol = 1e-10 in Python on the
