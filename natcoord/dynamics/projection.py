@@ -5,6 +5,11 @@ iterate solves ``[[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −g]`` with the current KK
 factorization. Velocities: ``[[M, Gᵀ], [G, 0]] [Δv; μ] = [0; −(G v + g_t)]``,
 the M-orthogonal projection onto ``G v + g_t = 0``. Dropped (redundant) rows
 take no part: their right-hand side is ignored, as in the factorization.
+
+This is the projection of a :class:`~natcoord.dynamics.workspace.Workspace`, which
+the assembly of consistent initial states uses; the integrators (DOPRI5 and Radau,
+every model and backend) project in the core (``nc_project``,
+natcoord/core/src/dopri5.c), by the same rule.
 """
 from __future__ import annotations
 
@@ -79,20 +84,18 @@ def threshold(ws: Workspace, x, tol, rate=None):
     return max(tol, ROUNDOFF * np.finfo(float).eps * float(scale.max(initial=0.0)))
 
 
-def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what, fresh=False):
+def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what):
     """Iterate ``x ← x + Δx`` with ``[[M, Gᵀ], [G, 0]] [Δx; μ] = [0; −residual(x)]``.
 
-    Starts from the factorization in ``ws`` (usually that of the last stage,
-    evaluated at the unprojected point), or with ``fresh`` from one at ``x``,
-    and refactors at the current point when an iteration contracts the
-    residual by less than ``CONTRACTION``.
+    Starts from the factorization in ``ws`` and refactors at the current point
+    when an iteration contracts the residual by less than ``CONTRACTION``.
     Kept rows are converged to ``MARGIN`` times ``tol`` (``tol(x)``: the
     tolerance times :func:`size_factor`, raised to the round-off floor at ``x``;
     see :func:`threshold`).
     Returns ``(x, iterations)``.
     """
     zero = np.zeros(x.size)
-    previous = 0.0 if fresh else np.inf
+    previous = np.inf
     for it in range(max_iter):
         r = residual(x)
         size, target = _kept_max(ws, r), MARGIN * tol(x)
@@ -108,55 +111,30 @@ def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what, fresh=Fa
                           f"round-off floor)) after {max_iter} iterations")
 
 
-def project_positions(ws: Workspace, t, p, v, tol, max_iter=8, fresh=False):
+def project_positions(ws: Workspace, t, p, v, tol, max_iter=8):
     """Project ``p`` onto ``g(p, t) = 0``; returns ``(p, iterations)``.
 
-    Leaves ``ws`` evaluated at the projected ``p``. ``fresh``: factor at ``p``
-    first (see :func:`project_state`).
+    Leaves ``ws`` evaluated at the projected ``p``.
     """
     def g(p):
         ws.constraints(t, p, v)
         return ws.g
     tol = tol * size_factor(ws.model)
     return _simplified_newton(ws, p, g, lambda p: threshold(ws, p, tol), max_iter,
-                              "position", fresh)
+                              "position")
 
 
-def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False, fresh=False):
+def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False):
     """Project ``v`` onto ``G(p) v + g_t = 0``; returns ``(v, iterations)``.
 
     ``evaluated``: ``ws`` already holds ``G`` and ``g_t`` at ``(t, p)`` (as
-    ``project_positions`` leaves it); neither depends on ``v``. ``fresh``: factor
-    at ``p`` first (see :func:`project_state`).
+    ``project_positions`` leaves it); neither depends on ``v``.
     """
     if not evaluated:
         ws.constraints(t, p, v)
     tol = tol * size_factor(ws.model)
     return _simplified_newton(ws, v, ws.velocity_residual,
-                              lambda v: threshold(ws, v, tol, ws.g_t), max_iter, "velocity",
-                              fresh)
-
-
-def project_state(ws: Workspace, t, p, v, tol, projection, fresh=False):
-    """``(p, v, iterations)`` projected per ``projection`` (one of ``PROJECTIONS``).
-
-    ``fresh``: the first solve uses a factorization at ``(t, p)``, not the last
-    one in ``ws``. An accepted step's end point lies within the local error of
-    its last stage, where the factorization is; an output interpolated inside the
-    step lies up to a step away, where simplified Newton contracts slowly: one
-    factorization then buys convergence in one iteration for p (quadratic, from
-    the interpolation error) and one for v (linear), fewer operations than the
-    3–5 iterations and refactorizations of a stale start (measured on the 6-bar).
-    """
-    iterations = 0
-    positions = projection == "position+velocity"
-    if positions:
-        p, iterations = project_positions(ws, t, p, v, tol, fresh=fresh)
-        fresh = fresh and iterations == 0      # else the factorization is at p already
-    if projection in ("position+velocity", "velocity"):
-        v, k = project_velocities(ws, t, p, v, tol, evaluated=positions, fresh=fresh)
-        iterations += k
-    return p, v, iterations
+                              lambda v: threshold(ws, v, tol, ws.g_t), max_iter, "velocity")
 
 
 def describe_rows(model, g, rows):

@@ -5,8 +5,7 @@ The options of :func:`~natcoord.integrate.simulate` (``PROJECTIONS``,
 step, the starting step, the stepper interface (:class:`Stepper`: ``step()``
 returning a :class:`StepRecord`, ``dense_output()``, ``project()``, counters,
 and ``advance()`` returning a :class:`Chunk`, by default built from ``step()``
-by :func:`advance_by_steps`), and the counted evaluations of ``F = (v, a)`` and
-of the projection that Radau uses.
+by :func:`advance_by_steps`).
 """
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dynamics.projection import project_state
 from ..core import engine
 
 PROJECTIONS = ("position+velocity", "velocity", "none", "baumgarte")
@@ -199,58 +197,3 @@ class Stepper:
                 capacity=256, dense=False, sweep=None, check=None):
         return advance_by_steps(self, t_eval, next_out, max_attempts, drift_tol, capacity,
                                 dense, sweep, check)
-
-
-class Evaluations:
-    """``F = (v, a)`` and the projection of docs/method.md#17-integration, evaluated on a
-    :class:`~natcoord.dynamics.workspace.Workspace` and counted as an integrator counts them,
-    for :class:`~natcoord.integrate.radau.Radau`."""
-
-    def __init__(self, ws, projection, proj_tol, baumgarte):
-        self.ws, self.n = ws, ws.model.n_coords
-        self.projection, self.proj_tol = projection, proj_tol
-        self.baumgarte = baumgarte if projection == "baumgarte" else None
-        self.n_rhs = self.n_projection_iterations = self.n_active_set_changes = 0
-        self._dropped = None
-        self._held = None          # the integrator's dropped set while outputs are projected
-
-    def resume(self):
-        """Give the integrator back its own dropped set (and so its hysteresis), if
-        outputs were projected since its last factorization (see :meth:`project`)."""
-        if self._held is not None:
-            self.ws.dropped = self._held
-            self._held = None
-
-    def rhs(self, t, y):
-        """``(v, a)`` at ``(t, y)`` (a new array); a change of the dropped rows is counted."""
-        self.resume()
-        p, v = y[:self.n], y[self.n:]
-        a, _ = self.ws.accelerations(t, p, v, self.baumgarte)
-        self.n_rhs += 1
-        dropped = self.ws.dropped
-        if self._dropped is not None and not np.array_equal(dropped, self._dropped):
-            self.n_active_set_changes += 1
-        self._dropped = dropped.copy()
-        return np.concatenate([v, a])
-
-    def project(self, t, y, fresh=False):
-        """``y`` projected per ``self.projection`` (a new array); ``fresh`` as
-        :func:`~natcoord.dynamics.projection.project_state` (for outputs).
-
-        An output (``fresh``) starts from the dropped set of the integrator's last
-        factorization, kept at the first output after it and given back by
-        :meth:`resume`: chained from output to output, a row dropped at a singular
-        pose stayed dropped (below hold_tol) long after it stopped being redundant
-        and failed the check only with dense ``t_eval``, and the outputs changed
-        the steps (the same in the core: ``hold_for_output`` in natcoord/core/src/dopri5.c).
-        """
-        if not fresh:
-            self.resume()
-        elif self._held is None:
-            self._held = self.ws.dropped.copy()
-        else:
-            self.ws.dropped = self._held
-        p, v, k = project_state(self.ws, t, y[:self.n], y[self.n:], self.proj_tol,
-                                self.projection, fresh)
-        self.n_projection_iterations += k
-        return np.concatenate([p, v])

@@ -51,16 +51,23 @@ pendulum took 146 steps (THET = 0.1) but ended 3.4e-6 m from the reference inste
 of 2.4e-8 m
 (tests/test_radau.py asks for 1e-6 m at rtol = 1e-6).
 
-Evaluations: where the core has the model (the ``block`` solver, applied forces with
-a compiled form, drives as compiled laws) ``F``, the projection and ``J`` are the
-core's — ``J`` column by column from one factorization at the step's start, by the
-derivative the sensitivity sweep uses (natcoord/core/src/sensitivity.c), exact for
-the constraint, spring and torque terms, without Baumgarte's stabilization terms
-(which only slows Newton down). Otherwise (a force or drive given as a Python
-callable, a Cartesian spring–damper, the ``dense``, ``superlu`` or ``cholmod``
-solver) the same compiled step calls back into Python for them: ``F`` and the
-projection from :class:`~natcoord.integrate.base.Evaluations`, ``J`` from
-:func:`natcoord.dynamics.linearization.linearize` — slower, the same algorithm.
+Evaluations: ``F`` and the projection are the core's ``nc_rhs`` and ``nc_project``
+(natcoord/core/src/dopri5.c) for every model and backend, with what the core does not
+compile (forces and drive laws given as Python callables, forces without a law in the
+core, the ``dense``, ``superlu`` or ``cholmod`` solver) called back through the
+:class:`~natcoord.integrate.stepper.Callbacks` that DOPRI5 uses — one projection rule,
+one right-hand side. ``J`` is the core's where it knows every force law and factors
+itself: column by column from one factorization at the step's start, by the derivative
+the sensitivity sweep uses (natcoord/core/src/sensitivity.c), exact for the constraint,
+spring and torque terms, without Baumgarte's stabilization terms (which only slows
+Newton down). Otherwise (a force law in Python, a reference backend) the step calls
+one Python function for ``J``: :func:`natcoord.dynamics.linearization.linearize`, which
+differentiates the Python force laws (central differences of their ``apply``) and
+solves with the backend. Finite differences of the hooked ``nc_rhs`` in the core would
+spare that callback but not be exact: columns accurate to ~√ε of ``a``'s scale (the
+stiff spring's 10⁶ N/m turns that into Newton's contraction), at 2N evaluations, each
+with a KKT factorization and the Python callbacks, against one factorization and 2N
+solves.
 
 In natural coordinates a stiff spring's direction turns with the bodies, so the
 Jacobian of one stage is not that of another. On the elastic pendulum
@@ -106,12 +113,11 @@ from . import compiled as cc
 from ..core import engine
 from ..dynamics.assembly import assemble
 from ..dynamics.linearization import linearize
-from ..dynamics.projection import ProjectionError
 from ..dynamics.workspace import Workspace
-from ..linalg import blockldl, make_solver
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..util.resources import check_memory
-from .base import EPS_FLOOR, PROJECTIONS, Evaluations, StepRecord, initial_step
+from .base import EPS_FLOOR, StepRecord, initial_step
+from .stepper import CoreStepper
 
 # ------------------------------------------------------------ coefficients (IV.5, Table 5.6)
 S6 = np.sqrt(6.0)
@@ -151,10 +157,6 @@ P = np.linalg.inv(np.vander(C, 4, increasing=True)[:, 1:])
 #: status of an attempt the core returns (natcoord.integrate.compiled's codes; −1: step-size
 #: underflow)
 ACCEPTED, REJECTED, MAX_ATTEMPTS, UNDERFLOW = cc.ACCEPTED, cc.REJECTED, cc.MAX_ATTEMPTS, -1
-#: what the core asks a Python evaluation callback for (radau.h)
-RHS, JACOBIAN, PROJECT = range(3)
-#: a Python evaluation that failed (a projection, a factorization): retried with h/4
-EVALUATION_FAILED = cc.NON_FINITE
 
 #: the method's coefficients as the core reads them (radau.h: coef): T, T⁻¹, μ, α, β,
 #: e, P, c
@@ -175,11 +177,11 @@ NEWTON_MAXITER = 7
 JAC_RATE_SMALL, JAC_RATE_COSTLY = 0.001, 0.1
 
 
-def jacobian_rate(n_coords, compiled):
+def jacobian_rate(n_coords, core):
     """THET for a model of ``n_coords`` coordinates (:data:`JAC_RATE_SMALL` where a
     Jacobian is as cheap as an attempt's Newton evaluations, :data:`JAC_RATE_COSTLY`
-    otherwise, or where Python computes it: 2N KKT solves from Python)."""
-    small = compiled and 1 + n_coords <= 3 * NEWTON_MAXITER
+    otherwise, or where Python computes it, ``core`` False: 2N KKT solves from Python)."""
+    small = core and 1 + n_coords <= 3 * NEWTON_MAXITER
     return JAC_RATE_SMALL if small else JAC_RATE_COSTLY
 
 
@@ -241,68 +243,61 @@ def _control(index, doc=None):
     return property(lambda self: float(self._R.ctrl[index]), doc=doc)
 
 
-class Radau:
+class Radau(CoreStepper):
     """Radau IIA (order 5) with projection, one accepted step per :meth:`step`.
 
     Arguments as :func:`natcoord.integrate.simulate.simulate` (``solver`` names the KKT
-    backend); ``state``: a consistent initial :class:`~natcoord.model.frozen.State`
-    (default ``assemble(model, t=t0).state``). Interface of
-    :class:`natcoord.integrate.stepper.DOPRI5`: ``t``, ``y`` ((2 N,) = (p, v), read-only
-    view), ``h``, ``status``, ``message``, :meth:`rhs`, :meth:`project`, :meth:`observe`,
-    ``dropped``, counters ``n_steps n_rejected n_rhs n_factorizations
-    n_projection_iterations n_active_set_changes`` and ``n_jacobians``,
-    ``n_lu`` (LU decompositions, real and complex counted apart),
-    ``n_newton_iterations``; ``n_rejected`` counts failed error tests and Newton
-    iterations that did not converge. ``compiled``: the core evaluates the model
-    (else the core's step calls back into Python for ``F``, ``J`` and the projection:
-    applied forces or drives given as Python callables, forces without a compiled
-    form, a solver other than ``block``).
+    backend, or is a :class:`~natcoord.linalg.base.KKTSolver` of the model to share);
+    ``state``: a consistent initial :class:`~natcoord.model.frozen.State`
+    (default ``assemble(model, t=t0).state``). The
+    :class:`~natcoord.integrate.base.Stepper` interface (``advance`` from ``step``):
+    ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h``, ``status``, ``message``,
+    :meth:`rhs`, :meth:`project`, :meth:`observe` (the core's, with what it does not
+    compile called back, as :class:`~natcoord.integrate.stepper.DOPRI5`'s), ``dropped``,
+    counters ``n_steps n_rejected n_rhs n_factorizations n_projection_iterations
+    n_active_set_changes`` and ``n_jacobians``, ``n_lu`` (LU decompositions, real and
+    complex counted apart), ``n_newton_iterations``; ``n_rejected`` counts failed error
+    tests and Newton iterations that did not converge. ``compiled``: nothing is called
+    back; ``failure``: the status of a failed step.
     """
 
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
-                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver=None):
-        if projection not in PROJECTIONS:
-            raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-        self.model, self.n = model, model.n_coords
-        tables = cc.make_tables(model)
-        python_drives = model.n_weights > 1 and model.tables.laws is None
-        self.compiled = solver in (None, "block") and cc.compilable(model) and not python_drives
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block"):
+        self._R = R = make_buffers(model)            # refused first if it cannot fit
+        self._set_up(model, solver, (), projection, proj_tol, baumgarte, drop_tol, hold_tol)
+        self.n = n = model.n_coords
+        hooks = self._hooks
+        # J from Python where the core misses a force law or does not factor itself
+        python_jacobian = hooks is not None and (hooks.forces is not None or
+                                                 hooks.solver is not None)
+        if python_jacobian:
+            self.ws = Workspace(model, self.solver.name, drop_tol, hold_tol)
+        self._jacobian = self._python_jacobian if python_jacobian else None
         if state is None:
             state = assemble(model, t=t0).state
         t0 = float(state.t)
         if not t_bound > t0:
             raise ValueError(f"t_bound ({t_bound}) must be greater than t0 ({t0})")
         atol = rtol if atol is None else atol
-        self.rtol, self.atol, self.proj_tol = rtol, atol, proj_tol
-        self.projection, self.max_step, self.t_bound = projection, max_step, float(t_bound)
-        if self.compiled:
-            self.solver = make_solver(model, "block", drop_tol, hold_tol)
-            self._S = cc.make_buffers(model, self.solver)
-            self._S.ctrl[cc.ALPHA], self._S.ctrl[cc.BETA_B] = baumgarte
-            self._packed = cc.pack_run(tables, self._S, self.solver.plan, self.solver.work)
-            self._mode = cc.MODES[projection]
-        else:
-            self.ws = Workspace(model, solver, drop_tol, hold_tol)
-            self.evaluations = Evaluations(self.ws, projection, proj_tol, baumgarte)
-            self._failure = None          # the exception of the last failed evaluation
-        self._R = R = make_buffers(model)
+        self.rtol, self.atol = rtol, atol
+        self.max_step, self.t_bound = max_step, float(t_bound)
         self._R_packed = engine.pack(R, "R")
         c = R.ctrl
         c[RTOL], c[ATOL], c[PROJ_TOL], c[MAX_STEP], c[T_BOUND] = rtol, atol, proj_tol, \
             max_step, t_bound
         # Hairer's Newton tolerance (fnewt) relative to the error scale
         c[NEWTON_TOL] = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
-        c[JAC_RATE] = jacobian_rate(self.n, self.compiled)
+        c[JAC_RATE] = jacobian_rate(n, not python_jacobian)
         c[FACCON], c[THETA] = 1.0, c[JAC_RATE]
         c[T_NOW] = self.t_old = t0
-        R.y[:self.n], R.y[self.n:] = state.p, state.v
+        R.y[:n], R.y[n:] = state.p, state.v
+        self.n_steps = self.n_rejected = 0
+        self.status, self.message, self.failure = "running", "", None
         R.f[:] = self.rhs(t0, R.y)
         h = first_step or initial_step(self.rhs, t0, R.y.copy(), R.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[H] = min(h, max_step)
-        self.n_steps = self.n_rejected = 0
-        self.status, self.message = "running", ""
         self._y_view = R.y.view()
         self._y_view.flags.writeable = False
 
@@ -318,113 +313,47 @@ class Radau:
     n_lu = property(lambda self: int(self._R.counts[N_LU]))
     n_newton_iterations = property(lambda self: int(self._R.counts[N_NEWTON]))
 
-    def _count(self, core, python):
-        return int(self._S.counts[core]) if self.compiled else getattr(self.evaluations, python)
-
-    n_rhs = nfev = property(lambda self: self._count(cc.N_RHS, "n_rhs"))
-    n_projection_iterations = property(
-        lambda self: self._count(cc.N_PROJ, "n_projection_iterations"))
-    n_active_set_changes = property(
-        lambda self: self._count(cc.N_ACTIVE, "n_active_set_changes"))
-
     @property
     def n_factorizations(self):
         """KKT factorizations (evaluations, Jacobians and projections)."""
-        return int(self._S.counts[cc.N_FACT]) if self.compiled else self.ws.n_factorizations
+        python = self.ws.n_factorizations if self._jacobian is not None else 0
+        return int(self._S.counts[cc.N_FACT]) + python
 
-    @property
-    def dropped(self):
-        """Rows dropped as redundant at the last KKT factorization (sorted)."""
-        return np.flatnonzero(self._S.mask) if self.compiled else self.ws.dropped.copy()
-
-    # ------------------------------------------------------------ evaluations
-    def _weights(self, t):
-        W = self._R.weights
-        if self.model.n_weights > 1:
-            self.model.tables.weight_table(t, W)
-        return W
-
-    def _raise(self, status, t):
-        """The exception of a failed compiled evaluation with ``status``."""
-        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
-            raise ProjectionError(f"projection failed at t = {t:.6g} (core status {status})")
-        raise np.linalg.LinAlgError(self.solver.failure(_FACTOR_FAILURES[status],
-                                                        int(self._S.counts[cc.FAIL_WHERE]))
-                                    if status in _FACTOR_FAILURES else
-                                    f"evaluation failed at t = {t:.6g} (core status {status})")
-
-    def rhs(self, t, y):
-        """``F = (v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
-        if not self.compiled:
-            return self.evaluations.rhs(t, y)
-        out = np.empty(2 * self.n)
-        status = engine.rhs(*self._packed, None, float(t), np.ascontiguousarray(y, float),
-                            self._weights(t), self._mode, out)
-        if status:
-            self._raise(status, t)
-        return out
-
-    def project(self, t, y):
-        """``y`` projected as an output (a new array; docs/method.md#17-integration):
-        factored at ``y`` first, from the dropped set of the last step, see
-        :func:`~natcoord.dynamics.projection.project_state`."""
-        if not self.compiled:
-            return self.evaluations.project(t, y, fresh=True)
-        y = np.array(y, float)
-        engine.hold_for_output(self._packed[1])
-        status = engine.project(*self._packed, None, y, self._weights(t), self._mode,
-                                self.proj_tol, True)
-        if status:
-            self._raise(status, t)
-        return y
-
-    def observe(self, t, y):
-        """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
-        y = np.ascontiguousarray(y, float)
-        if self.compiled:
-            return engine.observe(self._packed[0], self._packed[1], y, self._weights(t), False)
-        p, v = y[:self.n], y[self.n:]
-        self.ws.constraints(t, p, v)
-        return (self.model.energy(p, v), np.abs(self.ws.g).max(initial=0),
-                np.abs(self.ws.velocity_residual(v)).max(initial=0))
-
+    # ------------------------------------------------------------ Jacobian
     def jacobian(self, t, y):
         """``J = [[0, I], [∂a/∂p, ∂a/∂v]]`` (2 N, 2 N) at ``(t, y)``, as the step computes it
         (the core's, or :func:`~natcoord.dynamics.linearization.linearize`)."""
         R, n = self._R, self.n
         R.point[:] = y
-        if self.compiled:
-            status = engine.radau_jacobian(*self._packed, self._R_packed, self._mode, t)
-        else:
-            R.counts[N_JACOBIANS] += 1
-            status = self._evaluate(JACOBIAN, t)
-        if status and self.compiled:
-            self._raise(status, t)
+        if self._hooks is not None:
+            self._hooks.failure = ""
+        status = engine.radau_jacobian(*self._packed, self._hooks, self._R_packed, self._mode,
+                                       float(t), self._jacobian)
         if status:
-            raise self._failure
+            raise self._error(status, t)
         J = np.zeros((2 * n, 2 * n))
         J[:n, n:] = np.eye(n)
         J[n:, :n], J[n:, n:] = R.K, R.D
         return J
 
-    def _evaluate(self, code, t):
-        """The core's callback (radau.h): at ``(t, R.point)`` ``F`` into ``R.value``, the
-        Jacobian into ``R.K, R.D``, or the projection of ``R.point`` in place; 0, or
-        :data:`EVALUATION_FAILED` with the exception kept (a failed factorization or
-        projection, which the step retries with a smaller ``h``)."""
+    def _python_jacobian(self, t):
+        """The core's Jacobian callback (radau.c) for a model with force laws written in
+        Python or a reference backend: ``R.K, R.D`` at ``(t, R.point)`` by
+        :func:`~natcoord.dynamics.linearization.linearize` (which differentiates the Python
+        force laws and solves with the backend), with the rows the core dropped last;
+        0, or a step failure a smaller step may cure (its reason in the hooks' ``failure``)."""
         R, n = self._R, self.n
         y = R.point.copy()
+        self.ws.dropped = self.dropped
         try:
-            if code == RHS:
-                R.value[:] = self.evaluations.rhs(t, y)
-            elif code == JACOBIAN:
-                lin = linearize(self.model, (t, y[:n], y[n:]), workspace=self.ws)
-                R.K[:], R.D[:] = lin.da_dp, lin.da_dv
-            else:
-                R.point[:] = self.evaluations.project(t, y)
-        except (ProjectionError, FloatingPointError, np.linalg.LinAlgError) as exc:
-            self._failure = exc
-            return EVALUATION_FAILED
+            lin = linearize(self.model, (t, y[:n], y[n:]), workspace=self.ws)
+        except FloatingPointError as exc:          # a force's NaN, as the hooks' forces
+            self._hooks.failure = str(exc)
+            return cc.NON_FINITE
+        except np.linalg.LinAlgError as exc:       # the backend could not factor
+            self._hooks.failure = str(exc)
+            return cc.SOLVER_FAILED
+        R.K[:], R.D[:] = lin.da_dp, lin.da_dv
         return 0
 
     # ------------------------------------------------------------ stepping
@@ -434,18 +363,16 @@ class Radau:
         Returns a :class:`~natcoord.integrate.base.StepRecord`; on failure (step-size
         underflow, an evaluation that keeps failing, ``max_attempts``
         attempts) ``status`` becomes ``"failed"`` and the state stays at the
-        last accepted step.
+        last accepted step. A callback's exception propagates.
         """
         if self.status != "running":
             raise RuntimeError(f"step() on a {self.status} stepper")
         t, c = self.t, self._R.ctrl
-        if self.compiled:
-            status, rejected = engine.radau_step(*self._packed, self._R_packed, self._mode,
-                                                 max_attempts, EPS_FLOOR)
-        else:
-            self.evaluations.resume()      # the Jacobian factors too: not from an output's set
-            status, rejected = engine.radau_step_called(self._R_packed, self._evaluate,
-                                                        max_attempts, EPS_FLOOR)
+        if self._hooks is not None:
+            self._hooks.failure = ""
+        status, rejected = engine.radau_step(*self._packed, self._hooks, self._R_packed,
+                                             self._mode, max_attempts, EPS_FLOOR,
+                                             self._jacobian)
         self.n_rejected += rejected
         err = float(c[ERR])
         if status == ACCEPTED:
@@ -454,20 +381,8 @@ class Radau:
             if self.t >= self.t_bound:
                 self.status = "finished"
             return StepRecord(t, self.t, float(c[H_OLD]), err, rejected, "accepted")
-        if status == UNDERFLOW:
-            message = (f"step size underflow at t = {t:.6g} "
-                       f"(h = {min(c[H], self.t_bound - t):.3e})")
-        elif status == MAX_ATTEMPTS:
-            message = f"no step accepted in {max_attempts} attempts at t = {t:g}"
-        else:
-            try:
-                if self.compiled:
-                    self._raise(status, t)
-                raise self._failure
-            except Exception as exc:                 # noqa: BLE001 - its message
-                message = f"evaluation failed at t = {t:.6g}: {exc}"
-        self.status, self.message = "failed", message
-        return StepRecord(t, t, 0.0, err, rejected, "failed", message)
+        self._failed(status, max_attempts)
+        return StepRecord(t, t, 0.0, err, rejected, "failed", self.message)
 
     def dense_output(self):
         """The collocation polynomial of the last accepted step (a :class:`DenseOutput`)."""
@@ -476,9 +391,3 @@ class Radau:
             raise RuntimeError("dense_output() needs an accepted step")
         return DenseOutput(float(R.ctrl[T_OLD]), float(R.ctrl[H_OLD]), R.yold.copy(),
                            R.Q.copy())
-
-
-#: the core's statuses of a failed factorization and the block solver's own codes
-_FACTOR_FAILURES = {cc.SINGULAR_FRAME: blockldl.SINGULAR_FRAME,
-                    cc.NOT_POSITIVE_DEFINITE: blockldl.NOT_POSITIVE_DEFINITE,
-                    cc.UNPIVOTABLE_JOINT: blockldl.UNPIVOTABLE_JOINT}

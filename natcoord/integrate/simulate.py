@@ -26,8 +26,7 @@ from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model.frozen import JOINT
 from ..dynamics.projection import describe_rows, threshold
 from ..util.resources import check_memory
-from .base import (METHODS, OUTPUT_RECORD, PROJECTIONS, IntegrationError, SimulationInterrupted,
-                   advance_by_steps)
+from .base import METHODS, OUTPUT_RECORD, PROJECTIONS, IntegrationError, SimulationInterrupted
 from .radau import Radau
 from .solution import ContinuousSolution, Records, Solution
 from .stepper import DOPRI5
@@ -381,10 +380,10 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         options = dict(state=initial_state, first_step=first_step, max_step=max_step,
                        projection=projection, baumgarte=baumgarte, drop_tol=drop_tol,
                        hold_tol=hold_tol)
+        # the workspace's solver: one symbolic phase per run
         if method == "radau":
-            run.stepper = Radau(model, t_end, rtol, atol, proj_tol, solver=ws.solver_name,
-                                **options)
-        else:          # the workspace's solver: one symbolic phase per run
+            run.stepper = Radau(model, t_end, rtol, atol, proj_tol, solver=ws.solver, **options)
+        else:
             run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, solver=ws.solver,
                                  forces=torques, **options)
         if _sweep is not None and not run.stepper.compiled:
@@ -467,8 +466,6 @@ def _drive(run, t_end, t_eval, max_steps, progress):
     stored as they come; then what a chunk stopped for (the end, a full buffer, a
     state that failed the core's check, a failure, an exception) and progress."""
     stepper = run.stepper
-    # Radau is not yet a base.Stepper: its advance() from its step()
-    advance = getattr(stepper, "advance", None) or partial(advance_by_steps, stepper)
     check = partial(_check_step, run)
     next_out = 0
     if t_eval is None or t_eval[0] == run.t:
@@ -482,8 +479,8 @@ def _drive(run, t_end, t_eval, max_steps, progress):
         drift_tol = np.inf if run.drift is not None else run.drift_tol
         # the outputs left in one chunk (the core writes them in place), else 256 steps
         capacity = 256 if t_eval is None else max(t_eval.size - next_out, 1)
-        chunk = advance(t_eval, next_out, budget, drift_tol, capacity,
-                        dense=run.pieces is not None, sweep=run.sweep, check=check)
+        chunk = stepper.advance(t_eval, next_out, budget, drift_tol, capacity,
+                                dense=run.pieces is not None, sweep=run.sweep, check=check)
         for piece in chunk.pieces:
             run.accept(piece)
         run.rejected += chunk.rejected

@@ -142,36 +142,26 @@ class Callbacks:
         return sum(force.potential(X) for force in self.conservative)
 
 
-class DOPRI5(Stepper):
-    """Compiled Dormand–Prince 5(4) with projection, one call per step or per chunk.
+class CoreStepper(Stepper):
+    """What the core's two steppers (:class:`DOPRI5`, :class:`~natcoord.integrate.radau.Radau`)
+    share: the core's buffers for ``model`` with the KKT backend ``solver`` and the
+    :class:`Callbacks` of what the core does not compile; the evaluations of ``F``, of
+    an output's projection and of the records (``rhs``, ``project``, ``observe``: the
+    core's ``nc_rhs``, ``nc_project``, one implementation for every stepper, model and
+    backend), the counters, the dropped rows, and the messages and exceptions of the
+    core's statuses. ``compiled``: nothing is called back."""
 
-    Arguments as :func:`natcoord.integrate.simulate.simulate` (``solver`` names the KKT
-    backend: ``"block"`` is the core's, the others are called back; or is a
-    :class:`~natcoord.linalg.base.KKTSolver` of the model to share, whose factorization
-    the stepper overwrites at every call); ``forces``: applied forces of the run beside
-    the model's (objects with ``apply(t, state, X, V, F)``, called back: simulate's
-    joint torques); ``state``: a consistent
-    initial :class:`~natcoord.model.frozen.State` (default ``assemble(model, t=t0).state``).
-    Attributes: ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h`` (next step),
-    ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
-    ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
-    ``n_projection_iterations``, ``n_active_set_changes``; ``dropped`` the rows
-    dropped at the last factorization; ``failure`` the status of the failed step
-    (a :mod:`natcoord.integrate.compiled` code, None before), described by
-    :meth:`status_message`.
-    """
-
-    def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
-                 t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
-                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block",
-                 forces=()):
+    def _set_up(self, model, solver, forces, projection, proj_tol, baumgarte, drop_tol,
+                hold_tol):
+        """The core's tables, buffers and hooks (``solver``: a name or a
+        :class:`~natcoord.linalg.base.KKTSolver` of the model to share, whose
+        factorization the stepper overwrites); returns the work buffers."""
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
         tables = cc.make_tables(model)
         self.model = model
         self.solver = (solver if isinstance(solver, KKTSolver) else
                        make_solver(model, solver, drop_tol, hold_tol))
-        n = model.n_coords
         self._S = S = cc.make_buffers(model, self.solver)
         hooks = Callbacks(model, self.solver, forces)
         self.compiled = not hooks.needed          # the core alone, nothing called back
@@ -184,57 +174,17 @@ class DOPRI5(Stepper):
         # the four named tuples unpacked for the core once, not on every call
         self._packed = cc.pack_run(tables, S, plan, work)
         self._mode = cc.MODES[projection]
-        self._W7 = np.zeros((7, model.n_weights, 3))
         self._W1 = np.zeros((model.n_weights, 3))
-        for W in (*self._W7, self._W1):
-            model.tables.weight_table(0.0, W)             # constant row 0 (and all rows
-        atol = rtol if atol is None else atol             # without drives)
-        c = S.ctrl
-        c[cc.RTOL], c[cc.ATOL], c[cc.PROJ_TOL], c[cc.MAX_STEP] = rtol, atol, proj_tol, max_step
-        c[cc.ALPHA], c[cc.BETA_B] = baumgarte
-        c[cc.ERR_OLD] = 1e-4
-        c[cc.T_BOUND] = float(t_bound)
-        if state is None:
-            state = assemble(model, t=t0).state
-        t0 = float(state.t) if state is not None else float(t0)
-        if not t_bound > t0:
-            raise ValueError(f"t_bound ({t_bound}) must be greater than t0 ({t0})")
-        S.y[:n], S.y[n:] = state.p, state.v
-        c[cc.T_NOW] = c[cc.T_PREV] = t0
-        self.rtol, self.atol, self.proj_tol = rtol, atol, proj_tol
-        self.t_bound, self.projection = float(t_bound), projection
-        self.n_steps = self.n_rejected = 0
-        self.status, self.message, self.failure = "running", "", None
-        S.f[:] = self.rhs(t0, S.y)
-        self.dropped_start = self.dropped
-        h = first_step or initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
-                                        t_bound - t0)
-        c[cc.H] = min(h, max_step)
-        self._records, self._used, self._segments = None, 0, None
-        self._no_outputs = np.zeros(0)
-        self._no_store = cc.make_store(work, model.n_rows, 0)
-        self._y_view = S.y.view()
-        self._y_view.flags.writeable = False
-
-    # ------------------------------------------------------------ state
-    t = _control(cc.T_NOW)
-    t_old = _control(cc.T_PREV)
-    h = _control(cc.H, "Step size the next attempt starts from.")
-
-    @property
-    def y(self):
-        return self._y_view
+        model.tables.weight_table(0.0, self._W1)          # constant row 0
+        S.ctrl[cc.ALPHA], S.ctrl[cc.BETA_B] = baumgarte
+        S.ctrl[cc.PROJ_TOL] = proj_tol
+        self.proj_tol, self.projection = proj_tol, projection
+        return work
 
     n_rhs = nfev = _counter(cc.N_RHS)
     n_factorizations = _counter(cc.N_FACT)
     n_projection_iterations = _counter(cc.N_PROJ)
     n_active_set_changes = _counter(cc.N_ACTIVE)
-
-    @property
-    def output_work(self):
-        """Of the counters, the work of the outputs :meth:`advance` projected:
-        ``[evaluations (0), factorizations, projection iterations]``."""
-        return np.array([0, self._S.counts[cc.OUT_FACT], self._S.counts[cc.OUT_PROJ]])
 
     @property
     def dropped(self):
@@ -275,11 +225,11 @@ class DOPRI5(Stepper):
             cc.MAX_ATTEMPTS: f"no step accepted within the attempts allowed at t = {t:g}",
             cc.CHECK: f"a recorded state at t = {t:.6g} failed the constraint check",
             cc.FULL: f"record buffers full at t = {t:.6g} (the next call goes on)",
-            cc.FINISHED: f"t_bound = {c[cc.T_BOUND]:g} reached",
+            cc.FINISHED: f"t_bound = {self.t_bound:g} reached",
             cc.SOLVER_FAILED: f"{self.solver.name}: "
                               f"{self._hooks.failure if self._hooks else ''} at t = {t:.6g}",
             cc.CALLBACK: f"a callback raised at t = {t:.6g}",
-            -1: f"step size underflow at t = {t:.6g} (h = {min(c[cc.H], c[cc.T_BOUND] - t):.3e})",
+            -1: f"step size underflow at t = {t:.6g} (h = {min(self.h, self.t_bound - t):.3e})",
         }
         return messages.get(status, f"unknown status {status} at t = {t:.6g}")
 
@@ -291,6 +241,18 @@ class DOPRI5(Stepper):
         if status == cc.UNPIVOTABLE_JOINT:
             return MassSpreadError(message)
         return np.linalg.LinAlgError(message)
+
+    def _failed(self, status, max_attempts):
+        """Enter the ``"failed"`` status for a failed step of the core (``failure``: its
+        status)."""
+        t = self.t
+        if status == -1:
+            message = self.status_message(status, t)
+        elif status == cc.MAX_ATTEMPTS:
+            message = f"no step accepted in {max_attempts} attempts at t = {t:g}"
+        else:
+            message = f"evaluation failed at t = {t:.6g}: {self.status_message(status, t)}"
+        self.status, self.message, self.failure = "failed", message, status
 
     def rhs(self, t, y):
         """``(v, a)`` at ``(t, y)`` (a new array); counts as an evaluation."""
@@ -327,6 +289,78 @@ class DOPRI5(Stepper):
             obs = (obs[0] + self._potential(y[:self.model.n_coords]), *obs[1:])
         return obs
 
+
+class DOPRI5(CoreStepper):
+    """Compiled Dormand–Prince 5(4) with projection, one call per step or per chunk.
+
+    Arguments as :func:`natcoord.integrate.simulate.simulate` (``solver`` names the KKT
+    backend: ``"block"`` is the core's, the others are called back; or is a
+    :class:`~natcoord.linalg.base.KKTSolver` of the model to share, whose factorization
+    the stepper overwrites at every call); ``forces``: applied forces of the run beside
+    the model's (objects with ``apply(t, state, X, V, F)``, called back: simulate's
+    joint torques); ``state``: a consistent
+    initial :class:`~natcoord.model.frozen.State` (default ``assemble(model, t=t0).state``).
+    Attributes: ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h`` (next step),
+    ``status`` (``"running" | "finished" | "failed"``), counters ``n_steps``,
+    ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
+    ``n_projection_iterations``, ``n_active_set_changes``; ``dropped`` the rows
+    dropped at the last factorization; ``failure`` the status of the failed step
+    (a :mod:`natcoord.integrate.compiled` code, None before), described by
+    :meth:`status_message`.
+    """
+
+    def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
+                 t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block",
+                 forces=()):
+        work = self._set_up(model, solver, forces, projection, proj_tol, baumgarte, drop_tol,
+                            hold_tol)
+        S, n = self._S, model.n_coords
+        self._W7 = np.zeros((7, model.n_weights, 3))
+        for W in self._W7:
+            model.tables.weight_table(0.0, W)             # constant row 0 (and all rows
+        atol = rtol if atol is None else atol             # without drives)
+        c = S.ctrl
+        c[cc.RTOL], c[cc.ATOL], c[cc.MAX_STEP] = rtol, atol, max_step
+        c[cc.ERR_OLD] = 1e-4
+        c[cc.T_BOUND] = float(t_bound)
+        if state is None:
+            state = assemble(model, t=t0).state
+        t0 = float(state.t) if state is not None else float(t0)
+        if not t_bound > t0:
+            raise ValueError(f"t_bound ({t_bound}) must be greater than t0 ({t0})")
+        S.y[:n], S.y[n:] = state.p, state.v
+        c[cc.T_NOW] = c[cc.T_PREV] = t0
+        self.rtol, self.atol = rtol, atol
+        self.t_bound = float(t_bound)
+        self.n_steps = self.n_rejected = 0
+        self.status, self.message, self.failure = "running", "", None
+        S.f[:] = self.rhs(t0, S.y)
+        self.dropped_start = self.dropped
+        h = first_step or initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
+                                        t_bound - t0)
+        c[cc.H] = min(h, max_step)
+        self._records, self._used, self._segments = None, 0, None
+        self._no_outputs = np.zeros(0)
+        self._no_store = cc.make_store(work, model.n_rows, 0)
+        self._y_view = S.y.view()
+        self._y_view.flags.writeable = False
+
+    # ------------------------------------------------------------ state
+    t = _control(cc.T_NOW)
+    t_old = _control(cc.T_PREV)
+    h = _control(cc.H, "Step size the next attempt starts from.")
+
+    @property
+    def y(self):
+        return self._y_view
+
+    @property
+    def output_work(self):
+        """Of the counters, the work of the outputs :meth:`advance` projected:
+        ``[evaluations (0), factorizations, projection iterations]``."""
+        return np.array([0, self._S.counts[cc.OUT_FACT], self._S.counts[cc.OUT_PROJ]])
+
     # ------------------------------------------------------------ stepping
     def step(self, max_attempts=1_000_000):
         """Advance by one accepted step (rejected attempts retried inside).
@@ -353,18 +387,6 @@ class DOPRI5(Stepper):
             return StepRecord(t_old, self.t, float(c[cc.H_ACC]), err, rejected, "accepted")
         self._failed(status, max_attempts)
         return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", self.message)
-
-    def _failed(self, status, max_attempts):
-        """Enter the ``"failed"`` status for a failed step of the core (``failure``: its
-        status)."""
-        t = self.t
-        if status == -1:
-            message = self.status_message(status, t)
-        elif status == cc.MAX_ATTEMPTS:
-            message = f"no step accepted in {max_attempts} attempts at t = {t:g}"
-        else:
-            message = f"evaluation failed at t = {t:.6g}: {self.status_message(status, t)}"
-        self.status, self.message, self.failure = "failed", message, status
 
     # ------------------------------------------------------------ many steps
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,

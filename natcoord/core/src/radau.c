@@ -13,12 +13,17 @@
  * so the N × N matrices are factored by the dense LU with partial pivoting below
  * (O(N³), real and complex, at most two per attempt), not by the block LDLᵀ.
  *
- * The evaluations are the core's own (nc_rhs and nc_project of dopri5.c; the Jacobian's
- * columns by nc_acceleration_derivative of sensitivity.c, one solve with the kept
- * factorization each) or, for a model the core cannot evaluate (a force or drive given
- * as a Python callable, a force without a compiled form, a reference KKT solver), a
- * Python callback cb(code, t) that evaluates at R.point (radau.h). The algorithm is
- * this file's either way. */
+ * The evaluations are the core's (nc_rhs and nc_project of dopri5.c) for every model and
+ * KKT backend: what the core does not compile (forces and drive laws written in Python,
+ * a reference backend's factor and solve) is called back through the same nc_hooks table
+ * as DOPRI5's (dopri5.h, callbacks.c), so the right-hand side and the projection rule are
+ * one implementation. The Jacobian's columns are the core's too (nc_acceleration_derivative
+ * of sensitivity.c, one solve with the kept factorization each) where the core knows every
+ * force law and factors itself; otherwise one narrow Python callback fills K and D
+ * (natcoord.dynamics.linearization.linearize, which differentiates the Python force laws
+ * and solves with the reference backend). Finite differences of the hooked nc_rhs would
+ * need no callback but are not exact (O(√ε) columns, 2N evaluations with a KKT
+ * factorization each, against one factorization and 2N solves). */
 #include "nc_core.h"
 #include "dopri5.h"
 #include "sensitivity.h"
@@ -40,11 +45,13 @@
 
 static const double EPS = 2.220446049250313e-16;
 
-/* what one step reads: the core's tuples (compiled evaluations) or a Python callback */
+/* what one step reads: the core's tuples, the hooks (dopri5.h) and, for a model whose
+ * Jacobian the core cannot compute, the Python callable that computes it (else NULL) */
 typedef struct {
     const nc_arr *T, *S, *P, *Wk, *R;
+    const nc_hooks *hk;
     int64_t mode;
-    PyObject *callback;
+    PyObject *jacobian;
 } radau_ctx;
 
 static inline double dmax(double a, double b) { return a > b ? a : b; }
@@ -115,19 +122,6 @@ NC_DENSE_LU(real_lu, double, fabs, rmul)
 NC_DENSE_LU(complex_lu, double complex, cabs, cmul)
 
 /* ------------------------------------------------------------ evaluations */
-/* the Python callback on R.point at t: its status, or NC_RADAU_RAISED */
-static int64_t call_back(const radau_ctx *x, int64_t code, double t)
-{
-    PyObject *result = PyObject_CallFunction(x->callback, "Ld", (long long)code, t);
-    if (result == NULL)
-        return NC_RADAU_RAISED;
-    long long status = PyLong_AsLongLong(result);
-    Py_DECREF(result);
-    if (status == -1 && PyErr_Occurred())
-        return NC_RADAU_RAISED;
-    return status;
-}
-
 static int64_t half(const radau_ctx *x)
 {
     return x->R[R_y].size / 2;
@@ -136,32 +130,40 @@ static int64_t half(const radau_ctx *x)
 /* out = F(t, y) (2 N); out may not overlap y. A status (0: evaluated). */
 static int64_t rhs(const radau_ctx *x, double t, const double *y, double *out)
 {
-    const nc_arr *R = x->R;
-    int64_t N2 = R[R_y].size;
-    if (x->callback != NULL) {
-        memcpy(F64(R[R_point]), y, N2 * sizeof(double));
-        int64_t status = call_back(x, RADAU_RHS, t);
-        if (status == 0)
-            memcpy(out, F64(R[R_value]), N2 * sizeof(double));
+    double *W = F64(x->R[R_weights]);
+    int64_t status = nc_weights_at(x->T, x->hk, t, W);
+    if (status != 0)
         return status;
-    }
-    double *W = F64(R[R_weights]);
-    nc_weights_at(x->T, NULL, t, W);
-    return nc_rhs(x->T, x->S, x->P, x->Wk, NULL, t, y, W, x->mode, out);
+    return nc_rhs(x->T, x->S, x->P, x->Wk, x->hk, t, y, W, x->mode, out);
+}
+
+/* the Python Jacobian jacobian(t) at (t, R.point): its status, or NC_CALLBACK (raised) */
+static int64_t call_jacobian(const radau_ctx *x, double t)
+{
+    PyObject *arg = PyFloat_FromDouble(t);
+    if (arg == NULL)
+        return NC_CALLBACK;
+    PyObject *result = PyObject_CallOneArg(x->jacobian, arg);
+    Py_DECREF(arg);
+    if (result == NULL)
+        return NC_CALLBACK;
+    long long status = PyLong_AsLongLong(result);
+    Py_DECREF(result);
+    return status == -1 && PyErr_Occurred() ? NC_CALLBACK : status;
 }
 
 /* R.K = ∂a/∂p, R.D = ∂a/∂v at (t, y): column j from the derivative along the unit
  * direction e_j with the KKT matrix factored at y (one solve per column; exact for the
  * constraint terms, springs and torques; without the stabilization of Baumgarte's
- * mode, which only slows Newton down). */
+ * mode, which only slows Newton down), or from the Python callable. */
 static int64_t jacobian(const radau_ctx *x, double t, const double *y)
 {
     const nc_arr *R = x->R;
     int64_t N = half(x);
     I64(R[R_counts])[RN_JACOBIANS]++;
-    if (x->callback != NULL) {
+    if (x->jacobian != NULL) {
         memcpy(F64(R[R_point]), y, 2 * N * sizeof(double));
-        return call_back(x, RADAU_JACOBIAN, t);
+        return call_jacobian(x, t);
     }
     const nc_arr *S = x->S;
     int64_t status = rhs(x, t, y, F64(R[R_value]));
@@ -191,19 +193,12 @@ static int64_t jacobian(const radau_ctx *x, double t, const double *y)
 /* y projected in place at t (per the projection mode; the accepted step's) */
 static int64_t project(const radau_ctx *x, double t, double *y)
 {
-    const nc_arr *R = x->R;
-    int64_t N2 = R[R_y].size;
-    if (x->callback != NULL) {
-        memcpy(F64(R[R_point]), y, N2 * sizeof(double));
-        int64_t status = call_back(x, RADAU_PROJECT, t);
-        if (status == 0)
-            memcpy(y, F64(R[R_point]), N2 * sizeof(double));
+    double *W = F64(x->R[R_weights]);
+    int64_t status = nc_weights_at(x->T, x->hk, t, W);
+    if (status != 0)
         return status;
-    }
-    double *W = F64(R[R_weights]);
-    nc_weights_at(x->T, NULL, t, W);
-    return nc_project(x->T, x->S, x->P, x->Wk, NULL, y, W, x->mode,
-                      F64(R[R_ctrl])[RC_PROJ_TOL], 0);
+    return nc_project(x->T, x->S, x->P, x->Wk, x->hk, y, W, x->mode,
+                      F64(x->R[R_ctrl])[RC_PROJ_TOL], 0);
 }
 
 /* ------------------------------------------------------------ linear algebra */
@@ -541,15 +536,15 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
 /* Attempts from (ctrl[RC_T_NOW], R.y) until one is accepted (NC_ACCEPTED), max_attempts
  * (NC_MAX_ATTEMPTS), a step-size underflow (NC_UNDERFLOW), an evaluation that keeps
  * failing (its status, once h < 1e-12 max(|t_bound|, 1); a failed evaluation retries
- * with h/4 and a Jacobian of the step's start) or a Python exception (NC_RADAU_RAISED).
+ * with h/4 and a Jacobian of the step's start) or a Python exception (NC_CALLBACK: a
+ * callback raised, the exception set; the run's cause, not the step's).
  * *rejected: the attempts rejected. */
 static int64_t radau_step(const radau_ctx *x, int64_t max_attempts, double eps_floor,
                           int64_t *rejected)
 {
     double *ctrl = F64(x->R[R_ctrl]);
     *rejected = 0;
-    if (x->callback == NULL)
-        nc_resume(x->S);
+    nc_resume(x->S);
     for (int64_t k = 0; k < max_attempts; k++) {
         double t = ctrl[RC_T_NOW], t_bound = ctrl[RC_T_BOUND];
         double h = nc_clip_step(ctrl[RC_H], t, t_bound, eps_floor);
@@ -557,7 +552,7 @@ static int64_t radau_step(const radau_ctx *x, int64_t max_attempts, double eps_f
             return NC_UNDERFLOW;
         ctrl[RC_H] = h;
         int64_t status = attempt(x, t, h, h == t_bound - t ? t_bound : t + h);
-        if (status == NC_ACCEPTED || status == NC_RADAU_RAISED)
+        if (status == NC_ACCEPTED || status == NC_CALLBACK)
             return status;
         if (status != NC_REJECTED) {
             if (h < 1e-12 * dmax(fabs(t_bound), 1.0))
@@ -582,83 +577,74 @@ static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
              R[R_point].size == 2 * N && R[R_value].size == 2 * N && R[R_b].size == N &&
              R[R_bc].size == N && R[R_ja].size == N && R[R_jF].size == N &&
              R[R_je].size == N && R[R_jzero].size == N && R[R_jda].size == N &&
-             (m < 0 || (R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m));
+             R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m;
     if (!ok)
         PyErr_Format(PyExc_ValueError, "core.%s: the RadauBuffers do not fit the model "
                      "(integrate/radau.py make_buffers)", function);
     return ok ? 0 : -1;
 }
 
-static PyObject *result(int64_t status, int64_t rejected)
+/* The context of a wrapper call from its parsed arguments T, S, P, Wk, hooks, R, mode
+ * (a[0..6]) and the Jacobian callable or None (jac); ctx holds the hooks during the call.
+ * 0, or -1 with an exception set. */
+static int context(const nc_value *a, PyObject *jac, nc_py_hooks *ctx, radau_ctx *x,
+                   const char *function)
 {
-    if (status == NC_RADAU_RAISED)
-        return NULL;
-    return Py_BuildValue("(LL)", (long long)status, (long long)rejected);
+    *x = (radau_ctx){a[0].tuple, a[1].tuple, a[2].tuple, a[3].tuple, a[5].tuple, NULL, a[6].i,
+                     jac == Py_None ? NULL : jac};
+    if (jac != Py_None && !PyCallable_Check(jac)) {
+        PyErr_Format(PyExc_TypeError, "core.%s: jacobian must be callable or None", function);
+        return -1;
+    }
+    const nc_arr *S = x->S, *R = x->R;
+    if (fits(R, S[S_x].size, S[S_lam].size, function) < 0)
+        return -1;
+    if (R[R_weights].ndim != 2 || R[R_weights].shape[1] != 3 ||
+        R[R_weights].shape[0] <= x->T[T_laws_weight_kind].size) {
+        PyErr_Format(PyExc_ValueError, "core.%s: the weight table must have shape "
+                     "(n_weights, 3)", function);
+        return -1;
+    }
+    return nc_py_hooks_from(a[4].obj, ctx, &x->hk);
 }
 
 NC_WRAPPER(radau_step)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], r[R_COUNT];
-    nc_value a[8] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}, {.tuple = r}};
-    if (nc_parse(args, nargs, "TSPWRiif", a, "radau_step") < 0)
+    nc_value a[10] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}, {.tuple = NULL}, {.tuple = r}};
+    nc_py_hooks ctx;
+    radau_ctx x;
+    if (nc_parse(args, nargs, "TSPWoRiifo", a, "radau_step") < 0 ||
+        context(a, a[9].obj, &ctx, &x, "radau_step") < 0)
         return NULL;
-    radau_ctx x = {a[0].tuple, a[1].tuple, a[2].tuple, a[3].tuple, a[4].tuple, a[5].i, NULL};
-    const nc_arr *S = x.S, *R = x.R;
-    int64_t N = S[S_x].size;
-    if (fits(R, N, S[S_lam].size, "radau_step") < 0)
+    int64_t rejected, status = radau_step(&x, a[7].i, a[8].f, &rejected);
+    if (status == NC_CALLBACK)
         return NULL;
-    if (R[R_weights].ndim != 2 || R[R_weights].shape[1] != 3 ||
-        R[R_weights].shape[0] <= x.T[T_laws_weight_kind].size) {
-        PyErr_SetString(PyExc_ValueError, "core.radau_step: the weight table must have "
-                        "shape (n_weights, 3)");
-        return NULL;
-    }
-    int64_t rejected, status = radau_step(&x, a[6].i, a[7].f, &rejected);
-    return result(status, rejected);
-}
-
-NC_WRAPPER(radau_step_called)
-{
-    nc_arr r[R_COUNT];
-    nc_value a[3] = {{.tuple = r}};
-    if (nargs != 4 || !PyCallable_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "core.radau_step_called(R, callback, max_attempts, "
-                        "eps_floor): 4 arguments, callback callable");
-        return NULL;
-    }
-    PyObject *const rest[3] = {args[0], args[2], args[3]};
-    if (nc_parse(rest, 3, "Rif", a, "radau_step_called") < 0)
-        return NULL;
-    radau_ctx x = {NULL, NULL, NULL, NULL, a[0].tuple, 0, args[1]};
-    if (fits(x.R, x.R[R_y].size / 2, -1, "radau_step_called") < 0)
-        return NULL;
-    int64_t rejected, status = radau_step(&x, a[1].i, a[2].f, &rejected);
-    return result(status, rejected);
+    return Py_BuildValue("(LL)", (long long)status, (long long)rejected);
 }
 
 NC_WRAPPER(radau_jacobian)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], r[R_COUNT];
-    nc_value a[7] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}, {.tuple = r}};
-    if (nc_parse(args, nargs, "TSPWRif", a, "radau_jacobian") < 0)
+    nc_value a[9] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}, {.tuple = NULL}, {.tuple = r}};
+    nc_py_hooks ctx;
+    radau_ctx x;
+    if (nc_parse(args, nargs, "TSPWoRifo", a, "radau_jacobian") < 0 ||
+        context(a, a[8].obj, &ctx, &x, "radau_jacobian") < 0)
         return NULL;
-    radau_ctx x = {a[0].tuple, a[1].tuple, a[2].tuple, a[3].tuple, a[4].tuple, a[5].i, NULL};
-    if (fits(x.R, x.S[S_x].size, x.S[S_lam].size, "radau_jacobian") < 0)
-        return NULL;
-    double *point = F64(x.R[R_point]);
-    return PyLong_FromLongLong(jacobian(&x, a[6].f, point));
+    int64_t status = jacobian(&x, a[7].f, F64(x.R[R_point]));
+    return status == NC_CALLBACK ? NULL : PyLong_FromLongLong(status);
 }
 
 PyMethodDef nc_radau_methods[] = {
-    NC_METHOD(radau_step, "radau_step(T, S, P, Wk, R, mode, max_attempts, eps_floor) -> "
-              "(status, rejected): Radau IIA attempts from (R.ctrl[T], R.y) until one is "
-              "accepted and projected, a failure, or max_attempts (the core's evaluations; "
-              "status −1: step-size underflow)."),
-    NC_METHOD(radau_step_called, "radau_step_called(R, callback, max_attempts, eps_floor) "
-              "-> (status, rejected): radau_step with the evaluations by callback(code, t) "
-              "at R.point (code 0: F into R.value, 1: the Jacobian into R.K and R.D, 2: "
-              "R.point projected in place; returns 0 or a failure status)."),
-    NC_METHOD(radau_jacobian, "radau_jacobian(T, S, P, Wk, R, mode, t) -> status: R.K = "
-              "∂a/∂p and R.D = ∂a/∂v at (t, R.point), as radau_step computes them."),
+    NC_METHOD(radau_step, "radau_step(T, S, P, Wk, hooks, R, mode, max_attempts, eps_floor, "
+              "jacobian) -> (status, rejected): Radau IIA attempts from (R.ctrl[T], R.y) until "
+              "one is accepted and projected, a failure, or max_attempts (status −1: "
+              "step-size underflow). hooks: a Callbacks object or None, as for step; "
+              "jacobian: None (the core's) or jacobian(t) -> status filling R.K and R.D at "
+              "(t, R.point). A callback's exception propagates."),
+    NC_METHOD(radau_jacobian, "radau_jacobian(T, S, P, Wk, hooks, R, mode, t, jacobian) -> "
+              "status: R.K = ∂a/∂p and R.D = ∂a/∂v at (t, R.point), as radau_step computes "
+              "them."),
     {NULL, NULL, 0, NULL},
 };

@@ -1,7 +1,7 @@
 /* Radau IIA of order 5 with projection (radau.c; Python side natcoord/integrate/radau.py,
  * docs/method.md#110-stiff-mechanisms-radau-iia): the field layout of its named tuple
- * RadauBuffers (nc_parse code 'R'), the indices of its ctrl and counts arrays and its
- * evaluation codes. y = (p, v) is (2 N,), N = 12 n; m constraint rows. */
+ * RadauBuffers (nc_parse code 'R') and the indices of its ctrl and counts arrays.
+ * y = (p, v) is (2 N,), N = 12 n; m constraint rows. */
 #ifndef NC_RADAU_H
 #define NC_RADAU_H
 
@@ -10,8 +10,8 @@
  * output's y_old and Q (3, 2 N), the Jacobian's blocks K = ∂a/∂p and D = ∂a/∂v (N, N),
  * the reduced Newton matrices' LU factors (real lu, piv; complex luc, pivc), the stage
  * increments Z, W = T⁻¹ Z, their right-hand sides F and Newton steps dW (3, 2 N), the
- * error scale and estimate (2 N), the point and value of an evaluation (2 N), scratch
- * b (N) and bc (N, complex), the Jacobian's a, λ, F, s, μ, direction e_j, zero and da,
+ * error scale and estimate (2 N), the point of the Python Jacobian and the value of the
+ * core's (2 N), scratch b (N) and bc (N, complex), the Jacobian's a, λ, F, s, μ, direction e_j, zero and da,
  * and the weight table (n_weights, 3) */
 enum {
     R_ctrl, R_counts, R_coef, R_y, R_f, R_yold, R_Q, R_K, R_D, R_lu, R_piv, R_luc, R_pivc,
@@ -39,10 +39,4 @@ enum { RN_JACOBIANS, RN_LU, RN_NEWTON, RN_COUNT };
 /* coef: T (3, 3), T⁻¹ (3, 3), μ, α, β (A⁻¹ = T Λ T⁻¹), e (3), P (3, 3: Q = P Z), c (3) */
 enum { RCOEF_T = 0, RCOEF_TI = 9, RCOEF_MU = 18, RCOEF_ALPHA = 19, RCOEF_BETA = 20,
        RCOEF_E = 21, RCOEF_P = 24, RCOEF_C = 33, RCOEF_COUNT = 36 };
-/* what a Python evaluation callback cb(code, t) computes at (t, R.point): F into R.value,
- * the Jacobian into R.K, R.D, or R.point projected in place; it returns 0 or a failure */
-enum { RADAU_RHS, RADAU_JACOBIAN, RADAU_PROJECT };
-/* a Python callback raised: the exception is set */
-#define NC_RADAU_RAISED (-2)
-
 #endif
