@@ -310,3 +310,22 @@ def test_saved_file_matches_the_model_after_a_failed_call(tmp_path):
     nc.save_mechanism(mech, tmp_path / "after.json")
     loaded = nc.load_mechanism(tmp_path / "after.json")
     assert _state(loaded) == _state(mech)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: nc.simulate(m, 0.1),
+    lambda m: nc.assemble(m),
+    lambda m: nc.Data(m),
+    lambda m: nc.accelerations(m, nc.assemble(nc.models.six_bar().build()).state),
+    lambda m: nc.joint_state(m, [0.0]),
+    lambda m: nc.inverse_dynamics(m, [0.0], [0.0], [0.0]),
+    lambda m: nc.joint_space(m),
+], ids=["simulate", "assemble", "Data", "accelerations", "joint_state", "inverse_dynamics",
+        "joint_space"])
+def test_an_unbuilt_mechanism_is_refused_with_the_fix(call):
+    """Passing the builder where the frozen model belongs (a first-day mistake) is one
+    TypeError that says to call build(), from every entry point, not an AttributeError
+    from deep inside."""
+    with pytest.raises(TypeError, match=r"model must be a natcoord.Model \(build one with "
+                                        r"Mechanism.build\(\)\), got Mechanism"):
+        call(nc.models.six_bar())

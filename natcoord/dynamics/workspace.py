@@ -125,7 +125,7 @@ def accelerations(model, state, solver=None, workspace=None):
     buffers and the symbolic phase across calls. ``state`` must be a
     :class:`State` with finite ``(12 n,)`` arrays (``TypeError``/``ValueError``).
     """
-    state = validate.state(model, state)
+    state = validate.state(validate.model(model), state)
     ws = workspace if workspace is not None else Workspace(model, solver)
     p, v = state.p, state.v
     a, lam = ws.accelerations(state.t, p, v)

@@ -325,6 +325,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     accepted step.
     """
     call = dict(locals())                # the arguments as given, for a run again (solver)
+    validate.model(model)
     rtol, atol, proj_tol = validate.tolerances(rtol, rtol if atol is None else atol, proj_tol)
     validate.choice("projection", projection, PROJECTIONS)
     validate.choice("method", method, METHODS)
