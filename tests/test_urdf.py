@@ -19,6 +19,7 @@ from scipy.spatial.transform import Rotation
 
 import natcoord as nc
 from natcoord.io.urdf import REPAIR_MARGIN
+from urdf_peer import damping_torque, pinocchio_q
 
 E3 = np.eye(3)
 
@@ -282,11 +283,14 @@ def test_robot_matches_pinocchio(robot, robots_folder):
     """Total mass and DOF as Pinocchio's; finite passive accelerations at the
     reference state; at a random state (q near neutral, random q̇) every body's
     ``ö`` and ``ë_k`` equal Pinocchio's ABA with forward kinematics to 1e-9
-    relative (the joint-space comparison is the corpus test's)."""
+    relative (the joint-space comparison is the corpus test's). The joint damping
+    (panda's) enters Pinocchio's ABA as the torque ``−c q̇``: ``aba`` leaves out the
+    ``model.damping`` it reads."""
     pin = pytest.importorskip("pinocchio")
     relative, floating = ROBOTS[robot]
     path = robots_folder / relative
-    model = nc.load_urdf(path, floating_base=floating).build()
+    mech = nc.load_urdf(path, floating_base=floating)
+    model = mech.build()
     pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
     pd = pm.createData()
     assert sum(b.mass for b in model.bodies) == pytest.approx(
@@ -299,7 +303,7 @@ def test_robot_matches_pinocchio(robot, robots_folder):
     rng = np.random.default_rng(23)
     q = pin.integrate(pm, pin.neutral(pm), 0.5 * rng.standard_normal(pm.nv))
     qd = rng.standard_normal(pm.nv)
-    qdd = pin.aba(pm, pd, q, qd, np.zeros(pm.nv))
+    qdd = pin.aba(pm, pd, q, qd, damping_torque(pm, mech.import_report, qd))
     pin.forwardKinematics(pm, pd, q, qd, qdd)
     p, v = _natural_state(model, pin, pm, pd)
     a, _, info = nc.accelerations(model, nc.State(0.0, p, v))
