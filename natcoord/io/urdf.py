@@ -21,8 +21,19 @@ spherical) inside ``<robot>``, with
 ``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
 and ``<axis>``. Every link natcoord cannot take as a body is named in one
 error; ``inertia_repair=True`` projects non-physical inertias to the nearest
-physical ones instead, with a warning. Limits, dynamics, transmissions,
-collision and visual elements are ignored.
+physical ones instead, with a warning.
+
+Forces: ``<dynamics damping="c">`` of a revolute, continuous or prismatic
+joint is the joint damper ``τ = −c q̇`` (:meth:`Mechanism.add_joint_spring`).
+Everything else that would act on the robot — collision geometry (contacts),
+joint limits, effort and velocity limits, ``<dynamics friction>``, ``<mimic>``,
+``<safety_controller>``, ``<calibration>``, ``<transmission>``, ``<gazebo>``,
+``<sensor>``, damping inside compound joints and of floating joints, elements
+outside the URDF specification — is named, element by element, in one
+``UserWarning`` per file and on ``mech.import_report["not_modelled"]`` (and
+``model.import_report``), with the MJCF importer's wording where the meaning
+is the same. Visual geometry and materials are rendering only and left out
+silently, as MuJoCo's URDF compiler discards them.
 """
 from __future__ import annotations
 
@@ -159,8 +170,12 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     ``ValueError``, and so are chains without an exact constraint set.
     ``inertia_repair=True`` replaces each non-physical inertia by the nearest
     physical one (:func:`nearest_physical_inertia`) and names the links and
-    the size of each change in one ``UserWarning``. Limits, dynamics,
-    transmissions, collision and visual elements are ignored.
+    the size of each change in one ``UserWarning``.
+
+    Joint ``<dynamics damping>`` becomes a joint damper; every element that is
+    not modelled is named in one ``UserWarning`` and on
+    ``mech.import_report["not_modelled"]`` (what → element names; module
+    docstring).
     """
     path, robot = parse_xml(path, "robot")
     for spec in loop_joints:
