@@ -33,13 +33,15 @@ def pinocchio_q(pm, theta):
 
 def damping_torque(pm, report, qd):
     """``τ = −c q̇`` with Pinocchio's ``model.damping`` ``c`` (its own reading of
-    ``<dynamics damping>``), zero on the DOF the import report lists as not modelled."""
-    listed = set(report["not_modelled"])
+    ``<dynamics damping>``), zero on the DOF the import report lists as not modelled
+    (a model built without an import has an empty report)."""
+    not_modelled = report.get("not_modelled", {})
+    listed = set(not_modelled)
     unknown = listed - PINOCCHIO_LEAVES_OUT - UNMODELLED_DAMPING
     assert not unknown, f"the test does not know what Pinocchio does with {unknown}"
     c = np.array(pm.damping, float)
     for what in listed & UNMODELLED_DAMPING:
-        for name in report["not_modelled"][what]:
+        for name in not_modelled[what]:
             joint = pm.joints[pm.getJointId(name)]
             c[joint.idx_v:joint.idx_v + joint.nv] = 0.0
     return -c * np.asarray(qd, float)
