@@ -12,7 +12,12 @@ for models of more than 12 DOF).
 On the MuJoCo side contacts and joint limits are off (``opt.disableflags``),
 and so is each feature the import report lists as not modelled — and only
 those (:data:`SWITCH_OFF`): the comparison then checks that everything the
-report does not list is modelled exactly.
+report does not list is modelled exactly. On Pinocchio's side the URDF joint
+damping natcoord models enters as the torque ``τ = −c q̇`` (Pinocchio reads
+``<dynamics damping>`` into ``model.damping``, which its ``aba`` leaves out), ``c``
+zero where the report lists the damping as not modelled
+(``tests/urdf_peer.py``); the rest of what the report lists Pinocchio leaves out
+too. Either way the import warns once, naming every listed element.
 
 Skipped without mujoco and dm-control (MJCF) or Pinocchio and
 example-robot-data (URDF): the ``peers`` and ``models`` extras.
@@ -26,6 +31,7 @@ from scipy.integrate import solve_ivp
 
 import natcoord as nc
 from natcoord.io.mjcf import from_mujoco
+from urdf_peer import damping_torque, pinocchio_q
 
 try:
     import mujoco
@@ -268,19 +274,6 @@ def _urdf_files():
     return sorted(str(p.relative_to(share)) for p in share.rglob("*.urdf"))
 
 
-def _pinocchio_q(pm, theta):
-    """Pinocchio's q of joint angles/slides ``theta`` (nv,): a continuous joint is
-    ``(cos θ, sin θ)`` there."""
-    q = np.zeros(pm.nq)
-    for joint in list(pm.joints)[1:]:
-        if joint.nq == 1:
-            q[joint.idx_q] = theta[joint.idx_v]
-        else:
-            assert (joint.nq, joint.nv) == (2, 1), joint.shortname()
-            q[joint.idx_q:joint.idx_q + 2] = np.cos(theta[joint.idx_v]), np.sin(theta[joint.idx_v])
-    return q
-
-
 def _check_urdf_refusal(pin, path, message):
     """One message. Where links cannot be bodies, it names exactly the bodies whose
     lumped inertia in Pinocchio (which lumps fixed links alike) is not a mass with a
@@ -316,11 +309,20 @@ URDF = _urdf_files()
 def test_example_robot_data_model(relative, robots_folder):
     pin = pytest.importorskip("pinocchio")
     path = robots_folder / relative
-    try:
-        model = nc.load_urdf(path).build()
-    except ValueError as err:
-        _check_urdf_refusal(pin, path, str(err))
-        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            mech = nc.load_urdf(path)
+        except ValueError as err:
+            _check_urdf_refusal(pin, path, str(err))
+            return
+    report = mech.import_report
+    ours = [w for w in caught if issubclass(w.category, UserWarning)
+            and str(w.message).startswith(str(path))]
+    assert len(ours) == (1 if report["not_modelled"] else 0)
+    for what, names in report["not_modelled"].items():       # the one warning names them
+        assert all(n in str(ours[0].message) for n in names), what
+    model = mech.build()
     pm = pin.buildModelFromUrdf(str(path))
     pd = pm.createData()
     js = nc.joint_space(model)
@@ -328,7 +330,7 @@ def test_example_robot_data_model(relative, robots_folder):
     rng = np.random.default_rng(23)
     for _ in range(STATES):
         theta, v = 0.5 * rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
-        expected = pin.aba(pm, pd, _pinocchio_q(pm, theta), v, np.zeros(pm.nv))
+        expected = pin.aba(pm, pd, pinocchio_q(pm, theta), v, damping_torque(pm, report, v))
         qdd, st = _natcoord_qdd(model, theta, v)
         assert np.abs(qdd - expected).max() <= REL * max(1.0, np.abs(expected).max()), \
             relative                         # a floor of 1 rad/s²: iris' q̈ are all zero
@@ -337,9 +339,9 @@ def test_example_robot_data_model(relative, robots_folder):
     sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
                       proj_tol=1e-13)
     ref = solve_ivp(lambda t, y: np.concatenate([y[pm.nv:], pin.aba(
-        pm, pd, _pinocchio_q(pm, y[:pm.nv]), y[pm.nv:], np.zeros(pm.nv))]),
+        pm, pd, pinocchio_q(pm, y[:pm.nv]), y[pm.nv:], damping_torque(pm, report, y[pm.nv:]))]),
         (0.0, t_end), np.concatenate([theta, v]), method="DOP853", rtol=1e-12, atol=1e-12)
-    pin.framesForwardKinematics(pm, pd, _pinocchio_q(pm, ref.y[:pm.nv, -1]))
+    pin.framesForwardKinematics(pm, pd, pinocchio_q(pm, ref.y[:pm.nv, -1]))
     worst = max(np.abs(sol.point(b.name, np.zeros(3), local=True)[-1]
                        - pd.oMf[pm.getFrameId(b.name, pin.BODY)].translation).max()
                 for b in model.bodies)

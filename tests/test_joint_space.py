@@ -19,6 +19,7 @@ from scipy.spatial.transform import Rotation
 
 import natcoord as nc
 from natcoord.model.kinematics import joint_coordinate, joint_rate
+from urdf_peer import damping_torque
 
 G = 9.81
 
@@ -307,7 +308,9 @@ ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False),
 
 
 def _compare_with_pinocchio(pin, model, pm, bodies, rng, runs=3):
-    """Placements (oMi of the body frames), aba and rnea at random states."""
+    """Placements (oMi of the body frames), aba and rnea at random states. The URDF
+    joint damping natcoord models (panda's) is the torque ``−c q̇``, which Pinocchio's
+    ``aba`` and ``rnea`` leave out: it enters aba's τ and is taken from rnea's."""
     pd = pm.createData()
     js = nc.joint_space(model)
     assert js.nq == pm.nq and js.nv == pm.nv
@@ -324,10 +327,11 @@ def _compare_with_pinocchio(pin, model, pm, bodies, rng, runs=3):
                                      np.abs(B[i, 0] - placement.translation).max(),
                                      np.abs(B[i, 1:].T - placement.rotation).max())
         a, _, _ = nc.accelerations(model, st)
-        aba = pin.aba(pm, pd, q, qd, np.zeros(pm.nv))
+        damping = damping_torque(pm, model.import_report, qd)
+        aba = pin.aba(pm, pd, q, qd, damping)
         qdd_nc = js.accelerations(st.p, st.v, a)
         worst["aba"] = max(worst["aba"], np.abs(qdd_nc - aba).max() / np.abs(aba).max())
-        rnea = pin.rnea(pm, pd, q, qd, qdd)
+        rnea = pin.rnea(pm, pd, q, qd, qdd) - damping
         tau = nc.inverse_dynamics(model, q, qd, qdd)
         worst["rnea"] = max(worst["rnea"], np.abs(tau - rnea).max() / np.abs(rnea).max())
     assert worst["placement"] <= 1e-12, worst
@@ -369,7 +373,8 @@ def test_urdf_solution_joint_accelerations_are_pinocchios_aba(robots_folder):
                       rtol=1e-10, proj_tol=1e-12)
     assert sol.q_names == list(pm.names)[1:]
     for q, qd, qdd in zip(sol.q, sol.qd, sol.qdd):
-        aba = pin.aba(pm, pd, q, qd, np.zeros(pm.nv))
+        damping = damping_torque(pm, model.import_report, qd)
+        aba = pin.aba(pm, pd, q, qd, damping)
         assert np.abs(qdd - aba).max() <= 1e-9 * np.abs(aba).max()
 
 

@@ -8,6 +8,12 @@
 * Every link that cannot be a body is named in one error;
   ``inertia_repair=True`` projects non-physical inertias to the nearest
   physical ones (closed form for one violated triangle inequality) and warns.
+* Joint ``<dynamics damping>`` is the joint torque ``−c q̇``: closed forms for a
+  spinning rotor and a sliding carriage, and Pinocchio's ABA with that torque
+  (its ``aba`` leaves out the ``model.damping`` it reads); damping inside a
+  compound joint is listed as not modelled.
+* Everything not modelled (collision, limits, friction, mimic, transmissions,
+  gazebo, …) is named in one warning and on ``import_report``.
 * With Pinocchio and example-robot-data installed (the ``peers`` and
   ``models`` extras): real robots have Pinocchio's total mass and DOF, and
   the body accelerations at a random state equal Pinocchio's ABA.
@@ -19,6 +25,7 @@ from scipy.spatial.transform import Rotation
 
 import natcoord as nc
 from natcoord.io.urdf import REPAIR_MARGIN
+from urdf_peer import damping_torque, pinocchio_q
 
 E3 = np.eye(3)
 
@@ -257,6 +264,204 @@ def test_inertia_repair_cannot_invent_the_inertia_of_a_point_mass(tmp_path):
         nc.load_urdf(_write(tmp_path, bad_urdf(second=(0, 0, 0))), inertia_repair=True)
 
 
+# ------------------------------------------- joint damping, and what is not modelled
+def _joint_qdd(model, q, qd):
+    """natcoord's joint accelerations at joint positions and rates (dicts or arrays)."""
+    js = nc.joint_space(model)
+    st = nc.joint_state(model, q, qd)
+    a, _, _ = nc.accelerations(model, st)
+    return dict(zip(js.v_names, js.accelerations(st.p, st.v, a)))
+
+
+def _limit(lower=-2.0, upper=2.0):
+    return f'<limit lower="{lower!r}" upper="{upper!r}" effort="10.0" velocity="3.0"/>'
+
+
+def _with(joint_xml, *children):
+    """A ``_joint`` element with more children (``<dynamics>``, ``<limit>``, …)."""
+    return joint_xml.replace("</joint>", "".join(children) + "</joint>")
+
+
+def test_joint_damping_slows_a_spinning_rotor_and_a_sliding_carriage(tmp_path):
+    """``<dynamics damping="c">`` is the joint torque (force) ``−c q̇``. A rotor
+    spinning about a vertical axis through its centre of mass (gravity along the
+    axis: no torque) and a carriage sliding horizontally (gravity across the
+    slide): ``θ̈ = −c θ̇ / I_zz`` and ``s̈ = −c ṡ / m`` in closed form."""
+    path = _write(tmp_path, "\n".join([
+        '<robot name="damped">', '<link name="base"/>',
+        f'<link name="rotor">{_inertial(2.0, moments=(0.2, 0.25, 0.3))}</link>',
+        f'<link name="carriage">{_inertial(1.5, moments=(0.01, 0.01, 0.01))}</link>',
+        _with(_joint("spin", "continuous", "base", "rotor", xyz=(0, 0, 0.4)),
+              '<dynamics damping="0.6"/>'),
+        _with(_joint("slide", "prismatic", "base", "carriage", xyz=(1, 0, 0), axis=(1, 0, 0)),
+              '<dynamics damping="0.9" friction="0"/>', _limit()),
+        '</robot>']))
+    model = nc.load_urdf(path).build()
+    qdd = _joint_qdd(model, {"spin": 0.7, "slide": 0.1}, {"spin": 1.3, "slide": -0.4})
+    assert qdd["spin"] == pytest.approx(-0.6 * 1.3 / 0.3, rel=1e-12)
+    assert qdd["slide"] == pytest.approx(-0.9 * -0.4 / 1.5, rel=1e-12)
+
+
+# An arm with damping on every joint: shoulder (revolute), elbow (continuous),
+# extend (prismatic), then a wrist of two perpendicular revolutes through the
+# massless link "cross": a compound (universal) joint, whose DOF have no joint
+# coordinate for a damper — their damping is listed as not modelled.
+DAMPED_ARM = "\n".join([
+    '<robot name="damped_arm">', '<link name="base"/>',
+    f'<link name="upper">{_inertial(1.2, com=(0.15, 0, 0), moments=(0.002, 0.01, 0.011))}</link>',
+    f'<link name="fore">{_inertial(0.8, com=(0.12, 0.01, 0), moments=(0.001, 0.005, 0.0055), products=(1e-4, 0, 0))}</link>',
+    f'<link name="slider">{_inertial(0.3, com=(0.02, 0, 0), moments=(1e-4, 2e-4, 2e-4))}</link>',
+    '<link name="cross"/>',
+    f'<link name="hand">{_inertial(0.4, com=(0.05, 0.01, 0), moments=(3e-4, 5e-4, 6e-4))}</link>',
+    _with(_joint("shoulder", "revolute", "base", "upper", xyz=(0, 0, 0.3), axis=(0, 1, 0)),
+          '<dynamics damping="0.7"/>', _limit()),
+    _with(_joint("elbow", "continuous", "upper", "fore", xyz=(0.3, 0, 0), axis=(0, 1, 0)),
+          '<dynamics damping="0.3"/>'),
+    _with(_joint("extend", "prismatic", "fore", "slider", xyz=(0.25, 0, 0), axis=(1, 0, 0)),
+          '<dynamics damping="2.0"/>', _limit(-0.1, 0.1)),
+    _with(_joint("wrist_a", "revolute", "slider", "cross", xyz=(0.05, 0, 0), axis=(0, 0, 1)),
+          '<dynamics damping="0.2"/>', _limit()),
+    _with(_joint("wrist_b", "revolute", "cross", "hand", axis=(0, 1, 0)),
+          '<dynamics damping="0.4"/>', _limit()),
+    '</robot>'])
+
+
+def test_joint_damping_matches_pinocchio_aba_with_the_damping_torque(tmp_path):
+    """Pinocchio reads ``<dynamics damping>`` into ``model.damping`` but its ``aba``
+    leaves it out: the peer is ``aba(q, q̇, τ = −c q̇)``, with ``c = 0`` on the
+    wrist DOF the import report lists as not modelled. At random states natcoord's
+    q̈ equals it to 1e-9 relative — and differs from the undamped ``aba`` and from
+    one damping the wrist too, so the damping is modelled where it says and only
+    there."""
+    pin = pytest.importorskip("pinocchio")
+    path = _write(tmp_path, DAMPED_ARM)
+    with pytest.warns(UserWarning, match="wrist_a, wrist_b"):
+        mech = nc.load_urdf(path)
+    report = mech.import_report
+    assert report["not_modelled"]["stiffness and damping of DOF without a joint coordinate"] \
+        == ["wrist_a", "wrist_b"]
+    assert sorted((f.where, f.c, f.k) for f in mech.forces) == [
+        ("joint spring 'elbow.spring' on 'elbow'", 0.3, 0.0),
+        ("joint spring 'extend.spring' on 'extend'", 2.0, 0.0),
+        ("joint spring 'shoulder.spring' on 'shoulder'", 0.7, 0.0)]
+    model = mech.build()
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    assert list(pm.names)[1:] == ["shoulder", "elbow", "extend", "wrist_a", "wrist_b"]
+    assert np.array_equal(pm.damping, [0.7, 0.3, 2.0, 0.2, 0.4])
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        theta, v = 0.5 * rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
+        q = pinocchio_q(pm, theta)
+        expected = pin.aba(pm, pd, q, v, damping_torque(pm, report, v))
+        ours = _joint_qdd(model, theta, v)
+        ours = np.array([ours[n] for n in list(pm.names)[1:]])
+        scale = np.abs(expected).max()
+        assert np.abs(ours - expected).max() <= 1e-9 * scale
+        undamped = pin.aba(pm, pd, q, v, np.zeros(pm.nv))
+        wrist_damped_too = pin.aba(pm, pd, q, v, -pm.damping * v)
+        assert np.abs(ours - undamped).max() > 1e-2 * scale
+        assert np.abs(ours - wrist_damped_too).max() > 1e-2 * scale
+
+
+def test_negative_damping_is_refused_naming_the_joint(tmp_path):
+    text = DAMPED_ARM.replace('damping="0.3"', 'damping="-0.3"')
+    with pytest.raises(ValueError, match=r'<joint name="elbow"> <dynamics>: damping="-0.3" '
+                                         r'must be non-negative'):
+        nc.load_urdf(_write(tmp_path, text))
+
+
+# Every URDF element that acts on a real robot but not in natcoord, once: contacts
+# (collision geometry, named or not), position limits (not on the continuous
+# elbow), effort and velocity limits, friction, a <dynamics> attribute outside the
+# specification, safety controller, calibration, mimic, damping of a floating
+# joint and of a spherical loop joint, transmission and ros2_control (actuators),
+# gazebo extensions (two for one link: named once), a sensor, and elements URDF
+# does not define. Not listed: visual geometry and materials (rendering only, as
+# MuJoCo's URDF compiler discards them) and anything on a fixed joint, which does
+# not move; the shoulder's damping is modelled.
+EVERYTHING = "\n".join([
+    '<robot name="everything">',
+    '<material name="grey"><color rgba="0.5 0.5 0.5 1"/></material>',
+    '<link name="base"/>',
+    f'<link name="arm">{_inertial(2.0, com=(0.2, 0, 0), moments=(0.01, 0.02, 0.025))}'
+    '<visual name="arm_look"><geometry><box size="0.4 0.05 0.05"/></geometry>'
+    '<material name="grey"/></visual>'
+    '<collision name="arm_shell"><geometry><box size="0.4 0.05 0.05"/></geometry></collision>'
+    '<collision><geometry><sphere radius="0.03"/></geometry></collision>'
+    '<contact><lateral_friction value="1.0"/></contact></link>',
+    f'<link name="forearm">{_inertial(1.0, com=(0.15, 0, 0), moments=(0.004, 0.008, 0.009))}'
+    '</link>',
+    f'<link name="tool">{_inertial(0.2, moments=(1e-4, 1e-4, 1e-4))}</link>',
+    f'<link name="drone">{_inertial(1.5, moments=(0.01, 0.01, 0.015))}</link>',
+    _with(_joint("shoulder", "revolute", "base", "arm", xyz=(0, 0, 0.5)),
+          '<dynamics damping="0.1" friction="0.2" K="7000"/>', _limit(),
+          '<safety_controller soft_lower_limit="-1.9" soft_upper_limit="1.9" k_position="10" '
+          'k_velocity="1"/>', '<calibration rising="0.1"/>'),
+    _with(_joint("elbow", "continuous", "arm", "forearm", xyz=(0.4, 0, 0)),
+          '<limit effort="5.0" velocity="2.0"/>',
+          '<mimic joint="shoulder" multiplier="2.0" offset="0.1"/>'),
+    _with(_joint("tool_mount", "fixed", "forearm", "tool", xyz=(0.3, 0, 0)),
+          '<dynamics damping="1.0" friction="1.0"/>', _limit()),
+    _with(_joint("drone_joint", "floating", "base", "drone", xyz=(0.7, 0, 0.5)),
+          '<dynamics damping="0.5"/>'),
+    '<loop_joint name="tie" type="spherical"><parent link="forearm"/><child link="drone"/>'
+    '<origin xyz="0.3 0 0"/><dynamics damping="0.05"/></loop_joint>',
+    '<transmission name="shoulder_trans"><type>transmission_interface/SimpleTransmission'
+    '</type><joint name="shoulder"/></transmission>',
+    '<ros2_control name="hardware" type="system"/>',
+    '<gazebo reference="arm"><mu1>0.9</mu1></gazebo>',
+    '<gazebo reference="arm"><selfCollide>true</selfCollide></gazebo>',
+    '<gazebo><plugin name="control" filename="libcontrol.so"/></gazebo>',
+    '<sensor name="imu" update_rate="100"><parent link="arm"/></sensor>',
+    '<keyframe name="home"/>',
+    '</robot>'])
+NOT_MODELLED = {
+    "free joint stiffness and damping": ["drone_joint"],
+    "ball joint stiffness and damping": ["tie"],
+    "actuators": ["shoulder_trans", "hardware"],
+    "gazebo extensions": ["arm", "the robot"],
+    "sensors": ["imu"],
+    "elements natcoord does not read": ["<keyframe>", "<contact> of link arm",
+                                        "<dynamics K> of joint shoulder"],
+    "contacts": ["arm_shell", "collision1 of arm"],
+    "joint limits": ["shoulder"],
+    "effort and velocity limits (actuator properties)": ["shoulder", "elbow"],
+    "friction loss": ["shoulder"],
+    "safety controllers (soft limits)": ["shoulder"],
+    "calibration (reference positions)": ["shoulder"],
+    "mimic joints (a coupling of two joint coordinates)": ["elbow"],
+}
+
+
+def test_everything_not_modelled_is_named_in_one_warning_and_the_import_report(tmp_path):
+    path = _write(tmp_path, EVERYTHING)
+    with pytest.warns(UserWarning) as caught:
+        mech = nc.load_urdf(path)
+    ours = [w for w in caught if str(w.message).startswith(str(path))]
+    assert len(ours) == 1
+    message = str(ours[0].message)
+    assert mech.import_report == {"source": str(path), "format": "urdf",
+                                  "not_modelled": NOT_MODELLED}
+    for what, names in NOT_MODELLED.items():
+        assert f"{what}: {', '.join(names)}" in message
+    for silent in ("arm_look", "grey", "tool_mount", "tool"):
+        assert silent not in message
+    assert [(f.where, f.c) for f in mech.forces] == [
+        ("joint spring 'shoulder.spring' on 'shoulder'", 0.1)]
+    model = mech.build()                                       # carried to the model
+    assert model.import_report["not_modelled"] == NOT_MODELLED
+    assert nc.assemble(model).dof == 2 + 3                     # arm, forearm; drone on the tie
+
+
+def test_a_urdf_of_links_and_joints_only_imports_without_a_warning(tmp_path):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mech = nc.load_urdf(_write(tmp_path, arm_urdf()))
+    assert mech.import_report["not_modelled"] == {} and mech.forces == []
+
+
 # ------------------------------------------------------- real robot models
 ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False),
           "panda": ("panda_description/urdf/panda.urdf", False),
@@ -282,11 +487,14 @@ def test_robot_matches_pinocchio(robot, robots_folder):
     """Total mass and DOF as Pinocchio's; finite passive accelerations at the
     reference state; at a random state (q near neutral, random q̇) every body's
     ``ö`` and ``ë_k`` equal Pinocchio's ABA with forward kinematics to 1e-9
-    relative (the joint-space comparison is the corpus test's)."""
+    relative (the joint-space comparison is the corpus test's). The joint damping
+    (panda's) enters Pinocchio's ABA as the torque ``−c q̇``: ``aba`` leaves out the
+    ``model.damping`` it reads."""
     pin = pytest.importorskip("pinocchio")
     relative, floating = ROBOTS[robot]
     path = robots_folder / relative
-    model = nc.load_urdf(path, floating_base=floating).build()
+    mech = nc.load_urdf(path, floating_base=floating)
+    model = mech.build()
     pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
     pd = pm.createData()
     assert sum(b.mass for b in model.bodies) == pytest.approx(
@@ -299,7 +507,7 @@ def test_robot_matches_pinocchio(robot, robots_folder):
     rng = np.random.default_rng(23)
     q = pin.integrate(pm, pin.neutral(pm), 0.5 * rng.standard_normal(pm.nv))
     qd = rng.standard_normal(pm.nv)
-    qdd = pin.aba(pm, pd, q, qd, np.zeros(pm.nv))
+    qdd = pin.aba(pm, pd, q, qd, damping_torque(pm, mech.import_report, qd))
     pin.forwardKinematics(pm, pd, q, qd, qdd)
     p, v = _natural_state(model, pin, pm, pd)
     a, _, info = nc.accelerations(model, nc.State(0.0, p, v))

@@ -21,8 +21,19 @@ spherical) inside ``<robot>``, with
 ``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
 and ``<axis>``. Every link natcoord cannot take as a body is named in one
 error; ``inertia_repair=True`` projects non-physical inertias to the nearest
-physical ones instead, with a warning. Limits, dynamics, transmissions,
-collision and visual elements are ignored.
+physical ones instead, with a warning.
+
+Forces: ``<dynamics damping="c">`` of a revolute, continuous or prismatic
+joint is the joint damper ``τ = −c q̇`` (:meth:`Mechanism.add_joint_spring`).
+Everything else that would act on the robot — collision geometry (contacts),
+joint limits, effort and velocity limits, ``<dynamics friction>``, ``<mimic>``,
+``<safety_controller>``, ``<calibration>``, ``<transmission>``, ``<gazebo>``,
+``<sensor>``, damping inside compound joints and of floating joints, elements
+outside the URDF specification — is named, element by element, in one
+``UserWarning`` per file and on ``mech.import_report["not_modelled"]`` (and
+``model.import_report``), with the MJCF importer's wording where the meaning
+is the same. Visual geometry and materials are rendering only and left out
+silently, as MuJoCo's URDF compiler discards them.
 """
 from __future__ import annotations
 
@@ -63,7 +74,8 @@ def _joint(elem, path, tag):
     rpy = floats(origin, "rpy", 3, (0, 0, 0), f"{where} <origin>")
     axis = floats(elem.find("axis"), "xyz", 3, (1, 0, 0), f"{where} <axis>")
     return dict(name=name, kind=kind, parent=links[0], child=links[1], xyz=xyz,
-                R=rpy_matrix(rpy), axis=axis, where=where, loop=tag == "loop_joint")
+                R=rpy_matrix(rpy), axis=axis, where=where, loop=tag == "loop_joint",
+                element=elem)
 
 
 def _link_inertial(link, where):
@@ -158,8 +170,12 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     ``ValueError``, and so are chains without an exact constraint set.
     ``inertia_repair=True`` replaces each non-physical inertia by the nearest
     physical one (:func:`nearest_physical_inertia`) and names the links and
-    the size of each change in one ``UserWarning``. Limits, dynamics,
-    transmissions, collision and visual elements are ignored.
+    the size of each change in one ``UserWarning``.
+
+    Joint ``<dynamics damping>`` becomes a joint damper; every element that is
+    not modelled is named in one ``UserWarning`` and on
+    ``mech.import_report["not_modelled"]`` (what → element names; module
+    docstring).
     """
     path, robot = parse_xml(path, "robot")
     for spec in loop_joints:
@@ -314,8 +330,134 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
                          f"links cannot be modelled exactly:\n" + "\n".join(refused))
     for j in loops:
         _add_joint(mech, j, side(j["parent"]), side(j["child"]), pose)
+    not_modelled = {}
+
+    def note(what, element):
+        listed = not_modelled.setdefault(what, [])
+        if element not in listed:    # several <gazebo reference="x">: x named once
+            listed.append(element)
+
+    _joint_dampers(mech, chains, joints, loops, note)
+    _not_modelled(robot, joints + loops, note)
     mech.scenario = {"t_end": float(t_end)}
+    mech.import_report = {"source": str(path), "format": "urdf",
+                          "not_modelled": not_modelled}
+    if not_modelled:                 # worded as the MJCF importer's, so both read alike
+        warnings.warn(f"{path}: imported without " + "; ".join(
+            f"{what}: {', '.join(items)}" for what, items in not_modelled.items())
+            + " (mech.import_report['not_modelled'])", UserWarning, stacklevel=2)
     return mech
+
+
+def _damping(j):
+    """``<dynamics damping>`` of a joint: N·m·s/rad (revolute) or N·s/m (prismatic), 0
+    without one."""
+    where = f"{j['where']} <dynamics>"
+    c = float(floats(j["element"].find("dynamics"), "damping", 1, (0.0,), where)[0])
+    if c < 0.0:
+        raise ValueError(f"{where}: damping=\"{c:g}\" must be non-negative (a damper "
+                         f"takes energy out)")
+    return c
+
+
+def _joint_dampers(mech, chains, joints, loops, note):
+    """``<dynamics damping="c">`` as the joint damper ``τ = −c q̇``
+    (:meth:`Mechanism.add_joint_spring`) on each joint with a joint coordinate: a
+    revolute, continuous or prismatic tree joint of its own and such loop joints.
+    A DOF inside a compound joint (a chain through massless links) has no
+    coordinate that is a quadratic form of the natural coordinates, and a floating
+    or spherical joint no single coordinate: their damping is listed as not
+    modelled (the MJCF importer's wording). A fixed joint does not move: its
+    damping does nothing."""
+    def damper(j):
+        c = _damping(j)
+        if c:
+            located(j["where"], lambda: mech.add_joint_spring(
+                j["name"], damping=c, name=f"{j['name']}.spring"))
+
+    for chain in chains:
+        if len(chain) == 1:
+            damper(chain[0])
+            continue
+        for j in chain:
+            if _damping(j):
+                note("stiffness and damping of DOF without a joint coordinate", j["name"])
+    for j in joints:
+        if j["kind"] == "floating" and _damping(j):
+            note("free joint stiffness and damping", j["name"])
+    for j in loops:
+        if j["kind"] in ("spherical", "ball"):
+            if _damping(j):
+                note("ball joint stiffness and damping", j["name"])
+        elif j["kind"] != "fixed":
+            damper(j)
+
+
+#: the children of ``<joint>`` the importer reads, or weighs in :func:`_not_modelled`
+JOINT_CHILDREN = {"parent", "child", "origin", "axis", "dynamics", "limit",
+                  "safety_controller", "calibration", "mimic"}
+#: URDF's joint elements that do nothing here, by what they are
+JOINT_EXTRAS = {"safety_controller": "safety controllers (soft limits)",
+                "calibration": "calibration (reference positions)",
+                "mimic": "mimic joints (a coupling of two joint coordinates)"}
+UNREAD = "elements natcoord does not read"
+
+
+def _not_modelled(robot, joints, note):
+    """Name every element of the file that would act on the robot but is not modelled.
+
+    Left out silently, as MuJoCo's URDF compiler discards them (``discardvisual``
+    is on for URDF): ``<visual>`` geometry and ``<material>``, rendering only. On a
+    fixed joint (lumped) nothing can act. Everything else the importer does not read
+    — ``<collision>`` (contacts), position limits, effort and velocity limits,
+    ``<dynamics friction>`` (friction loss), the joint extras of
+    :data:`JOINT_EXTRAS`, ``<transmission>`` and ``<ros2_control>`` (actuators),
+    ``<sensor>``, ``<gazebo>`` and any element or ``<dynamics>`` attribute outside
+    the URDF specification (panda's ``mu_viscous``) — is named, with the MJCF
+    importer's wording where the meaning is the same."""
+    for k, e in enumerate(robot):
+        if e.tag in ("link", "joint", "loop_joint", "material"):
+            continue
+        label = e.get("name") or f"{e.tag}{k}"
+        if e.tag in ("transmission", "ros2_control"):
+            note("actuators", label)
+        elif e.tag == "sensor":
+            note("sensors", label)
+        elif e.tag == "gazebo":
+            note("gazebo extensions", e.get("reference") or "the robot")
+        else:
+            note(UNREAD, f"<{e.tag}>")
+    for link in robot.findall("link"):
+        name = link.get("name")
+        for k, e in enumerate(link.findall("collision")):
+            note("contacts", e.get("name") or f"collision{k} of {name}")
+        for e in link:
+            if e.tag not in ("inertial", "visual", "collision"):
+                note(UNREAD, f"<{e.tag}> of link {name}")
+    for j in joints:
+        if j["kind"] == "fixed":
+            continue
+        e, name = j["element"], j["name"]
+        limit = e.find("limit")
+        if limit is not None:
+            if j["kind"] in ("revolute", "prismatic"):
+                note("joint limits", name)
+            if limit.get("effort") is not None or limit.get("velocity") is not None:
+                note("effort and velocity limits (actuator properties)", name)
+        dynamics = e.find("dynamics")
+        if dynamics is not None:
+            friction = floats(dynamics, "friction", 1, (0.0,), f"{j['where']} <dynamics>")
+            if friction[0]:
+                note("friction loss", name)
+            extra = sorted(set(dynamics.attrib) - {"damping", "friction"})
+            if extra:
+                note(UNREAD, f"<dynamics {' '.join(extra)}> of joint {name}")
+        for tag, what in JOINT_EXTRAS.items():
+            if e.find(tag) is not None:
+                note(what, name)
+        for child in e:
+            if child.tag not in JOINT_CHILDREN:
+                note(UNREAD, f"<{child.tag}> of joint {name}")
 
 
 def _add_joint(mech, j, a, b, pose):
