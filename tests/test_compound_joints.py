@@ -24,6 +24,11 @@ from scipy.spatial.transform import Rotation
 import natcoord as nc
 from natcoord.dynamics.joint_space import davenport_angles, rotation_about
 
+# What a robot file has that natcoord does not model (limits, collision geometry,
+# gazebo tags, …) is named in one UserWarning per import; the import report is the
+# subject of tests/test_urdf.py and tests/test_corpus.py, not of these tests.
+pytestmark = pytest.mark.filterwarnings("ignore:.*imported without:UserWarning")
+
 GRAVITY = (0.0, 0.0, -9.81)
 
 

@@ -21,6 +21,11 @@ import natcoord as nc
 from natcoord.model.kinematics import joint_coordinate, joint_rate
 from urdf_peer import damping_torque
 
+# What a robot file has that natcoord does not model (limits, collision geometry,
+# gazebo tags, …) is named in one UserWarning per import; the import report is the
+# subject of tests/test_urdf.py and tests/test_corpus.py, not of these tests.
+pytestmark = pytest.mark.filterwarnings("ignore:.*imported without:UserWarning")
+
 G = 9.81
 
 

@@ -17,6 +17,11 @@ import pytest
 import natcoord as nc
 from natcoord.io.modelfile import FORMAT_VERSION, from_dict, schema, to_dict
 
+# What a robot file has that natcoord does not model (limits, collision geometry,
+# gazebo tags, …) is named in one UserWarning per import; the import report is the
+# subject of tests/test_urdf.py and tests/test_corpus.py, not of these tests.
+pytestmark = pytest.mark.filterwarnings("ignore:.*imported without:UserWarning")
+
 hx = importlib.import_module("natcoord.models.hexapod")   # the module, not the factory
 SMALL = {"chain": {"n": 6, "loops": 1}, "tree": {"depth": 3}, "n-four-bar": {"N": 3}}
 CASES = [(name, scenario) for name in nc.models.REGISTRY
