@@ -492,6 +492,16 @@ def test_bad_robot_files(fmt, text, message, tmp_path):
         (nc.load_urdf if fmt == "urdf" else nc.load_mjcf)(path)
 
 
+@pytest.mark.parametrize("load", [nc.load_urdf, nc.load_mjcf, nc.load_mechanism],
+                         ids=["urdf", "mjcf", "model file"])
+def test_a_missing_file_or_a_folder_is_named(load, tmp_path):
+    """Every reader says the same thing of a path it cannot read, naming it."""
+    for path, why in ((tmp_path / "missing.xml", "No such file or directory"),
+                      (tmp_path, "directory")):
+        with pytest.raises(ValueError, match=f"cannot read.*{path.name}.*{why}"):
+            load(path)
+
+
 # ---------------------------------------------------------------------- CLI
 def test_cli_model_file(tmp_path):
     """``natcoord info|simulate FILE`` accept model files like benchmark names."""

@@ -95,6 +95,9 @@ def load_mjcf(path, t_end=10.0) -> Mechanism:
     """
     mujoco = _mujoco("reading MJCF files")
     path = Path(path)
+    if not path.is_file():          # as the URDF and model-file readers say it
+        raise ValueError(f"cannot read {path}: "
+                         f"{'is a directory' if path.is_dir() else 'No such file or directory'}")
     try:
         m = mujoco.MjModel.from_xml_path(str(path))
     except (ValueError, OSError) as err:      # MuJoCo's compiler error names the element
