@@ -34,6 +34,18 @@ def finite_difference_jacobian(model, t, y, step=1e-5):
     return out
 
 
+def core_and_difference_jacobians(model):
+    """At a state with velocities (three Radau steps from the model's initial state):
+    ``J`` (2 N, 2 N) as the compiled step computes it, and ``∂a/∂(p, v)`` (N, 2 N) by
+    central differences of ``nc.accelerations``."""
+    stepper = Radau(model, t_bound=1.0)
+    assert stepper.compiled
+    for _ in range(3):
+        stepper.step()
+    t, y = stepper.t, stepper.y.copy()
+    return stepper.jacobian(t, y), finite_difference_jacobian(model, t, y)
+
+
 def spring_and_damper_pendulum():
     return nc.models.spring_pendulum(stiffness=1e4, damping=30.0)
 
@@ -45,16 +57,10 @@ def spring_and_damper_pendulum():
 ], ids=["six-bar", "spring-damper", "four-bar"])
 def test_core_jacobian_equals_central_differences(build):
     model = build().build()
-    stepper = Radau(model, t_bound=1.0)
-    assert stepper.compiled
-    for _ in range(3):                                  # a state with velocities
-        stepper.step()
-    t, y = stepper.t, stepper.y.copy()
+    J, reference = core_and_difference_jacobians(model)
     N = model.n_coords
-    J = stepper.jacobian(t, y)
     np.testing.assert_array_equal(J[:N, N:], np.eye(N))
     np.testing.assert_array_equal(J[:N, :N], 0.0)
-    reference = finite_difference_jacobian(model, t, y)
     scale = np.abs(reference).max()
     np.testing.assert_allclose(J[N:], reference, rtol=0, atol=1e-6 * scale)  # measured ≤ 3.4e-8
 

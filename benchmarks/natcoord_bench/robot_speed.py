@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from importlib import metadata
 from pathlib import Path
 
@@ -30,6 +29,8 @@ import numpy as np
 
 import natcoord as nc
 from natcoord.study.records import write_csv
+
+from .core_speed import best_mean
 
 ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False),
           "panda": ("panda_description/urdf/panda.urdf", False),
@@ -44,17 +45,6 @@ def robots_folder():
             "cmeel.prefix/share/example-robot-data/robots"))
     except metadata.PackageNotFoundError:
         return None
-
-
-def best_mean(function, count, repeat):
-    """The best of ``repeat`` means over ``count`` calls of ``function()`` [µs]."""
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(count):
-            function()
-        best = min(best, (time.perf_counter() - t0) / count)
-    return best * 1e6
 
 
 def measure(pin, name, path, floating, states, count, repeat, seed):
@@ -74,11 +64,11 @@ def measure(pin, name, path, floating, states, count, repeat, seed):
         worst = max(worst, np.abs(data.qdd - expected).max() / np.abs(expected).max())
         for _ in range(repeat):          # alternated, one mean each per round
             times["forward"] = min(times["forward"],
-                                   best_mean(lambda: nc.forward(model, data), count, 1))
-            times["forward+qdd"] = min(times["forward+qdd"], best_mean(
+                                   1e6 * best_mean(lambda: nc.forward(model, data), count, 1))
+            times["forward+qdd"] = min(times["forward+qdd"], 1e6 * best_mean(
                 lambda: (nc.forward(model, data), data.qdd), count, 1))
             times["aba"] = min(times["aba"],
-                               best_mean(lambda: pin.aba(pm, pd, q, qd, tau), count, 1))
+                               1e6 * best_mean(lambda: pin.aba(pm, pd, q, qd, tau), count, 1))
     return [dict(robot=name, bodies=model.n_bodies, nv=pm.nv, measure=measure_name,
                  microseconds=us, ratio=us / times["aba"], max_rel=worst)
             for measure_name, us in times.items()]

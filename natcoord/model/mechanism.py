@@ -138,6 +138,14 @@ class Mechanism:
         self._by_name[name] = body
         return name
 
+    def _joint_spec(self, joint, where):
+        """The joint named ``joint``, or ``ValueError`` from ``where`` listing the joints."""
+        spec = next((j for j in self.joints if j.name == joint), None)
+        if spec is None:
+            raise ValueError(f"{where}: unknown joint {joint!r}; joints: "
+                             f"{[j.name for j in self.joints] or 'none yet'}")
+        return spec
+
     def body(self, ref) -> Body | None:
         """The :class:`Body` named ``ref`` (None for ground)."""
         if ref is GROUND or (isinstance(ref, str) and ref.lower() == "ground"):
@@ -502,10 +510,7 @@ class Mechanism:
         and ``damping`` (:func:`natcoord.load_mjcf`).
         """
         where = self._force_label("joint spring", name, f" on {joint!r}")
-        spec = next((j for j in self.joints if j.name == joint), None)
-        if spec is None:
-            raise ValueError(f"{where}: unknown joint {joint!r}; joints: "
-                             f"{[j.name for j in self.joints] or 'none yet'}")
+        spec = self._joint_spec(joint, where)
         available = dict(spec.coordinates)
         if not available:
             raise ValueError(f"{where}: a {spec.kind} joint has no joint coordinate; joint "
@@ -535,10 +540,7 @@ class Mechanism:
         velocity projection (the consistent velocity nearest to the
         ``set_initial`` guess with that joint rate).
         """
-        spec = next((j for j in self.joints if j.name == joint), None)
-        if spec is None:
-            raise ValueError(f"set_joint_rate: unknown joint {joint!r}; joints: "
-                             f"{[j.name for j in self.joints]}")
+        spec = self._joint_spec(joint, "set_joint_rate")
         where = f"set_joint_rate of {spec.kind} joint {joint!r}"
         available = [c for c, _ in spec.coordinates]
         if not available:
@@ -566,10 +568,7 @@ class Mechanism:
         ``u=`` or ``inputs=False``; model files store them (``inputs``).
         """
         where = f"input on joint {joint!r}"
-        spec = next((j for j in self.joints if j.name == joint), None)
-        if spec is None:
-            raise ValueError(f"{where}: unknown joint {joint!r}; joints: "
-                             f"{[j.name for j in self.joints] or 'none yet'}")
+        spec = self._joint_spec(joint, where)
         if spec.kind not in ("revolute", "prismatic"):
             raise ValueError(f"{where}: a {spec.kind} joint; an input actuates a joint with "
                              f"one DOF (revolute, prismatic); for other joints pass "
