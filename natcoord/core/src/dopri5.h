@@ -86,13 +86,15 @@ void nc_affine_point(const nc_arr *T, int64_t e, const double *X, double *out);
 void nc_torque_forces(const double *tau, int64_t s, const double *X, double *F);
 /* F = gravity + the flattened applied forces at (X, V) (docs/method.md#12-mass-matrix) */
 void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, double *F);
-/* F += ∂f/∂p dX + ∂f/∂v dV of joint spring i at (X, V) (exact) */
-void nc_joint_spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
-                                const double *dX, const double *dV, double *F);
-/* F += ∂f/∂p dX + ∂f/∂v dV of Cartesian spring i at (X, V) (exact) */
-void nc_cartesian_spring_derivative(const nc_arr *T, int64_t i, const double *X,
-                                    const double *V, const double *dX, const double *dV,
-                                    double *F);
+/* spring i's unit direction n = d / l and the rate ḋ of d = r_b − r_a; returns l */
+double nc_spring_frame(const nc_arr *T, int64_t i, const double *X, const double *V,
+                       double n[3], double rate[3]);
+/* F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f: f on spring i's end a, −f on end b */
+void nc_spring_pair(const nc_arr *T, int64_t i, double *F, const double f[3]);
+/* F (size entries) = ∂f/∂p dX + ∂f/∂v dV of the flattened applied forces at (X, V):
+ * exact (gravity and constant point forces do not vary) */
+void nc_force_derivative(const nc_arr *T, const double *X, const double *V, const double *dX,
+                         const double *dV, double *F, int64_t size);
 /* ½ vᵀ M v − f_g·p + the springs' ½ k (l − l0)², the joint springs' ½ k δ² and the
  * Cartesian springs' ½ Σ k_k (d_k − d0_k)² */
 double nc_energy(const nc_arr *T, const double *X, const double *V);

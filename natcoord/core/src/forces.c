@@ -1,13 +1,16 @@
-/* Built-in generalized forces and the energy (docs/method.md#12-mass-matrix).
+/* Built-in generalized forces, their energy and their directional derivative
+ * (docs/method.md#12-mass-matrix): the one implementation of these force laws. The
+ * steppers, the sensitivity sweep and Radau's Jacobian call them here; the Python side
+ * (natcoord.model.core_tables: Workspace.forces, linearize, Model.energy) through the
+ * wrappers at the end.
  *
- * The applied forces come flattened (compiled.flatten_forces): a point is an affine
+ * The applied forces come flattened (model/core_tables.flatten_forces): a point is an affine
  * map r = Σ c_s x_s + d of the slot vectors (affine point e: terms
  * aff_ptr[e] .. aff_ptr[e+1], constant aff_const[e]), and a force f at it has the
  * generalized force C(r̄)ᵀ f = c_s f at each slot s. Gravity is the constant
  * gravity_force; a constant torque τ on a body gives ½ τ × e_k on its axes; a linear
  * spring–damper between points a and b has tension k (l − l0) + c l̇ along their
- * unit direction. Operation order follows the Numba kernels this replaces, so a
- * run's steps round the same. A joint spring–damper (model/forces.JointSpringDamper)
+ * unit direction. A joint spring–damper (model/forces.JointSpringDamper)
  * acts on a joint coordinate made of quadratic forms Q(p) = Σ c x_a·x_b + Σ d·x_a + c0
  * (form f: quadratic terms form_qptr[f] .. form_qptr[f+1], linear terms form_lptr[f] ..
  * form_lptr[f+1], constant form_const[f]): a slide s = Q, an angle θ = atan2(Q_y, Q_x);
@@ -188,13 +191,14 @@ static void joint_spring_forces(const nc_arr *T, int64_t i, const double *X, con
     form_gradient(T, f0, X, tension * y / r2, F);
 }
 
-/* F += ∂f/∂p dX + ∂f/∂v dV of joint spring i (JointSpringDamper.derivative): with
+/* F += ∂f/∂p dX + ∂f/∂v dV of joint spring i: with
  * T = k δ + c q̇ and f = −T ∇q, df = −(dT ∇q + T d∇q), dT = k ∇q·dX + c (d∇q·V + ∇q·dV);
  * a slide's d∇q = H dX; an angle's ∇θ = (x ∇y − y ∇x) / r², so with dx = ∇x·dX,
  * dy = ∇y·dX and σ = 2 (x dx + y dy) / r²,
  *   d∇θ = (dx ∇y + x H_y dX − dy ∇x − y H_x dX) / r² − σ ∇θ. */
-void nc_joint_spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
-                                const double *dX, const double *dV, double *F)
+static void joint_spring_derivative(const nc_arr *T, int64_t i, const double *X,
+                                    const double *V, const double *dX, const double *dV,
+                                    double *F)
 {
     int64_t f0 = I64(T[T_js_f0])[i], f1 = I64(T[T_js_f1])[i];
     double k = F64(T[T_js_k])[i], c = F64(T[T_js_c])[i];
@@ -239,12 +243,12 @@ static void cartesian_spring_forces(const nc_arr *T, int64_t i, const double *X,
     }
 }
 
-/* F += ∂f/∂p dX + ∂f/∂v dV of Cartesian spring i (linearization.cartesian_spring_derivative):
+/* F += ∂f/∂p dX + ∂f/∂v dV of Cartesian spring i:
  * with ∇d_k affine in p (H_k dX its change along dX),
  *   dT_k = k_k ∇d_k·dX + c_k (dXᵀ H_k V + ∇d_k·dV),   df = −Σ_k (dT_k ∇d_k + T_k H_k dX). */
-void nc_cartesian_spring_derivative(const nc_arr *T, int64_t i, const double *X,
-                                    const double *V, const double *dX, const double *dV,
-                                    double *F)
+static void cartesian_spring_derivative(const nc_arr *T, int64_t i, const double *X,
+                                        const double *V, const double *dX, const double *dV,
+                                        double *F)
 {
     int64_t f = I64(T[T_cs_form])[i];
     const double *k = &AT2(T[T_cs_k], i, 0), *c = &AT2(T[T_cs_c], i, 0);
@@ -289,6 +293,104 @@ void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, do
             distribute(T, ea, F, tension, d);
             distribute(T, eb, F, -tension, d);
         }
+    }
+}
+
+static inline double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* Spring i: its unit direction n = d / l and ḋ (d = r_b − r_a); returns l. */
+double nc_spring_frame(const nc_arr *T, int64_t i, const double *X, const double *V,
+                       double n[3], double rate[3])
+{
+    int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
+    const double *ca = &AT2(T[T_aff_const], ea, 0), *cb = &AT2(T[T_aff_const], eb, 0);
+    double ra[3], rb[3];
+    nc_affine_point(T, ea, X, ra);
+    nc_affine_point(T, eb, X, rb);
+    for (int j = 0; j < 3; j++)
+        n[j] = (cb[j] + rb[j]) - (ca[j] + ra[j]);
+    double length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    nc_affine_point(T, ea, V, ra);
+    nc_affine_point(T, eb, V, rb);
+    for (int j = 0; j < 3; j++) {
+        n[j] /= length;
+        rate[j] = rb[j] - ra[j];
+    }
+    return length;
+}
+
+/* F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f: f on spring i's end a, −f on end b */
+void nc_spring_pair(const nc_arr *T, int64_t i, double *F, const double f[3])
+{
+    const int64_t *ptr = I64(T[T_aff_ptr]), *slot = I64(T[T_aff_slot]);
+    const double *coef = F64(T[T_aff_coef]);
+    int64_t ends[2] = {I64(T[T_sp_a])[i], I64(T[T_sp_b])[i]};
+    for (int side = 0; side < 2; side++) {
+        double sign = side == 0 ? 1.0 : -1.0;
+        for (int64_t k = ptr[ends[side]]; k < ptr[ends[side] + 1]; k++) {
+            double c = sign * coef[k];
+            double *Fs = F + 3 * slot[k];
+            for (int j = 0; j < 3; j++)
+                Fs[j] += c * f[j];
+        }
+    }
+}
+
+/* r_b − r_a of spring i's ends for the slot rates dX (no constant: a derivative) */
+static void spring_difference(const nc_arr *T, int64_t i, const double *dX, double out[3])
+{
+    double da[3];
+    nc_affine_point(T, I64(T[T_sp_b])[i], dX, out);
+    nc_affine_point(T, I64(T[T_sp_a])[i], dX, da);
+    for (int j = 0; j < 3; j++)
+        out[j] -= da[j];
+}
+
+/* F += the derivative of spring i's force pair along (dX, dV). With l̇ = n·ḋ and
+ * T = k (l − l0) + c l̇ (force T n on end a): dl = n·dd, dn = (dd − n dl) / l,
+ * dl̇ = ḋ·dn + n·dḋ, d(T n) = (k dl + c dl̇) n + T dn, so with P = 1 − n nᵀ
+ * d(T n) = [n (k n + c P ḋ / l)ᵀ + (T / l) P] dd + c n nᵀ dḋ. */
+static void spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
+                              const double *dX, const double *dV, double *F)
+{
+    double n[3], rate[3], dd[3], drate[3], dn[3], f[3];
+    double length = nc_spring_frame(T, i, X, V, n, rate);
+    spring_difference(T, i, dX, dd);
+    spring_difference(T, i, dV, drate);
+    double k = F64(T[T_sp_k])[i], c = F64(T[T_sp_c])[i];
+    double tension = k * (length - F64(T[T_sp_l0])[i]) + c * dot3(n, rate);
+    double dl = dot3(n, dd);
+    for (int j = 0; j < 3; j++)
+        dn[j] = (dd[j] - n[j] * dl) / length;
+    double dldot = 0.0;
+    for (int j = 0; j < 3; j++)
+        dldot += rate[j] * dn[j] + n[j] * drate[j];
+    for (int j = 0; j < 3; j++)
+        f[j] = (k * dl + c * dldot) * n[j] + tension * dn[j];
+    nc_spring_pair(T, i, F, f);
+}
+
+/* F = ∂f/∂p dp + ∂f/∂v dv (4 n, 3) of the flattened forces: springs, joint and Cartesian
+ * springs (forces.c) and constant torques ½ τ × de_k; gravity and constant point forces
+ * do not vary. */
+void nc_force_derivative(const nc_arr *T, const double *X, const double *V, const double *dX,
+                         const double *dV, double *F, int64_t size)
+{
+    memset(F, 0, size * sizeof(double));
+    const int64_t *kind = I64(T[T_force_kind]), *index = I64(T[T_force_index]);
+    for (int64_t k = 0; k < T[T_force_kind].size; k++) {
+        int64_t i = index[k];
+        if (kind[k] == NC_TORQUE)
+            nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], dX, F);
+        else if (kind[k] == NC_SPRING)
+            spring_derivative(T, i, X, V, dX, dV, F);
+        else if (kind[k] == NC_JOINT_SPRING)
+            joint_spring_derivative(T, i, X, V, dX, dV, F);
+        else if (kind[k] == NC_CARTESIAN_SPRING)
+            cartesian_spring_derivative(T, i, X, V, dX, dV, F);
     }
 }
 
@@ -356,9 +458,30 @@ NC_WRAPPER(energy)
     return PyFloat_FromDouble(nc_energy(T, F64(a[1].arr), F64(a[2].arr)));
 }
 
+NC_WRAPPER(force_derivative)
+{
+    nc_arr t[T_COUNT];
+    nc_value a[6] = {{.tuple = t}};
+    if (nc_parse(args, nargs, "Tddddd", a, "force_derivative") < 0)
+        return NULL;
+    const nc_arr *T = a[0].tuple;
+    int64_t size = T[T_gravity_force].size;
+    for (int k = 1; k < 6; k++)
+        if (a[k].arr.size != size) {
+            PyErr_Format(PyExc_ValueError, "core.force_derivative: X, V, dX, dV and F must "
+                         "have %lld entries (4 n × 3)", (long long)size);
+            return NULL;
+        }
+    nc_force_derivative(T, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
+                        F64(a[5].arr), size);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef nc_forces_methods[] = {
     NC_METHOD(generalized_forces, "generalized_forces(T, X, V, F): F (4 n, 3) = gravity plus "
               "the built-in applied forces of Tables T at positions X and velocities V."),
+    NC_METHOD(force_derivative, "force_derivative(T, X, V, dX, dV, F): F (4 n, 3) = ∂f/∂p dX "
+              "+ ∂f/∂v dV of the built-in applied forces of Tables T at (X, V), exact."),
     NC_METHOD(energy, "energy(T, X, V) -> float: ½ vᵀMv − f_g·p + the springs' ½ k (l − l0)² + the joint springs' ½ k δ² + the Cartesian springs' ½ Σ k_k (d_k − d0_k)²."),
     {NULL, NULL, 0, NULL},
 };

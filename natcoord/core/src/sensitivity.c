@@ -11,7 +11,8 @@
  * and per step one factorization at the projected point (the forward run never
  * factors there) for the projection's derivative. The right-hand sides:
  * the constraint kernel's terms differentiated in one pass (dG never formed),
- * spring–dampers, joint and Cartesian spring–dampers analytically, constant torques ½ τ × de_k, and the parameter
+ * the applied forces' exact derivative (nc_force_derivative, forces.c, beside their
+ * laws), and the parameter
  * columns (Directions, sensitivity.h) as a constant df, a dJ4, a spring tension's
  * ∂T/∂θ or a torque's ½ τ × e_k.
  *
@@ -107,98 +108,6 @@ static inline void constraint_directional(const nc_arr *T, const double *X, cons
     }
 }
 
-/* Spring i: its unit direction n = d / l and ḋ (d = r_b − r_a); returns l. */
-static double spring_frame(const nc_arr *T, int64_t i, const double *X, const double *V,
-                           double n[3], double rate[3])
-{
-    int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
-    const double *ca = &AT2(T[T_aff_const], ea, 0), *cb = &AT2(T[T_aff_const], eb, 0);
-    double ra[3], rb[3];
-    nc_affine_point(T, ea, X, ra);
-    nc_affine_point(T, eb, X, rb);
-    for (int j = 0; j < 3; j++)
-        n[j] = (cb[j] + rb[j]) - (ca[j] + ra[j]);
-    double length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    nc_affine_point(T, ea, V, ra);
-    nc_affine_point(T, eb, V, rb);
-    for (int j = 0; j < 3; j++) {
-        n[j] /= length;
-        rate[j] = rb[j] - ra[j];
-    }
-    return length;
-}
-
-/* F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f: f on spring i's end a, −f on end b */
-static void apply_pair(const nc_arr *T, int64_t i, double *F, const double f[3])
-{
-    const int64_t *ptr = I64(T[T_aff_ptr]), *slot = I64(T[T_aff_slot]);
-    const double *coef = F64(T[T_aff_coef]);
-    int64_t ends[2] = {I64(T[T_sp_a])[i], I64(T[T_sp_b])[i]};
-    for (int side = 0; side < 2; side++) {
-        double sign = side == 0 ? 1.0 : -1.0;
-        for (int64_t k = ptr[ends[side]]; k < ptr[ends[side] + 1]; k++) {
-            double c = sign * coef[k];
-            double *Fs = F + 3 * slot[k];
-            for (int j = 0; j < 3; j++)
-                Fs[j] += c * f[j];
-        }
-    }
-}
-
-/* r_b − r_a of spring i's ends for the slot rates dX (no constant: a derivative) */
-static void spring_difference(const nc_arr *T, int64_t i, const double *dX, double out[3])
-{
-    double da[3];
-    nc_affine_point(T, I64(T[T_sp_b])[i], dX, out);
-    nc_affine_point(T, I64(T[T_sp_a])[i], dX, da);
-    for (int j = 0; j < 3; j++)
-        out[j] -= da[j];
-}
-
-/* F += the derivative of spring i's force pair along (dX, dV). With l̇ = n·ḋ and
- * T = k (l − l0) + c l̇ (force T n on end a): dl = n·dd, dn = (dd − n dl) / l,
- * dl̇ = ḋ·dn + n·dḋ, d(T n) = (k dl + c dl̇) n + T dn (SpringLinearization). */
-static void spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
-                              const double *dX, const double *dV, double *F)
-{
-    double n[3], rate[3], dd[3], drate[3], dn[3], f[3];
-    double length = spring_frame(T, i, X, V, n, rate);
-    spring_difference(T, i, dX, dd);
-    spring_difference(T, i, dV, drate);
-    double k = F64(T[T_sp_k])[i], c = F64(T[T_sp_c])[i];
-    double tension = k * (length - F64(T[T_sp_l0])[i]) + c * dot3(n, rate);
-    double dl = dot3(n, dd);
-    for (int j = 0; j < 3; j++)
-        dn[j] = (dd[j] - n[j] * dl) / length;
-    double dldot = 0.0;
-    for (int j = 0; j < 3; j++)
-        dldot += rate[j] * dn[j] + n[j] * drate[j];
-    for (int j = 0; j < 3; j++)
-        f[j] = (k * dl + c * dldot) * n[j] + tension * dn[j];
-    apply_pair(T, i, F, f);
-}
-
-/* F = ∂f/∂p dp + ∂f/∂v dv (4 n, 3) of the flattened forces: springs, joint and Cartesian
- * springs (forces.c) and constant torques ½ τ × de_k; gravity and constant point forces
- * do not vary. */
-static void force_derivative(const nc_arr *T, const double *X, const double *V,
-                             const double *dX, const double *dV, double *F, int64_t size)
-{
-    memset(F, 0, size * sizeof(double));
-    const int64_t *kind = I64(T[T_force_kind]), *index = I64(T[T_force_index]);
-    for (int64_t k = 0; k < T[T_force_kind].size; k++) {
-        int64_t i = index[k];
-        if (kind[k] == NC_TORQUE)
-            nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], dX, F);
-        else if (kind[k] == NC_SPRING)
-            spring_derivative(T, i, X, V, dX, dV, F);
-        else if (kind[k] == NC_JOINT_SPRING)
-            nc_joint_spring_derivative(T, i, X, V, dX, dV, F);
-        else if (kind[k] == NC_CARTESIAN_SPRING)
-            nc_cartesian_spring_derivative(T, i, X, V, dX, dV, F);
-    }
-}
-
 /* F += ∂f/∂θ − ∂M/∂θ a of column j (parameter_direction): the constant df, dJ4 of
  * one body times its accelerations A, a spring's ∂T/∂θ n with ∂T/∂k = l − l0,
  * ∂T/∂c = l̇, ∂T/∂l0 = −k, or a torque's generalized force ½ τ × e_k (the
@@ -226,7 +135,7 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
     int64_t i = I64(D[D_spring])[j];
     if (i >= 0) {
         double n[3], rate[3], f[3], dtension;
-        double length = spring_frame(T, i, X, V, n, rate);
+        double length = nc_spring_frame(T, i, X, V, n, rate);
         switch (I64(D[D_spring_kind])[j]) {
         case STIFFNESS: dtension = length - F64(T[T_sp_l0])[i]; break;
         case DAMPING: dtension = dot3(n, rate); break;
@@ -234,7 +143,7 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
         }
         for (int k = 0; k < 3; k++)
             f[k] = dtension * n[k];
-        apply_pair(T, i, F, f);
+        nc_spring_pair(T, i, F, f);
     }
 }
 
@@ -252,7 +161,7 @@ void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *
                                 double *F, int64_t n, double *s, double *mu, int64_t m,
                                 double *da)
 {
-    force_derivative(T, X, V, dX, dV, F, n);
+    nc_force_derivative(T, X, V, dX, dV, F, n);
     if (D != NULL)
         parameter_force(T, D, j, X, V, A, F);
     constraint_directional(T, X, V, W, dX, dV, A, lam, 1, s, m, F);
