@@ -2,11 +2,13 @@
 
 ``CartesianSpringDamper`` (``Mechanism.add_cartesian_spring``) has its force, energy
 and directional derivative in the core, so DOPRI5 and Radau run it without calling
-back into Python. Checked against independent computations: the generalized force
-against the model layer's ``apply`` and against −∂V/∂p by central differences of the
-potential; the energy against ``Model.energy``; the derivative (Radau's Jacobian,
-the compiled sensitivity sweep) against central differences of ``nc.accelerations``
-and of whole simulations; a sprung hexapod without damping conserves its energy.
+back into Python; it is the only implementation of the law. Checked against
+independent computations: the undamped generalized force against −∂V/∂p by central
+differences of the potential, the damping force against −Σ c_k ḋ_k ∇d_k with ∇d_k by
+central differences of the components; the energy against its closed form from the
+components; the derivative (Radau's Jacobian, the compiled sensitivity sweep)
+against central differences of ``nc.accelerations`` and of whole simulations; a
+sprung hexapod without damping conserves its energy.
 """
 import numpy as np
 import pytest
@@ -52,28 +54,42 @@ def test_the_core_has_the_law():
     assert compilable(nc.models.hexapod("driven", elastic_joints=(1e7, 1e4)).build())
 
 
-def test_core_force_is_the_model_s_and_minus_the_energy_gradient():
-    """Damped: the core's force is the model layer's ``apply``; undamped: it is
-    −∂V/∂p of the potential by central differences, and the core's energy is
-    ``Model.energy`` (kinetic + gravity + ½ Σ k (d − d0)²)."""
+def component_gradient(q, X, h=1e-6):
+    """∇d of a spring component d (a quadratic form of the coordinates) by central
+    differences of its value: exact up to round-off."""
+    return np.array([(q.value(X + h * e.reshape(X.shape)) - q.value(X - h * e.reshape(X.shape)))
+                     / (2 * h) for e in np.eye(X.size)]).reshape(X.shape)
+
+
+def test_core_force_is_minus_the_energy_gradient_plus_the_damping():
+    """Undamped: the core's force is −∂V/∂p of the potential by central differences.
+    Damped: the difference is −Σ_k c_k ḋ_k ∇d_k, with ∇d_k by central differences of
+    the components and ḋ_k = ∇d_k·v. The core's energy is the closed form
+    ½ vᵀ M v − f_g·p + ½ Σ k_k (d_k − d0_k)² of the components' values."""
     model = sprung_pair()
     X, V = off_the_manifold(model, seed=4)
-    F = core_forces(model, X, V)
-    reference = np.zeros_like(X)
-    for force in model.forces:
-        force.apply(0.0, None, X, V, reference)
-    assert np.abs(reference).max() > 1.0
-    np.testing.assert_allclose(F, reference, rtol=0, atol=1e-13 * np.abs(reference).max())
-
     undamped = sprung_pair(damping=0.0)
-    F = core_forces(undamped, X, V)
+    F0 = core_forces(undamped, X, V)
     h = 1e-6
     grad = np.array([(undamped.potential_energy(X.ravel() + h * e)
                       - undamped.potential_energy(X.ravel() - h * e)) / (2 * h)
                      for e in np.eye(X.size)]).reshape(X.shape) + undamped.gravity_force
-    np.testing.assert_allclose(F, -grad, rtol=0, atol=1e-7 * np.abs(grad).max())
-    assert engine.energy(make_tables(model), X, V) == pytest.approx(
-        model.energy(X.ravel(), V.ravel()), rel=1e-14)
+    assert np.abs(grad).max() > 1.0
+    np.testing.assert_allclose(F0, -grad, rtol=0, atol=1e-7 * np.abs(grad).max())
+
+    damping = np.zeros_like(X)
+    for force in model.forces:
+        for q, c in zip(force.components, force.c):
+            grad_q = component_gradient(q, X)
+            damping -= c * np.sum(grad_q * V) * grad_q
+    assert np.abs(damping).max() > 1.0
+    np.testing.assert_allclose(core_forces(model, X, V) - F0, damping, rtol=0,
+                               atol=1e-9 * np.abs(damping).max())
+
+    springs = sum(0.5 * k * (q.value(X) - d0) ** 2 for force in model.forces
+                  for q, k, d0 in zip(force.components, force.k, force.rest))
+    closed_form = (model.kinetic_energy(V.ravel()) - np.sum(model.gravity_force * X) + springs)
+    assert engine.energy(make_tables(model), X, V) == pytest.approx(closed_form, rel=1e-14)
 
 
 @pytest.mark.parametrize("build", [
@@ -83,7 +99,7 @@ def test_core_force_is_the_model_s_and_minus_the_energy_gradient():
 def test_core_derivative_equals_central_differences(build):
     """Radau's Jacobian, the core's ``nc_acceleration_derivative`` (its force term the
     Cartesian springs' exact derivative), against central differences of the
-    accelerations the model layer computes (``nc.accelerations``: ``apply`` in Python)."""
+    accelerations (``nc.accelerations``, the core's force law)."""
     model = build()
     J, reference = core_and_difference_jacobians(model)
     N = model.n_coords

@@ -1,13 +1,13 @@
 """Joint spring–dampers (``Mechanism.add_joint_spring``): a torsional pendulum's
 frequency and decay, a sliding oscillator's, energy conservation without damping,
-and the compiled force against the Python one (both against −∂V/∂p)."""
+the core's force against −∂V/∂p of its energy, the energy against its closed form,
+the core's exact derivative against central differences of its force."""
 import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.core import engine
 from natcoord.analysis import sensitivity
-from natcoord.integrate.compiled import make_tables
+from natcoord.model.core_tables import force_derivative, generalized_forces
 from test_radau_core import core_and_difference_jacobians
 
 I_AXIS = 0.3            # kg m², about the joint axis
@@ -102,35 +102,23 @@ def test_damping_dissipates_its_power():
     assert np.abs(e - e[0] - dissipated).max() < 1e-6 * np.abs(dissipated).max()
 
 
-def test_compiled_force_is_minus_the_gradient_of_the_energy():
-    """At a state off the reference (angles past ±π/2), the core's generalized force
-    equals the Python one and −∂V/∂p by central differences; the core's energy the
-    model's."""
+def test_force_is_minus_the_gradient_of_the_energy():
+    """At a state off the reference (angles past ±π/2): the springs' energy is the
+    closed form ½ Σ k (q − q_rest)² of the joint angles, and the core's generalized
+    force (gravity included) is −∂V/∂p of the model's potential energy by central
+    differences."""
     model = _double_pendulum(c=0.0)
     st = nc.joint_state(model, {"shoulder": 2.9, "elbow": -1.7})
-    X = np.reshape(st.p, (-1, 3)).copy()
-    V = np.zeros_like(X)
-    T = make_tables(model)
-    F = np.zeros_like(X)
-    engine.generalized_forces(T, X, V, F)
-    F -= model.gravity_force
-    F_py = np.zeros_like(X)
-    for f in model.forces:
-        f.apply(0.0, st, X, V, F_py)
-    grad = np.zeros(X.size)
+    p = st.p.copy()
+    F = generalized_forces(model, p, np.zeros_like(p), np.zeros((p.size // 3, 3)))
     h = 1e-6
-    for i in range(X.size):
-        dX = np.zeros(X.size)
-        dX[i] = h
-        up = sum(f.potential(X + dX.reshape(X.shape)) for f in model.forces)
-        down = sum(f.potential(X - dX.reshape(X.shape)) for f in model.forces)
-        grad[i] = (up - down) / (2 * h)
-    assert np.allclose(F, F_py, rtol=0, atol=1e-12)
+    grad = np.array([(model.potential_energy(p + h * e) - model.potential_energy(p - h * e))
+                     / (2 * h) for e in np.eye(p.size)])
+    assert np.abs(F).max() > 1.0
     assert np.allclose(F.ravel(), -grad, rtol=0, atol=1e-7)
-    assert engine.energy(T, X, V) == pytest.approx(model.energy(st.p, np.zeros_like(st.p)),
-                                                   abs=1e-12)
-    deflections = [f.deflection(X) for f in model.forces]
-    assert deflections == pytest.approx([2.9 - 0.4, -1.7 + 0.3])
+    springs = 0.5 * 5.0 * (2.9 - 0.4) ** 2 + 0.5 * 2.0 * (-1.7 + 0.3) ** 2
+    gravity = -np.sum(model.gravity_force.ravel() * p)
+    assert model.potential_energy(p) - gravity == pytest.approx(springs, abs=1e-12)
 
 
 def test_bad_joint_spring_arguments_name_the_joint():
@@ -145,23 +133,23 @@ def test_bad_joint_spring_arguments_name_the_joint():
 
 
 def test_force_derivative_matches_central_differences():
-    """The analytic directional derivative (linearization, Python sensitivities) against
-    central differences of the force, along a random direction in (p, v)."""
+    """The core's exact directional derivative of the applied forces (linearization,
+    Radau's Jacobian, the sensitivity sweep) against central differences of the core's
+    force, along a random direction in (p, v)."""
     model = _double_pendulum(c=0.3)
     st = nc.joint_state(model, {"shoulder": 2.5, "elbow": -1.1}, {"shoulder": 1.5,
                                                                    "elbow": -2.0})
-    X, V = np.reshape(st.p, (-1, 3)), np.reshape(st.v, (-1, 3))
+    p, v = st.p.copy(), st.v.copy()
     rng = np.random.default_rng(3)
-    dX, dV = rng.standard_normal(X.shape), rng.standard_normal(V.shape)
+    dp, dv = rng.standard_normal(p.shape), rng.standard_normal(v.shape)
     h = 1e-6
-    for force in model.forces:
-        analytic = np.zeros_like(X)
-        force.derivative(X, V, dX, dV, analytic)
-        up, down = np.zeros_like(X), np.zeros_like(X)
-        force.apply(0.0, None, X + h * dX, V + h * dV, up)
-        force.apply(0.0, None, X - h * dX, V - h * dV, down)
-        numeric = (up - down) / (2 * h)
-        assert np.abs(analytic - numeric).max() < 1e-7 * np.abs(numeric).max()
+    shape = (p.size // 3, 3)
+    analytic = force_derivative(model, p, v, dp, dv, np.zeros(shape))
+    up = generalized_forces(model, p + h * dp, v + h * dv, np.zeros(shape))
+    down = generalized_forces(model, p - h * dp, v - h * dv, np.zeros(shape))
+    numeric = (up - down) / (2 * h)
+    assert np.abs(numeric).max() > 1.0
+    assert np.abs(analytic - numeric).max() < 1e-7 * np.abs(numeric).max()
 
 
 def test_linearization_of_a_sprung_pendulum():
@@ -216,8 +204,9 @@ def test_core_derivative_equals_central_differences(build):
 
 
 def test_compiled_sweep_equals_the_python_sweep(monkeypatch):
-    """The compiled sensitivity sweep (the core's joint-spring derivative) computes what
-    the Python sweep (JointSpringDamper.derivative) does, along the same steps."""
+    """The compiled sensitivity sweep computes what the Python sweep (one
+    ``LinearizationPoint`` per stage) does along the same steps, with the joint springs'
+    derivative in both."""
     model = _double_pendulum(c=0.3)
     options = dict(t_eval=np.linspace(0.0, 0.5, 6), rtol=1e-8, proj_tol=1e-12)
     compiled = nc.sensitivities(model, 0.5, params=["p0", "v0", "mass:upper"], **options)

@@ -13,16 +13,17 @@ and the dense output (linear in the step's data) — with these right-hand sides
 
 * ``dγ − dG a`` and ``dGᵀ λ`` (``dG v + dg_t`` for the projection): the
   constraint kernel's terms differentiated in one pass (bilinear, exact);
-* spring–dampers, joint and Cartesian spring–dampers analytically (exact: their
-  coordinates and components are quadratic forms), constant torques ``½ τ × de_k``;
-  gravity and constant point forces do not vary;
+* the built-in applied forces' exact derivative (``nc_force_derivative``,
+  natcoord/core/src/forces.c, beside their laws: the one the workspace's
+  linearization and Radau's Jacobian use); gravity and constant point forces do
+  not vary;
 * parameters (:func:`natcoord.dynamics.linearization.parameter_direction`): a constant
   ``df`` and ``dJ4`` per column (mass, inertia, gravity, the scale of a
   constant point force), the tension's derivative ``∂T/∂k = l − l0``,
   ``∂T/∂c = l̇``, ``∂T/∂l0 = −k`` of a spring, or the scale of a constant
   torque, whose ``df = ½ τ × e_k`` moves with the body's axes.
 
-For models :func:`natcoord.integrate.compiled.compilable` accepts, the block solver
+For models :func:`natcoord.model.core_tables.compilable` accepts, the block solver
 without refinement, and drives that are absent or compiled; the parameters of
 :data:`PARAMETERS` (``stiffness``, ``damping``, ``rest_length`` name the linear
 spring–dampers: joint and Cartesian springs' are not sensitivity parameters in
@@ -38,6 +39,7 @@ import numpy as np
 from ..core import engine
 from ..integrate import compiled as cc
 from ..dynamics.linearization import parameter_direction
+from ..model.core_tables import compilable, make_tables
 from ..model.parameters import loads
 from ..model.forces import Torque
 from ..linalg.blockldl import make_work
@@ -76,7 +78,7 @@ def supported(model, solver, params):
     """True if the compiled sweep covers ``model`` solved by ``solver`` (a
     :class:`~natcoord.linalg.base.KKTSolver`) and the parameter names ``params``."""
     return (solver.name == "block" and not solver.refine
-            and cc.compilable(model)
+            and compilable(model)
             and (model.n_weights == 1 or model.tables.laws is not None)
             and all(name in ("p0", "v0") or name.partition(":")[0] in PARAMETERS
                     for name in params))
@@ -136,7 +138,7 @@ class Sweep:
         store = cc.make_store(work, model.n_rows, steps)
         # the sweep's tuples unpacked for the core once, not at every round
         self._packed = (engine.pack(store, "F"), engine.pack(S, "S"), engine.pack(work, "W"),
-                        engine.pack(directions(model, cc.make_tables(model), thetas), "D"),
+                        engine.pack(directions(model, make_tables(model), thetas), "D"),
                         engine.pack(B, "K"))
         self._derivatives = np.zeros((0,) + dy.shape)
 

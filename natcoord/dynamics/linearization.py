@@ -14,12 +14,13 @@ and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap
   difference ``dG = (G(p + dp) − G(p − dp)) / 2`` (likewise ``dγ`` with
   ``(p ± dp, v ± dv)``) has no truncation error: it is the derivative.
 * ``M`` depends on the mass parameters only; gravity is constant in p.
-* Spring–dampers, Cartesian and joint spring–dampers are differentiated
-  analytically (a Cartesian one is skipped for directions that do not move
-  its bodies: the Jacobian's columns cost O(1) each). Other applied forces
-  (point forces, torques, possibly user callables of ``(t, state)``) by
-  central differences of their ``apply`` alone, step ``FORCE_STEP``: exact
-  for constant forces and torques (affine in p), O(step²) for callables.
+* The built-in applied forces (spring–dampers, Cartesian and joint
+  spring–dampers, constant point forces and torques) are differentiated
+  exactly by the core (``nc_force_derivative``, natcoord/core/src/forces.c,
+  beside their laws; Radau's Jacobian and the compiled sensitivity sweep use
+  the same function). Forces written in Python (callables of ``(t, state)``,
+  force classes of their own) by central differences of their ``apply``
+  alone, step ``FORCE_STEP``: O(step²).
 
 Rows dropped as redundant at the base point stay dropped: the derivative is
 that of the kept-rows system, the function ``(p, v) ↦ a`` that
@@ -33,17 +34,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import validate
-from ..model.derived import derived
+from ..model.core_tables import (SPRING_PARAMETERS, force_derivative, python_forces,
+                                 spring_parameter_force)
 from ..model.drives import parameter_weights
 from .workspace import Workspace
-from ..model.expressions import stacked
-from ..model.forces import CartesianSpringDamper, JointSpringDamper, SpringDamper
 from ..model.kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from ..model.frozen import State
 from ..model.parameters import (PARAMETER_NAMES, driven_joint, named_body, named_load,
-                                named_spring, parameter_value, springs)
+                                named_spring, parameter_value)
 
-#: relative step of the central differences of non-spring applied forces.
+#: relative step of the central differences of the forces written in Python.
 FORCE_STEP = 1e-5
 
 
@@ -120,7 +120,6 @@ class LinearizationPoint:
         self.X, self.V, self.A = p.reshape(-1, 3), v.reshape(-1, 3), a.reshape(-1, 3)
         self.W = model.tables.weight_table(t, np.zeros((model.n_weights, 3)))
         self.G = ws.G.copy()
-        self.springs = SpringLinearization(model, self.X, self.V)
 
     def derivative(self, dp=None, dv=None, param=None):
         """``(da, dλ)`` along ``(dp, dv)`` plus a unit step of parameter ``param``.
@@ -224,14 +223,13 @@ class LinearizationPoint:
         return out
 
     def force_derivative(self, dX, dV):
-        """``df = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3): gravity is constant."""
-        F = self.springs.derivative(dX.ravel(), dV.ravel()).reshape(-1, 3)
-        for force in self.model.forces:
-            if isinstance(force, CartesianSpringDamper):
-                cartesian_spring_derivative(force, self.X, self.V, dX, dV, F)
-            elif isinstance(force, JointSpringDamper):
-                force.derivative(self.X, self.V, dX, dV, F)
-            elif not isinstance(force, SpringDamper) and (dX.any() or dV.any()):
+        """``df = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3): the built-in forces' exact derivative
+        (the core's), the forces written in Python's by central differences; gravity
+        is constant."""
+        dX, dV = np.ascontiguousarray(dX, dtype=float), np.ascontiguousarray(dV, dtype=float)
+        F = force_derivative(self.model, self.X, self.V, dX, dV, np.empty_like(self.X))
+        if dX.any() or dV.any():
+            for force in python_forces(self.model):
                 self._force_difference(force, dX, dV, F)
         return F
 
@@ -249,88 +247,6 @@ class LinearizationPoint:
             F += sign / (2.0 * h) * out
 
 
-class SpringLinearization:
-    """The model's spring–dampers linearized at ``(X, V)``.
-
-    Per spring, with ``d = r_b − r_a = D p + d₀`` (D: 3 × 12 n, from the
-    affine end points), ``l = |d|``, ``n = d / l``, ``P = 1 − n nᵀ``,
-    ``l̇ = n·ḋ`` and the tension ``T = k (l − l0) + c l̇`` (force ``T n`` on a,
-    ``−T n`` on b, so the generalized force is ``−Dᵀ T n``):
-
-        dn = P dd / l,   dl = n·dd,   dl̇ = ḋᵀ P dd / l + n·dḋ,
-        d(T n) = (k dl + c dl̇) n + T dn = S_p dd + S_v dḋ,
-        S_p = n (k n + c P ḋ / l)ᵀ + (T / l) P,   S_v = c n nᵀ,
-
-    hence ``df = −Dᵀ (S_p D dp + S_v D dv)``. The springs are stacked: ``D``
-    (3 s × 12 n, cached on the model) and ``S_p, S_v`` (s, 3, 3) per base point.
-    """
-
-    def __init__(self, model, X, V):
-        all_springs = springs(model)
-        self.D, d0 = _spring_map(model)
-        k, c, l0 = (np.array([getattr(sp, a) for sp in all_springs]) for a in ("k", "c", "l0"))
-        d = (self.D @ X.ravel() + d0).reshape(-1, 3)
-        rate = (self.D @ V.ravel()).reshape(-1, 3)
-        length = np.linalg.norm(d, axis=1)
-        n = d / length[:, None]
-        P = np.eye(3) - n[:, :, None] * n[:, None, :]
-        tension = k * (length - l0) + c * np.einsum("si,si->s", n, rate)
-        Prate = np.einsum("sij,sj->si", P, rate) / length[:, None]
-        self.S_p = n[:, :, None] * (k[:, None] * n + c[:, None] * Prate)[:, None, :] \
-            + (tension / length)[:, None, None] * P
-        self.S_v = c[:, None, None] * n[:, :, None] * n[:, None, :]
-
-    def derivative(self, dp, dv):
-        """``df`` (12 n,) of all springs along ``(dp, dv)``."""
-        dd = (self.D @ dp).reshape(-1, 3)
-        drate = (self.D @ dv).reshape(-1, 3)
-        force = np.einsum("sij,sj->si", self.S_p, dd) + np.einsum("sij,sj->si", self.S_v, drate)
-        return -self.D.T @ force.ravel()
-
-
-def _spring_map(model):
-    """``(D, d₀)``: the spring vectors ``d = r_b − r_a`` of all springs, stacked, as
-    ``D p + d₀`` (3 s × 12 n and 3 s,); topology only, built once per model."""
-    return derived(model, "springs", lambda: _build_spring_map(model))
-
-
-def _build_spring_map(model):
-    return stacked([spring.b - spring.a for spring in springs(model)], model.n_coords)
-
-
-def cartesian_spring_derivative(spring, X, V, dX, dV, F):
-    """Directional derivative of a Cartesian spring–damper's generalized force into ``F``.
-
-    With the components ``q_k`` (quadratic forms, gradient ``∇q_k`` affine in
-    X, so ``∇²q_k dX = ∇q_k(dX) − ∇q_k(0)``), ``q̇_k = ∇q_k · V`` and the
-    tensions ``T_k = k_k (q_k − d0_k) + c_k q̇_k`` (force ``−Σ T_k ∇q_k``):
-
-        dT_k = k_k ∇q_k · dX + c_k (∇²q_k dX · V + ∇q_k · dV),
-        df = −Σ_k (dT_k ∇q_k + T_k ∇²q_k dX).
-
-    Nothing is added when ``dX, dV`` vanish on the slots of the spring's bodies.
-    """
-    slots = sorted({s for q in spring.components for pair in q.quad for s in pair}
-                   | {s for q in spring.components for s in q.lin})
-    if not (dX[slots].any() or dV[slots].any()):
-        return
-    zero = np.zeros_like(X)
-    for q, k, c, d0 in zip(spring.components, spring.k, spring.c, spring.rest):
-        grad = q.gradient(X)
-        hess_dx = q.gradient(dX) - q.gradient(zero)
-        tension = k * (q.value(X) - d0) + c * np.sum(grad * V)
-        dtension = k * np.sum(grad * dX) + c * (np.sum(hess_dx * V) + np.sum(grad * dV))
-        F -= dtension * grad + tension * hess_dx
-
-
-def _distribute_pair(spring, force, F):
-    """``F += C(r̄_a)ᵀ force − C(r̄_b)ᵀ force`` (force on a, reaction on b)."""
-    for s, c in spring.a.terms.items():
-        F[s] += c * force
-    for s, c in spring.b.terms.items():
-        F[s] -= c * force
-
-
 # ------------------------------------------------------------- parameters
 def parameter_direction(model, name, at):
     """``dM`` and ``df`` of one named parameter at the base point ``at``.
@@ -342,7 +258,8 @@ def parameter_direction(model, name, at):
     * ``"gravity:x|y|z"``: a component of g: ``df = C(c̄)ᵀ m e_k`` per body.
     * ``"stiffness:<k>"``, ``"damping:<k>"``, ``"rest_length:<k>"``: of the
       k-th spring (0-based, order of ``add_spring``): ``df = ∂T/∂θ`` times the
-      spring's unit force pair, ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``.
+      spring's unit force pair, ``∂T/∂k = l − l0``, ``∂T/∂c = l̇``, ``∂T/∂l0 = −k``,
+      by the core's law (:func:`~natcoord.model.core_tables.spring_parameter_force`).
     * ``"load:<k>"``: a scale s of the k-th point force or torque (0-based,
       order of ``add_force``/``add_torque``) at s = 1: the load is linear in
       s, so ``df`` is its generalized force at the base point, exactly, also
@@ -372,15 +289,9 @@ def parameter_direction(model, name, at):
             c = np.concatenate([[1.0], body.com])
             df[4 * body.index:4 * body.index + 4] = body.mass * np.outer(c, e)
         return {"df": df}
-    if kind in ("stiffness", "damping", "rest_length"):
-        spring = named_spring(model, name, key)
-        d = spring.b.evaluate(at.X) - spring.a.evaluate(at.X)
-        length = np.linalg.norm(d)
-        n = d / length
-        dtension = {"stiffness": length - spring.l0,
-                    "damping": n @ (spring.b.rate(at.V) - spring.a.rate(at.V)),
-                    "rest_length": -spring.k}[kind]
-        _distribute_pair(spring, dtension * n, df)
+    if kind in SPRING_PARAMETERS:
+        named_spring(model, name, key)           # a spring's number, or the KeyError
+        spring_parameter_force(model, int(key), kind, at.X, at.V, df)
         return {"df": df}
     if kind == "load":
         load = named_load(model, name, key)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .workspace import Workspace
-from ..model.derived import derived
+from ..model.core_tables import size_factor
 from ..model.kernels import jacobian_times
 from ..model.frozen import JOINT
 
@@ -40,32 +40,6 @@ def _kept_max(ws, residual):
     keep = np.ones(residual.size, bool)
     keep[ws.dropped] = False
     return float(np.abs(residual[keep]).max(initial=0.0))
-
-
-def size_factor(model):
-    """``min(1, L)`` for the mechanism's size ``L`` in metres (the diagonal of the box
-    around its bodies' origins and centres of mass in the reference configuration;
-    1 if that is 0): the projection converges the kept rows to ``MARGIN · proj_tol``
-    times this factor.
-
-    Why: rows mix units, points in metres and angles (parallel axes, rigid-body
-    rows) without, and a dropped row that is an angle is a combination of point
-    rows with coefficients ~1/L; its velocity residual also grows with the
-    relative position error δp/L. Held to ``MARGIN · proj_tol`` in metres, kept
-    rows left the dropped axis row of ``six_bar(length=1e-3)`` above ``proj_tol``
-    (positions at 5e-12 m, ``G v + g_t`` of the dropped row 1.03e-10 at
-    ``rtol=1e-10``). A mechanism of a metre or more is unchanged.
-    """
-    return derived(model, "projection size factor", lambda: _size_factor(model))
-
-
-def _size_factor(model):
-    X = np.asarray(model.p_reference, float).reshape(-1, 4, 3)
-    J4 = np.asarray(model.J4, float)
-    com = X[:, 0] + np.einsum("ik,ikj->ij", J4[:, 0, 1:] / J4[:, :1, 0], X[:, 1:])
-    points = np.concatenate([X[:, 0], com])
-    size = float(np.linalg.norm(np.ptp(points, axis=0))) if points.size else 0.0
-    return min(1.0, size) if size > 0.0 else 1.0
 
 
 def threshold(ws: Workspace, x, tol, rate=None):

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import engine
 from ..model import validate
+from ..model.core_tables import packed_tables, python_forces
+from ..model.forces import SpringDamper
+from ..util.checks import NonFiniteValue
 from ..model.kernels import constraint_kernel, jacobian_times
 from ..linalg import make_solver
 from ..linalg.base import DROP_TOL, HOLD_TOL
@@ -34,6 +38,10 @@ class Workspace:
         self.solver = make_solver(model, solver, drop_tol, hold_tol)
         #: forces of the run beside the model's (simulate's joint torques u)
         self.extra_forces = ()
+        #: the model's forces without a law in the core, applied in Python
+        self.python_forces = python_forces(model)
+        self._core_tables = packed_tables(model)
+        self._springs = any(type(force) is SpringDamper for force in model.forces)
         self.n_rhs = 0
         self.n_factorizations = 0
 
@@ -57,13 +65,18 @@ class Workspace:
         return self.Gv + self.g_t
 
     def forces(self, t, p, v):
-        """Generalized force ``f`` (12 n,): gravity plus applied forces (§1.2)."""
-        model = self.model
-        self.f[:] = model.gravity_force
-        if model.forces or self.extra_forces:
+        """Generalized force ``f`` (12 n,) (§1.2): gravity and the built-in forces by
+        the core's laws (natcoord/core/src/forces.c, as in every step), then the
+        forces written in Python (callables, the run's joint torques) by their
+        ``apply``."""
+        p, v = np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(v, dtype=float)
+        engine.generalized_forces(self._core_tables, p, v, self.f)
+        if self._springs and not np.isfinite(self.f).all():
+            _name_coincident_spring(self.model, t, p)
+        if self.python_forces or self.extra_forces:
             state = State(t, p, v)
             X, V = p.reshape(-1, 3), v.reshape(-1, 3)
-            for force in (*model.forces, *self.extra_forces):
+            for force in (*self.python_forces, *self.extra_forces):
                 force.apply(t, state, X, V, self.f)
         return self.f.ravel()
 
@@ -104,6 +117,17 @@ class Workspace:
         self.factor()
         self.n_rhs += 1
         return self.solve(f, gamma)
+
+
+def _name_coincident_spring(model, t, p):
+    """Raise the error naming a spring–damper whose end points coincide at ``p`` (the
+    direction of its force is undefined: the core's law gave NaN)."""
+    X = p.reshape(-1, 3)
+    for spring in model.forces:
+        if type(spring) is SpringDamper and not np.any(spring.b.evaluate(X)
+                                                        - spring.a.evaluate(X)):
+            raise NonFiniteValue(f"{spring.where}: its end points coincide at t = {t:g}, so "
+                                 f"the direction of the spring force is undefined")
 
 
 @dataclass(frozen=True)

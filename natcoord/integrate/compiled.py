@@ -4,18 +4,19 @@ The step itself — stages, error estimate, controller, projection, dense output
 and the chunked advance with outputs — runs in the compiled core
 (:mod:`natcoord.core`, natcoord/core/src/dopri5.c and forces.c), called by
 :class:`natcoord.integrate.stepper.DOPRI5`. This module prepares what the core
-reads: the model's constant arrays (:data:`Tables`, :func:`make_tables`), the
+reads: the model's constant arrays (:data:`~natcoord.model.core_tables.Tables`,
+:func:`~natcoord.model.core_tables.make_tables`, built in the model layer), the
 per-run buffers (:data:`Buffers`, :func:`make_buffers`), the dense-output
 segments and the factorization store of the sensitivity sweep, and it names the
-core's codes (statuses, projection modes, force kinds, record kinds, counter and
+core's codes (statuses, projection modes, record kinds, counter and
 ``ctrl`` indices, as natcoord/core/src/dopri5.h numbers them).
 
-Built-in forces are flattened into arrays (:func:`flatten_forces`): gravity
-and constant point forces as constant slot forces, constant torques
-(``½ τ × e_k``), linear spring–dampers, joint spring–dampers and Cartesian
-spring–dampers (their coordinates' or components' quadratic forms). The others — callable forces and torques, force
-classes without a law in the core (:func:`python_forces`) — are called back
-from the core at each stage (:class:`~natcoord.integrate.stepper.Callbacks`).
+Built-in forces are flattened into those tables
+(:func:`~natcoord.model.core_tables.flatten_forces`); their laws are the core's
+(natcoord/core/src/forces.c). The others — callable forces and torques, force
+classes without a law in the core (:func:`~natcoord.model.core_tables.python_forces`)
+— are called back from the core at each stage
+(:class:`~natcoord.integrate.stepper.Callbacks`).
 """
 from __future__ import annotations
 
@@ -24,11 +25,10 @@ from collections import namedtuple
 import numpy as np
 
 from ..core import engine
-from ..model.forces import (CartesianSpringDamper, JointSpringDamper, PointForce,
-                             SpringDamper, Torque)
-from ..model.derived import derived
-from ..model.drives import NO_LAWS
-from ..dynamics.projection import size_factor
+# the model's tables and which forces the core has a law for are the model layer's
+# (natcoord.model.core_tables, read by the workspace and linearization too); named here
+# for the steppers, Data and the sweep, which set up the core's runs
+from ..model.core_tables import Tables, compilable, make_tables, python_forces  # noqa: F401
 
 EPS = float(np.finfo(float).eps)
 
@@ -48,9 +48,6 @@ PROJECT_POSITIONS_AND_VELOCITIES, PROJECT_VELOCITIES, NO_PROJECTION, BAUMGARTE =
 MODES = {"position+velocity": PROJECT_POSITIONS_AND_VELOCITIES,
          "velocity": PROJECT_VELOCITIES, "none": NO_PROJECTION, "baumgarte": BAUMGARTE}
 
-#: force kinds in the flattened force list
-POINT_FORCE, TORQUE, SPRING, JOINT_SPRING, CARTESIAN_SPRING = 0, 1, 2, 3, 4
-
 #: kinds of the records nc_advance writes (the :class:`~natcoord.integrate.base.Chunk`'s)
 from .base import OUTPUT_RECORD, STEP_RECORD  # noqa: E402,F401
 
@@ -58,16 +55,6 @@ from .base import OUTPUT_RECORD, STEP_RECORD  # noqa: E402,F401
 #: active-set changes, where the last failure happened (body or node), and the
 #: factorizations and projection iterations of those spent on :func:`advance`'s outputs
 N_RHS, N_FACT, N_PROJ, N_ACTIVE, FAIL_WHERE, OUT_FACT, OUT_PROJ = range(7)
-
-Tables = namedtuple("Tables", [
-    "quad_row", "quad_a", "quad_b", "quad_c", "quad_w", "quad_ga", "quad_gb",
-    "lin_row", "lin_a", "lin_d", "lin_w", "lin_g", "const_row", "const_c", "const_w",
-    "pattern_row", "pattern_slot", "J4", "gravity_force",
-    "force_kind", "force_index", "aff_ptr", "aff_slot", "aff_coef", "aff_const",
-    "pf_aff", "pf_vec", "tq_body", "tq_vec", "sp_a", "sp_b", "sp_k", "sp_l0", "sp_c",
-    "js_f0", "js_f1", "js_k", "js_rest", "js_c", "cs_form", "cs_k", "cs_c", "cs_rest",
-    "form_qptr", "form_qa", "form_qb", "form_qc", "form_lptr", "form_la", "form_ld",
-    "form_const", "laws", "size_factor"])
 
 Buffers = namedtuple("Buffers", [
     "g", "g_t", "gamma", "Gv", "G", "F", "s", "x", "lam", "zero",
@@ -90,127 +77,6 @@ FactorStore = namedtuple("FactorStore", ["B", "inv", "E", "F", "Gj", "lam"])
 N_CTRL = 19
 
 # ------------------------------------------------------------------ set-up
-def compiled_form(force):
-    """True if the core has a law for ``force`` (constant point forces and torques,
-    spring–dampers, joint and Cartesian spring–dampers)."""
-    return ((type(force) is PointForce and not callable(force.force))
-            or (type(force) is Torque and not callable(force.torque))
-            or type(force) in (SpringDamper, JointSpringDamper, CartesianSpringDamper))
-
-
-def python_forces(model):
-    """The applied forces of ``model`` the core calls back (no compiled form), in order."""
-    return [force for force in model.forces if not compiled_form(force)]
-
-
-def compilable(model):
-    """True if every applied force of ``model`` has a compiled form (no callback)."""
-    return not python_forces(model)
-
-
-def flatten_forces(model):
-    """The applied forces with a compiled form (:func:`compiled_form`) as arrays, in
-    ``model.forces`` order.
-
-    A point is an :class:`~natcoord.model.expressions.Affine` ``Σ c_s x_s + d``; point
-    ``e`` has terms ``aff_slot/aff_coef[aff_ptr[e]:aff_ptr[e+1]]`` and constant
-    ``aff_const[e]``. Quadratic forms ``Q(p) = Σ c x_a·x_b + Σ d·x_a + c0`` are pooled:
-    form ``f`` has the quadratic terms ``form_qa/form_qb/form_qc[form_qptr[f]:form_qptr[f+1]]``,
-    the linear terms ``form_la/form_ld[form_lptr[f]:form_lptr[f+1]]`` and the constant
-    ``form_const[f]``. A joint spring's coordinate is one form (a slide, ``js_f1 = −1``) or
-    two (``θ = atan2(Q[js_f1], Q[js_f0])``); Cartesian spring ``i``'s components ``d_k``
-    are forms ``cs_form[i] + k``, ``k = 0, 1, 2``, with stiffness, damping and rest
-    ``cs_k/cs_c/cs_rest[i, k]``.
-    """
-    kinds, index = [], []
-    js_f, js_k, js_rest, js_c, forms = [], [], [], [], []
-    affines, pf_aff, pf_vec, tq_body, tq_vec = [], [], [], [], []
-    sp_a, sp_b, sp_k, sp_l0, sp_c = [], [], [], [], []
-    cs_form, cs_k, cs_c, cs_rest = [], [], [], []
-
-    def affine(expr):
-        affines.append(expr)
-        return len(affines) - 1
-
-    for force in model.forces:
-        if type(force) is PointForce and not callable(force.force):
-            kinds.append(POINT_FORCE)
-            index.append(len(pf_aff))
-            pf_aff.append(affine(force.point))
-            pf_vec.append(np.asarray(force.force, float).reshape(3))
-        elif type(force) is Torque and not callable(force.torque):
-            kinds.append(TORQUE)
-            index.append(len(tq_body))
-            tq_body.append(force.index)
-            tq_vec.append(np.asarray(force.torque, float).reshape(3))
-        elif type(force) is SpringDamper:
-            kinds.append(SPRING)
-            index.append(len(sp_a))
-            sp_a.append(affine(force.a))
-            sp_b.append(affine(force.b))
-            sp_k.append(force.k)
-            sp_l0.append(force.l0)
-            sp_c.append(force.c)
-        elif type(force) is JointSpringDamper:
-            kinds.append(JOINT_SPRING)
-            index.append(len(js_k))
-            js_f.append([len(forms), len(forms) + 1 if force.angle else -1])
-            forms.extend(force.forms)
-            js_k.append(force.k)
-            js_rest.append(force.rest)
-            js_c.append(force.c)
-        elif type(force) is CartesianSpringDamper:
-            kinds.append(CARTESIAN_SPRING)
-            index.append(len(cs_form))
-            cs_form.append(len(forms))
-            forms.extend(force.components)
-            cs_k.append(force.k)
-            cs_c.append(force.c)
-            cs_rest.append(force.rest)
-    ptr = np.cumsum([0] + [len(a.terms) for a in affines]).astype(np.int64)
-    slots = np.array([s for a in affines for s in a.terms], np.int64)
-    coefs = np.array([c for a in affines for c in a.terms.values()], float)
-    consts = np.array([a.const for a in affines], float).reshape(-1, 3)
-
-    def i64(x):
-        return np.array(x, np.int64)
-
-    def f64(x, shape=(-1,)):
-        return np.array(x, float).reshape(shape)
-
-    return dict(force_kind=i64(kinds), force_index=i64(index), aff_ptr=ptr, aff_slot=slots,
-                aff_coef=coefs, aff_const=consts, pf_aff=i64(pf_aff), pf_vec=f64(pf_vec, (-1, 3)),
-                tq_body=i64(tq_body), tq_vec=f64(tq_vec, (-1, 3)), sp_a=i64(sp_a),
-                sp_b=i64(sp_b), sp_k=f64(sp_k), sp_l0=f64(sp_l0), sp_c=f64(sp_c),
-                js_f0=i64([f[0] for f in js_f]), js_f1=i64([f[1] for f in js_f]),
-                js_k=f64(js_k), js_rest=f64(js_rest), js_c=f64(js_c),
-                cs_form=i64(cs_form), cs_k=f64(cs_k, (-1, 3)), cs_c=f64(cs_c, (-1, 3)),
-                cs_rest=f64(cs_rest, (-1, 3)),
-                form_qptr=i64(np.cumsum([0] + [len(q.quad) for q in forms])),
-                form_qa=i64([a for q in forms for a, _ in q.quad]),
-                form_qb=i64([b for q in forms for _, b in q.quad]),
-                form_qc=f64([c for q in forms for c in q.quad.values()]),
-                form_lptr=i64(np.cumsum([0] + [len(q.lin) for q in forms])),
-                form_la=i64([a for q in forms for a in q.lin]),
-                form_ld=f64([d for q in forms for d in q.lin.values()], (-1, 3)),
-                form_const=f64([q.const for q in forms]))
-
-
-def make_tables(model):
-    """The model's constant arrays for the kernels (a :data:`Tables`); built
-    once per model (:func:`~natcoord.model.derived.derived`: every run and sweep reads them)."""
-    return derived(model, "compiled tables", lambda: _build_tables(model))
-
-
-def _build_tables(model):
-    forces = flatten_forces(model)
-    tables = model.tables
-    return Tables(*tables.kernel_args(), tables.pattern_row, tables.pattern_slot,
-                  np.ascontiguousarray(model.J4), np.ascontiguousarray(model.gravity_force),
-                  **forces, laws=NO_LAWS if tables.laws is None else tables.laws,
-                  size_factor=size_factor(model))
-
-
 def make_buffers(model, solver):
     """A run's :data:`Buffers`, with the partitioning tolerances of the block
     ``solver`` (drop_tol on every joint row until a factorization drops one, as

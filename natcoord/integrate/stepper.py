@@ -30,7 +30,6 @@ import numpy as np
 from . import compiled as cc
 from ..core import engine
 from ..dynamics.assembly import assemble
-from ..model.forces import PointForce, Torque
 from ..model.frozen import State
 from .base import EPS_FLOOR, PROJECTIONS, Chunk, StepRecord, Stepper, initial_step
 from .dormand_prince import DenseOutput
@@ -77,10 +76,10 @@ class Callbacks:
         n, m = model.n_coords, model.n_rows
         self.model = model
         self.python_forces = [*cc.python_forces(model), *forces]
-        #: those with a potential energy the records count (loads have none)
+        #: those with a potential energy the records count (a user's force class may
+        #: define one; loads and joint torques have none)
         self.conservative = [force for force in self.python_forces
-                             if hasattr(force, "potential")
-                             and not isinstance(force, (PointForce, Torque))]
+                             if hasattr(force, "potential")]
         self.solver = None if solver.name == "block" else solver
         self.W = np.zeros((model.n_weights, 3))
         model.tables.weight_table(0.0, self.W)

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..core.engine import pack as pack_for_core
+from . import core_tables
 from .body import mass_terms
 from .drives import Weight, fill_weights, pack
 from .joints import rigid_body_rows
@@ -328,9 +329,16 @@ class Model:
         return 0.5 * np.einsum("iak,iab,ibk->", V, self.J4, V)
 
     def potential_energy(self, p):
-        """Gravity ``−Σ m g·r_c = −f_g·p`` plus spring energies."""
-        X = np.reshape(p, (-1, 3))
-        return -np.sum(self.gravity_force * X) + sum(f.potential(X) for f in self.forces)
+        """Gravity ``−Σ m g·r_c = −f_g·p`` plus the spring energies (the core's,
+        natcoord/core/src/forces.c) and the ``potential`` of forces written in Python."""
+        p = np.ascontiguousarray(p, dtype=float)
+        return self.energy(p, np.zeros_like(p))
 
     def energy(self, p, v):
-        return self.kinetic_energy(v) + self.potential_energy(p)
+        """Kinetic plus potential energy at ``(p, v)`` (12 n each): the core's ``nc_energy``
+        (``½ vᵀ M v``, gravity, the built-in springs) and the ``potential(X)`` of the
+        forces the core calls back that have one."""
+        p, v = (np.ascontiguousarray(x, dtype=float) for x in (p, v))
+        X = p.reshape(-1, 3)
+        return core_tables.energy(self, p, v) + sum(
+            f.potential(X) for f in core_tables.python_forces(self) if hasattr(f, "potential"))

@@ -26,7 +26,7 @@
 #define FAC_MAX 10.0
 /* projection (projection.py): refactor when an iteration contracts less than
  * CONTRACTION; converge kept rows to MARGIN × the tolerance times the mechanism's
- * size factor min(1, L / 1 m) (Tables.size_factor, projection.size_factor), raised to
+ * size factor min(1, L / 1 m) (Tables.size_factor, core_tables.size_factor), raised to
  * its round-off floor ROUNDOFF ε max_rows |G| |x| */
 #define CONTRACTION 0.01
 #define MARGIN 0.1

@@ -153,8 +153,8 @@ static double form_bilinear(const nc_arr *T, int64_t f, const double *A, const d
     return out;
 }
 
-/* δ = q − q_rest of joint spring i (an angle's wrapped into (−π, π], as
- * model/forces.wrapped); with V, the rate q̇ into *rate */
+/* δ = q − q_rest of joint spring i (an angle's wrapped into (−π, π] by whole turns: the
+ * coordinates hold no winding number); with V, the rate q̇ into *rate */
 static double joint_deflection(const nc_arr *T, int64_t i, const double *X, const double *V,
                                double *rate, double *x, double *y)
 {
