@@ -34,14 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import validate
-from ..model.core_tables import (SPRING_PARAMETERS, force_derivative, python_forces,
-                                 spring_parameter_force)
+from ..model.core_tables import force_derivative, python_forces, spring_parameter_force
 from ..model.drives import parameter_weights
 from .workspace import Workspace
 from ..model.kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from ..model.frozen import State
-from ..model.parameters import (PARAMETER_NAMES, driven_joint, named_body, named_load,
-                                named_spring, parameter_value)
+from ..model.parameters import (PARAMETER_NAMES, SPRING_ATTRIBUTES, driven_joint, named_body,
+                                named_load, named_spring, parameter_value)
 
 #: relative step of the central differences of the forces written in Python.
 FORCE_STEP = 1e-5
@@ -289,7 +288,7 @@ def parameter_direction(model, name, at):
             c = np.concatenate([[1.0], body.com])
             df[4 * body.index:4 * body.index + 4] = body.mass * np.outer(c, e)
         return {"df": df}
-    if kind in SPRING_PARAMETERS:
+    if kind in SPRING_ATTRIBUTES:
         named_spring(model, name, key)           # a spring's number, or the KeyError
         spring_parameter_force(model, int(key), kind, at.X, at.V, df)
         return {"df": df}

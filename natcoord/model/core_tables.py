@@ -224,10 +224,6 @@ def energy(model, p, v):
     return engine.energy(packed_tables(model), p, v)
 
 
-#: the spring-law parameters :func:`spring_parameter_force` differentiates by
-SPRING_PARAMETERS = ("stiffness", "damping", "rest_length")
-
-
 def spring_parameter_force(model, index, parameter, p, v, out):
     """``out`` (4 n, 3) = ``∂f/∂θ`` at ``(p, v)`` of spring–damper ``index`` (0-based among
     the spring–dampers) for its ``"stiffness"``, ``"damping"`` or ``"rest_length"``, by
