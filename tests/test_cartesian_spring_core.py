@@ -15,7 +15,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.core import engine
-from natcoord.integrate.compiled import compilable, make_tables
+from natcoord.model.core_tables import compilable, make_tables
 from test_radau_core import core_and_difference_jacobians
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.dynamics.workspace import Workspace
-from natcoord.integrate.compiled import compilable
+from natcoord.model.core_tables import compilable
 from natcoord.integrate.stepper import DOPRI5, StepRecord
 from natcoord.models import REGISTRY
 

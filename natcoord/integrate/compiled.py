@@ -27,8 +27,8 @@ import numpy as np
 from ..core import engine
 # the model's tables and which forces the core has a law for are the model layer's
 # (natcoord.model.core_tables, read by the workspace and linearization too); named here
-# for the steppers, Data and the sweep, which set up the core's runs
-from ..model.core_tables import Tables, compilable, make_tables, python_forces  # noqa: F401
+# beside the run's buffers for Data (data.py) and the layout test (tests/test_core.py)
+from ..model.core_tables import Tables, compilable, make_tables  # noqa: F401
 
 EPS = float(np.finfo(float).eps)
 

@@ -30,6 +30,7 @@ import numpy as np
 from . import compiled as cc
 from ..core import engine
 from ..dynamics.assembly import assemble
+from ..model.core_tables import make_tables, python_forces
 from ..model.frozen import State
 from .base import EPS_FLOOR, PROJECTIONS, Chunk, StepRecord, Stepper, initial_step
 from .dormand_prince import DenseOutput
@@ -60,7 +61,7 @@ class Callbacks:
     (``nc_hooks`` of natcoord/core/src/dopri5.h, bound in callbacks.c).
 
     ``weights(t)``: the drive laws given as Python callables into ``W``;
-    ``forces(t)``: the forces without a compiled law (:func:`~natcoord.integrate.compiled.python_forces`)
+    ``forces(t)``: the forces without a compiled law (:func:`~natcoord.model.core_tables.python_forces`)
     and the run's ``forces`` (joint torques) at the state in ``y``, into ``F`` (the
     core adds them to its own);
     ``factor()``/``solve()``: a reference backend on ``G`` with the dropped rows
@@ -75,7 +76,7 @@ class Callbacks:
     def __init__(self, model, solver, forces=()):
         n, m = model.n_coords, model.n_rows
         self.model = model
-        self.python_forces = [*cc.python_forces(model), *forces]
+        self.python_forces = [*python_forces(model), *forces]
         #: those with a potential energy the records count (a user's force class may
         #: define one; loads and joint torques have none)
         self.conservative = [force for force in self.python_forces
@@ -157,7 +158,7 @@ class CoreStepper(Stepper):
         factorization the stepper overwrites); returns the work buffers."""
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-        tables = cc.make_tables(model)
+        tables = make_tables(model)
         self.model = model
         self.solver = (solver if isinstance(solver, KKTSolver) else
                        make_solver(model, solver, drop_tol, hold_tol))
