@@ -77,6 +77,91 @@ static double spring_vector(const nc_arr *T, int64_t i, const double *X, double 
     return d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
 }
 
+static inline double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* Spring i: its unit direction n = d / l and ḋ (d = r_b − r_a); returns l. */
+double nc_spring_frame(const nc_arr *T, int64_t i, const double *X, const double *V,
+                       double n[3], double rate[3])
+{
+    int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
+    double length = sqrt(spring_vector(T, i, X, n)), va[3], vb[3];
+    nc_affine_point(T, ea, V, va);
+    nc_affine_point(T, eb, V, vb);
+    for (int j = 0; j < 3; j++) {
+        n[j] /= length;
+        rate[j] = vb[j] - va[j];
+    }
+    return length;
+}
+
+/* F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f: f on spring i's end a, −f on end b */
+void nc_spring_pair(const nc_arr *T, int64_t i, double *F, const double f[3])
+{
+    const int64_t *ptr = I64(T[T_aff_ptr]), *slot = I64(T[T_aff_slot]);
+    const double *coef = F64(T[T_aff_coef]);
+    int64_t ends[2] = {I64(T[T_sp_a])[i], I64(T[T_sp_b])[i]};
+    for (int side = 0; side < 2; side++) {
+        double sign = side == 0 ? 1.0 : -1.0;
+        for (int64_t k = ptr[ends[side]]; k < ptr[ends[side] + 1]; k++) {
+            double c = sign * coef[k];
+            double *Fs = F + 3 * slot[k];
+            for (int j = 0; j < 3; j++)
+                Fs[j] += c * f[j];
+        }
+    }
+}
+
+/* F += the force pair of spring i: T n on end a, −T n on end b, with the tension
+ * T = k (l − l0) + c l̇, l̇ = n·ḋ (pulling the ends together when stretched) */
+static void spring_forces(const nc_arr *T, int64_t i, const double *X, const double *V,
+                          double *F)
+{
+    double n[3], rate[3], f[3];
+    double length = nc_spring_frame(T, i, X, V, n, rate);
+    double tension = F64(T[T_sp_k])[i] * (length - F64(T[T_sp_l0])[i])
+                     + F64(T[T_sp_c])[i] * dot3(n, rate);
+    for (int j = 0; j < 3; j++)
+        f[j] = tension * n[j];
+    nc_spring_pair(T, i, F, f);
+}
+
+/* r_b − r_a of spring i's ends for the slot rates dX (no constant: a derivative) */
+static void spring_difference(const nc_arr *T, int64_t i, const double *dX, double out[3])
+{
+    double da[3];
+    nc_affine_point(T, I64(T[T_sp_b])[i], dX, out);
+    nc_affine_point(T, I64(T[T_sp_a])[i], dX, da);
+    for (int j = 0; j < 3; j++)
+        out[j] -= da[j];
+}
+
+/* F += the derivative of spring i's force pair along (dX, dV). With l̇ = n·ḋ and
+ * T = k (l − l0) + c l̇ (force T n on end a): dl = n·dd, dn = (dd − n dl) / l,
+ * dl̇ = ḋ·dn + n·dḋ, d(T n) = (k dl + c dl̇) n + T dn, so with P = 1 − n nᵀ
+ * d(T n) = [n (k n + c P ḋ / l)ᵀ + (T / l) P] dd + c n nᵀ dḋ. */
+static void spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
+                              const double *dX, const double *dV, double *F)
+{
+    double n[3], rate[3], dd[3], drate[3], dn[3], f[3];
+    double length = nc_spring_frame(T, i, X, V, n, rate);
+    spring_difference(T, i, dX, dd);
+    spring_difference(T, i, dV, drate);
+    double k = F64(T[T_sp_k])[i], c = F64(T[T_sp_c])[i];
+    double tension = k * (length - F64(T[T_sp_l0])[i]) + c * dot3(n, rate);
+    double dl = dot3(n, dd);
+    for (int j = 0; j < 3; j++)
+        dn[j] = (dd[j] - n[j] * dl) / length;
+    double dldot = 0.0;
+    for (int j = 0; j < 3; j++)
+        dldot += rate[j] * dn[j] + n[j] * drate[j];
+    for (int j = 0; j < 3; j++)
+        f[j] = (k * dl + c * dldot) * n[j] + tension * dn[j];
+    nc_spring_pair(T, i, F, f);
+}
+
 /* value of quadratic form f at X; its rate at (X, V) into *rate if V is given */
 static double form_value(const nc_arr *T, int64_t f, const double *X, const double *V,
                          double *rate)
@@ -280,98 +365,11 @@ void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, do
         } else if (kind[k] == NC_CARTESIAN_SPRING) {
             cartesian_spring_forces(T, i, X, V, F);
         } else {                                         /* spring–damper */
-            int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
-            double d[3], va[3], vb[3];
-            double length = sqrt(spring_vector(T, i, X, d));
-            nc_affine_point(T, ea, V, va);
-            nc_affine_point(T, eb, V, vb);
-            for (int j = 0; j < 3; j++)
-                d[j] /= length;
-            double rate = d[0] * (vb[0] - va[0]) + d[1] * (vb[1] - va[1]) + d[2] * (vb[2] - va[2]);
-            double tension = F64(T[T_sp_k])[i] * (length - F64(T[T_sp_l0])[i])
-                             + F64(T[T_sp_c])[i] * rate;
-            distribute(T, ea, F, tension, d);
-            distribute(T, eb, F, -tension, d);
+            spring_forces(T, i, X, V, F);
         }
     }
 }
 
-static inline double dot3(const double *a, const double *b)
-{
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-
-/* Spring i: its unit direction n = d / l and ḋ (d = r_b − r_a); returns l. */
-double nc_spring_frame(const nc_arr *T, int64_t i, const double *X, const double *V,
-                       double n[3], double rate[3])
-{
-    int64_t ea = I64(T[T_sp_a])[i], eb = I64(T[T_sp_b])[i];
-    const double *ca = &AT2(T[T_aff_const], ea, 0), *cb = &AT2(T[T_aff_const], eb, 0);
-    double ra[3], rb[3];
-    nc_affine_point(T, ea, X, ra);
-    nc_affine_point(T, eb, X, rb);
-    for (int j = 0; j < 3; j++)
-        n[j] = (cb[j] + rb[j]) - (ca[j] + ra[j]);
-    double length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    nc_affine_point(T, ea, V, ra);
-    nc_affine_point(T, eb, V, rb);
-    for (int j = 0; j < 3; j++) {
-        n[j] /= length;
-        rate[j] = rb[j] - ra[j];
-    }
-    return length;
-}
-
-/* F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f: f on spring i's end a, −f on end b */
-void nc_spring_pair(const nc_arr *T, int64_t i, double *F, const double f[3])
-{
-    const int64_t *ptr = I64(T[T_aff_ptr]), *slot = I64(T[T_aff_slot]);
-    const double *coef = F64(T[T_aff_coef]);
-    int64_t ends[2] = {I64(T[T_sp_a])[i], I64(T[T_sp_b])[i]};
-    for (int side = 0; side < 2; side++) {
-        double sign = side == 0 ? 1.0 : -1.0;
-        for (int64_t k = ptr[ends[side]]; k < ptr[ends[side] + 1]; k++) {
-            double c = sign * coef[k];
-            double *Fs = F + 3 * slot[k];
-            for (int j = 0; j < 3; j++)
-                Fs[j] += c * f[j];
-        }
-    }
-}
-
-/* r_b − r_a of spring i's ends for the slot rates dX (no constant: a derivative) */
-static void spring_difference(const nc_arr *T, int64_t i, const double *dX, double out[3])
-{
-    double da[3];
-    nc_affine_point(T, I64(T[T_sp_b])[i], dX, out);
-    nc_affine_point(T, I64(T[T_sp_a])[i], dX, da);
-    for (int j = 0; j < 3; j++)
-        out[j] -= da[j];
-}
-
-/* F += the derivative of spring i's force pair along (dX, dV). With l̇ = n·ḋ and
- * T = k (l − l0) + c l̇ (force T n on end a): dl = n·dd, dn = (dd − n dl) / l,
- * dl̇ = ḋ·dn + n·dḋ, d(T n) = (k dl + c dl̇) n + T dn, so with P = 1 − n nᵀ
- * d(T n) = [n (k n + c P ḋ / l)ᵀ + (T / l) P] dd + c n nᵀ dḋ. */
-static void spring_derivative(const nc_arr *T, int64_t i, const double *X, const double *V,
-                              const double *dX, const double *dV, double *F)
-{
-    double n[3], rate[3], dd[3], drate[3], dn[3], f[3];
-    double length = nc_spring_frame(T, i, X, V, n, rate);
-    spring_difference(T, i, dX, dd);
-    spring_difference(T, i, dV, drate);
-    double k = F64(T[T_sp_k])[i], c = F64(T[T_sp_c])[i];
-    double tension = k * (length - F64(T[T_sp_l0])[i]) + c * dot3(n, rate);
-    double dl = dot3(n, dd);
-    for (int j = 0; j < 3; j++)
-        dn[j] = (dd[j] - n[j] * dl) / length;
-    double dldot = 0.0;
-    for (int j = 0; j < 3; j++)
-        dldot += rate[j] * dn[j] + n[j] * drate[j];
-    for (int j = 0; j < 3; j++)
-        f[j] = (k * dl + c * dldot) * n[j] + tension * dn[j];
-    nc_spring_pair(T, i, F, f);
-}
 
 /* F = ∂f/∂p dp + ∂f/∂v dv (4 n, 3) of the flattened forces: springs, joint and Cartesian
  * springs (forces.c) and constant torques ½ τ × de_k; gravity and constant point forces
