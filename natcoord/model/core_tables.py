@@ -220,7 +220,8 @@ def force_derivative(model, p, v, dp, dv, out):
 
 def energy(model, p, v):
     """``½ vᵀ M v − f_g·p`` plus the built-in springs' energy (the core's ``nc_energy``);
-    a force of :func:`python_forces` contributes its own ``potential``, if it has one."""
+    :meth:`~natcoord.model.frozen.Model.energy` adds the ``potential`` of the forces of
+    :func:`python_forces` that have one."""
     return engine.energy(packed_tables(model), p, v)
 
 
@@ -233,6 +234,9 @@ def spring_parameter_force(model, index, parameter, p, v, out):
     ``(k, c) = (1, 0)`` is ``∂f/∂k``, with ``(0, 1)`` it is ``∂f/∂c``, and ``k`` times its
     change as ``l0`` grows by one is ``∂f/∂l0`` (``∂T/∂l0 = −k``).
     """
+    if parameter not in ("stiffness", "damping", "rest_length"):
+        raise ValueError(f"spring parameter must be 'stiffness', 'damping' or 'rest_length', "
+                         f"got {parameter!r}")
     T = make_tables(model)
     damping = parameter == "damping"
     k, c, l0 = (np.zeros_like(a) for a in (T.sp_k, T.sp_c, T.sp_l0))
