@@ -1,15 +1,15 @@
-"""Projection onto the position and velocity constraints (docs/method.md#17-integration).
+"""Velocity projection of a consistent state's assembly, and the tolerances of projections
+(docs/method.md#17-integration).
 
-Positions: simplified Newton on ``min ‖Δp‖_M  s.t.  g(p + Δp) = 0``; each
-iterate solves ``[[M, Gᵀ], [G, 0]] [Δp; μ] = [0; −g]`` with the current KKT
-factorization. Velocities: ``[[M, Gᵀ], [G, 0]] [Δv; μ] = [0; −(G v + g_t)]``,
-the M-orthogonal projection onto ``G v + g_t = 0``. Dropped (redundant) rows
-take no part: their right-hand side is ignored, as in the factorization.
+Velocities: ``[[M, Gᵀ], [G, 0]] [Δv; μ] = [0; −(G v + g_t)]``, the M-orthogonal
+projection onto ``G v + g_t = 0``. Dropped (redundant) rows take no part: their
+right-hand side is ignored, as in the factorization.
 
-This is the projection of a :class:`~natcoord.dynamics.workspace.Workspace`, which
-the assembly of consistent initial states uses; the integrators (DOPRI5 and Radau,
-every model and backend) project in the core (``nc_project``,
-natcoord/core/src/dopri5.c), by the same rule.
+The assembly of consistent initial states (natcoord.dynamics.assembly) projects
+velocities with a :class:`~natcoord.dynamics.workspace.Workspace` here; its positions
+take a full Newton with step halving there, since a guess may be far from the
+manifold. The integrators (DOPRI5 and Radau, every model and backend) project
+positions and velocities in the core (``nc_project``, natcoord/core/src/dopri5.c).
 """
 from __future__ import annotations
 
@@ -58,57 +58,35 @@ def threshold(ws: Workspace, x, tol, rate=None):
     return max(tol, ROUNDOFF * np.finfo(float).eps * float(scale.max(initial=0.0)))
 
 
-def _simplified_newton(ws: Workspace, x, residual, tol, max_iter, what):
-    """Iterate ``x ← x + Δx`` with ``[[M, Gᵀ], [G, 0]] [Δx; μ] = [0; −residual(x)]``.
-
-    Starts from the factorization in ``ws`` and refactors at the current point
-    when an iteration contracts the residual by less than ``CONTRACTION``.
-    Kept rows are converged to ``MARGIN`` times ``tol`` (``tol(x)``: the
-    tolerance times :func:`size_factor`, raised to the round-off floor at ``x``;
-    see :func:`threshold`).
-    Returns ``(x, iterations)``.
-    """
-    zero = np.zeros(x.size)
-    previous = np.inf
-    for it in range(max_iter):
-        r = residual(x)
-        size, target = _kept_max(ws, r), MARGIN * tol(x)
-        if size <= target:
-            return x, it
-        if size > CONTRACTION * previous:
-            ws.factor()
-        previous = size
-        dx, _ = ws.solve(zero, -r)
-        x = x + dx
-    raise ProjectionError(f"{what} projection: residual of the kept rows {size:.3e} > "
-                          f"{target:.1e} (= {MARGIN:g} × max(proj_tol × min(1, size in m), "
-                          f"round-off floor)) after {max_iter} iterations")
-
-
-def project_positions(ws: Workspace, t, p, v, tol, max_iter=8):
-    """Project ``p`` onto ``g(p, t) = 0``; returns ``(p, iterations)``.
-
-    Leaves ``ws`` evaluated at the projected ``p``.
-    """
-    def g(p):
-        ws.constraints(t, p, v)
-        return ws.g
-    tol = tol * size_factor(ws.model)
-    return _simplified_newton(ws, p, g, lambda p: threshold(ws, p, tol), max_iter,
-                              "position")
-
-
 def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False):
     """Project ``v`` onto ``G(p) v + g_t = 0``; returns ``(v, iterations)``.
 
-    ``evaluated``: ``ws`` already holds ``G`` and ``g_t`` at ``(t, p)`` (as
-    ``project_positions`` leaves it); neither depends on ``v``.
+    Each iteration solves ``[[M, Gᵀ], [G, 0]] [Δv; μ] = [0; −(G v + g_t)]``, starting
+    from the factorization in ``ws`` and refactoring when an iteration contracts the
+    residual by less than ``CONTRACTION`` (the equations are linear in ``v``: one
+    iteration suffices unless the factorization was made elsewhere). Kept rows are
+    converged to ``MARGIN`` times ``tol`` times :func:`size_factor`, raised to the
+    round-off floor (:func:`threshold`). ``evaluated``: ``ws`` already holds ``G`` and
+    ``g_t`` at ``(t, p)``; neither depends on ``v``.
     """
     if not evaluated:
         ws.constraints(t, p, v)
     tol = tol * size_factor(ws.model)
-    return _simplified_newton(ws, v, ws.velocity_residual,
-                              lambda v: threshold(ws, v, tol, ws.g_t), max_iter, "velocity")
+    zero = np.zeros(v.size)
+    previous = np.inf
+    for it in range(max_iter):
+        r = ws.velocity_residual(v)
+        size, target = _kept_max(ws, r), MARGIN * threshold(ws, v, tol, ws.g_t)
+        if size <= target:
+            return v, it
+        if size > CONTRACTION * previous:
+            ws.factor()
+        previous = size
+        dv, _ = ws.solve(zero, -r)
+        v = v + dv
+    raise ProjectionError(f"velocity projection: residual of the kept rows {size:.3e} > "
+                          f"{target:.1e} (= {MARGIN:g} × max(proj_tol × min(1, size in m), "
+                          f"round-off floor)) after {max_iter} iterations")
 
 
 def describe_rows(model, g, rows):
