@@ -279,7 +279,8 @@ def _urdf_files():
 def _check_urdf_refusal(pin, path, message):
     """One message. Where links cannot be bodies, it names exactly the bodies whose
     lumped inertia in Pinocchio (which lumps fixed links alike) is not a mass with a
-    volume — massless, or a principal second moment ≤ 1e-9 of the largest moment —
+    volume — massless, or a principal second moment within rounding (1e-12) of zero
+    relative to the largest moment (a line or plane; a thin plate is a volume) —
     except Pinocchio's massless universal-joint crosses, which natcoord models."""
     assert message.startswith(str(path))
     if "cannot be bodies" not in message:
@@ -293,7 +294,7 @@ def _check_urdf_refusal(pin, path, message):
         inertia = pm.inertias[i]
         principal = np.linalg.eigvalsh(inertia.inertia)
         second = 0.5 * principal.sum() - principal
-        if inertia.mass <= 0 or second.min() <= 1e-9 * np.abs(principal).max():
+        if inertia.mass <= 0 or second.min() <= 1e-12 * np.abs(principal).max():
             bad.add(next(f.name for f in pm.frames if f.parentJoint == i
                          and f.type == pin.FrameType.BODY))
     assert message.split(": ", 1)[1].startswith(f"{len(named)} link(s) cannot be bodies")

@@ -166,7 +166,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     (module docstring); their massless links are frames with ``after = (joint,
     k)`` (``nc.joint_space(model).frame_placement``). Links that cannot be
     bodies after lumping (no mass and not between two moving joints, a
-    non-physical inertia, ``J4`` numerically singular) are all named in one
+    non-physical inertia, a numerically singular spatial inertia) are all named in one
     ``ValueError``, and so are chains without an exact constraint set.
     ``inertia_repair=True`` replaces each non-physical inertia by the nearest
     physical one (:func:`nearest_physical_inertia`) and names the links and
