@@ -32,7 +32,7 @@ from scipy.integrate import solve_ivp
 
 import natcoord as nc
 from natcoord.io.mjcf import from_mujoco
-from urdf_peer import damping_torque, pinocchio_q
+from urdf_peer import damping_torque, natcoord_q, pinocchio_rate
 
 try:
     import mujoco
@@ -304,6 +304,12 @@ def _check_urdf_refusal(pin, path, message):
 
 
 URDF = _urdf_files()
+#: URDFs that describe free-flying robots: every link is fixed to the root, so fixed to
+#: the world nothing would move. example-robot-data's own loaders build them with a free
+#: flyer (``HectorLoader``, ``IrisLoader``: ``free_flyer = True``); they are imported
+#: so, with ``floating_base=True``, and compared with Pinocchio's free-flyer model
+FREE_FLYING = {"hector_description/robots/quadrotor_base.urdf",
+               "iris_description/robots/iris_simple.urdf"}
 
 
 @pytest.mark.skipif(not URDF, reason="example-robot-data is not installed "
@@ -312,10 +318,11 @@ URDF = _urdf_files()
 def test_example_robot_data_model(relative, robots_folder):
     pin = pytest.importorskip("pinocchio")
     path = robots_folder / relative
+    floating = relative in FREE_FLYING
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            mech = nc.load_urdf(path)
+            mech = nc.load_urdf(path, floating_base=floating)
         except ValueError as err:
             _check_urdf_refusal(pin, path, str(err))
             return
@@ -326,31 +333,37 @@ def test_example_robot_data_model(relative, robots_folder):
     for what, names in report["not_modelled"].items():       # the one warning names them
         assert all(n in str(ours[0].message) for n in names), what
     model = mech.build()
-    pm = pin.buildModelFromUrdf(str(path))
+    pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
     pd = pm.createData()
     js = nc.joint_space(model)
-    assert list(js.v_names) == list(pm.names)[1:]           # one column per URDF joint
+    names, columns = list(pm.names)[1:], list(js.v_names)
+    if floating:                     # Pinocchio's root_joint: natcoord's free root body
+        assert js.joint_names[0] == model.bodies[0].name
+        names, columns = names[1:], columns[6:]
+    assert columns == names                                 # one column per URDF joint
     rng = np.random.default_rng(23)
     for _ in range(STATES):
-        theta, v = 0.5 * rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
-        expected = pin.aba(pm, pd, pinocchio_q(pm, theta), v, damping_torque(pm, report, v))
-        qdd, st = _natcoord_qdd(model, theta, v)
+        q = pin.integrate(pm, pin.neutral(pm), 0.5 * rng.standard_normal(pm.nv))
+        v = rng.standard_normal(pm.nv)
+        expected = pin.aba(pm, pd, q, v, damping_torque(pm, report, v))
+        qdd, st = _natcoord_qdd(model, natcoord_q(pm, q), v)
         assert np.abs(qdd - expected).max() <= REL * max(1.0, np.abs(expected).max()), \
-            relative                         # a floor of 1 rad/s²: iris' q̈ are all zero
+            relative                         # a floor of 1 rad/s²: a robot at rest in g
 
     # the run is as long as the test can afford in explicit steps: the damper of a light
     # joint (Allegro's fingers: c/I ≈ 2e6 /s) decays in microseconds, and both sides
     # integrate explicitly; the damping rate of DOF i is c_i (M⁻¹)_ii at the start
     t_end = 1.0 if js.nv <= BIG else 0.1
     rate = np.max(-damping_torque(pm, report, np.ones(pm.nv))
-                  * np.diag(np.linalg.inv(pin.crba(pm, pd, pinocchio_q(pm, theta)))))
+                  * np.diag(np.linalg.inv(pin.crba(pm, pd, q))))
     t_end = min(t_end, DECAYS / rate) if rate > 0 else t_end
     sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
                       proj_tol=1e-13)
-    ref = solve_ivp(lambda t, y: np.concatenate([y[pm.nv:], pin.aba(
-        pm, pd, pinocchio_q(pm, y[:pm.nv]), y[pm.nv:], damping_torque(pm, report, y[pm.nv:]))]),
-        (0.0, t_end), np.concatenate([theta, v]), method="DOP853", rtol=1e-12, atol=1e-12)
-    pin.framesForwardKinematics(pm, pd, pinocchio_q(pm, ref.y[:pm.nv, -1]))
+    ref = solve_ivp(lambda t, y: np.concatenate([
+        pinocchio_rate(pm, y[:pm.nq], y[pm.nq:]),
+        pin.aba(pm, pd, y[:pm.nq], y[pm.nq:], damping_torque(pm, report, y[pm.nq:]))]),
+        (0.0, t_end), np.concatenate([q, v]), method="DOP853", rtol=1e-12, atol=1e-12)
+    pin.framesForwardKinematics(pm, pd, pin.normalize(pm, ref.y[:pm.nq, -1]))
     worst = max(np.abs(sol.point(b.name, np.zeros(3), local=True)[-1]
                        - pd.oMf[pm.getFrameId(b.name, pin.BODY)].translation).max()
                 for b in model.bodies)
