@@ -201,6 +201,14 @@ def test_nothing_moves_without_floating_base(tmp_path):
     assert nc.assemble(nc.load_urdf(path, floating_base=True).build()).dof == 6
 
 
+def test_a_robot_without_links_is_refused(tmp_path):
+    """An empty ``<robot>`` (example-robot-data's ur3.urdf, a xacro comment and nothing
+    else; Pinocchio refuses it too) is named as such."""
+    path = _write(tmp_path, '<robot><!-- xacro output --></robot>')
+    with pytest.raises(ValueError, match=r"<robot> has no <link>: the file describes no robot"):
+        nc.load_urdf(path)
+
+
 # --------------------------------------------------------- bad inertias
 #: principal moments violating the triangle inequality (I1 + I2 < I3) and one negative
 TRIANGLE = (1e-3, 1e-3, 2.2e-3)

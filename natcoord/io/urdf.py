@@ -188,6 +188,8 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
         if name in links:
             raise ValueError(f"{path}: <link name=\"{name}\"> is defined twice")
         links[name] = link
+    if not links:                    # example-robot-data's ur3.urdf: a xacro left unexpanded
+        raise ValueError(f"{path}: <robot> has no <link>: the file describes no robot")
     joints = [_joint(e, path, "joint") for e in robot.findall("joint")]
     loops = [_joint(e, path, "loop_joint") for e in robot.findall("loop_joint")]
     parent_joint, children = {}, {name: [] for name in links}
