@@ -20,6 +20,11 @@ zero where the report lists the damping as not modelled
 (``tests/urdf_peer.py``); the rest of what the report lists Pinocchio leaves out
 too. Either way the import warns once, naming every listed element.
 
+example-robot-data's quadrotors (:data:`FREE_FLYING`, every link fixed to the
+root) are imported with a free root, as the package's own loaders build them.
+``benchmarks/corpus_table.py`` tabulates what :func:`compare_mjcf` and
+:func:`compare_urdf` measure (``data/corpus.csv``).
+
 Skipped without mujoco and dm-control (MJCF) or Pinocchio and
 example-robot-data (URDF): the ``peers`` and ``models`` extras.
 """
