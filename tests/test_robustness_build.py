@@ -103,6 +103,28 @@ def test_non_numeric_input_names_where_and_field(add, phrases):
         ["rod"], ["hinge"], [])
 
 
+def test_a_thin_plate_is_a_body_and_swings_as_the_compound_pendulum():
+    """A 2 kg plate 0.3 m × 0.2 m and 1 µm thick (its thin second moment 7.7e-12 of its
+    largest principal moment; tiago's arm_1_link: 1.1e-10): J4/m is conditioned beyond 1e12,
+    its spatial inertia is not, and hinged about z at 0.25 m from its centre (the thin
+    direction y in the plane of motion) it swings as the compound pendulum,
+    θ̈ = −m g d cos θ / (I_zz + m d²) (gravity −y, θ from +x)."""
+    m, a, b, t, d, g = 2.0, 0.3, 0.2, 1e-6, 0.25, 9.81
+    inertia = m / 12 * np.diag([b**2 + t**2, a**2 + b**2, a**2 + t**2])   # plate in x–z
+    mech = nc.Mechanism(gravity=(0.0, -g, 0.0))
+    mech.add_body("plate", mass=m, com=(d, 0.0, 0.0), inertia=inertia)
+    mech.add_revolute(nc.GROUND, "plate", point=(0, 0, 0), axis=(0, 0, 1), name="hinge")
+    model = mech.build()
+    assert np.linalg.cond(model.bodies[0].J4 / m) > 1e12
+    js = nc.joint_space(model)
+    for theta in (0.0, 0.7, -2.0):
+        st = nc.joint_state(model, {"hinge": theta})
+        a_nc, _, _ = nc.accelerations(model, st)
+        qdd = js.accelerations(st.p, st.v, a_nc)[0]
+        expected = -m * g * d * np.cos(theta) / (inertia[2, 2] + m * d**2)
+        assert qdd == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
 @pytest.mark.parametrize("com", [(0.5, 0.0, 0.0), (0.0, 0.0, 0.0)],
                          ids=["frame at the end", "frame at the centre of mass"])
 def test_numerically_singular_J4_is_rejected(com):
