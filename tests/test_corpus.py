@@ -303,8 +303,9 @@ def _urdf_files():
 def _check_urdf_refusal(pin, path, message):
     """One message. Where links cannot be bodies, it names exactly the bodies whose
     lumped inertia in Pinocchio (which lumps fixed links alike) is not a mass with a
-    volume — massless, or a principal second moment within rounding (1e-12) of zero
-    relative to the largest moment (a line or plane; a thin plate is a volume) —
+    volume — massless, a point mass (radii of gyration under 1 µm), or a principal
+    second moment within rounding (1e-12) of zero relative to the largest moment (a
+    line or plane; a thin plate is a volume) or negative (non-physical) —
     except Pinocchio's massless universal-joint crosses, which natcoord models."""
     assert message.startswith(str(path))
     if "cannot be bodies" not in message:
@@ -318,7 +319,8 @@ def _check_urdf_refusal(pin, path, message):
         inertia = pm.inertias[i]
         principal = np.linalg.eigvalsh(inertia.inertia)
         second = 0.5 * principal.sum() - principal
-        if inertia.mass <= 0 or second.min() <= 1e-12 * np.abs(principal).max():
+        if inertia.mass <= 0 or np.abs(principal).max() <= 1e-12 * inertia.mass \
+                or second.min() <= 1e-12 * np.abs(principal).max():
             bad.add(next(f.name for f in pm.frames if f.parentJoint == i
                          and f.type == pin.FrameType.BODY))
     assert message.split(": ", 1)[1].startswith(f"{len(named)} link(s) cannot be bodies")
