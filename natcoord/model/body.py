@@ -112,14 +112,15 @@ def validate_conditioning(body):
     """The body's mass on its rigid motions far from singular in floating point,
     whatever the unit of mass.
 
-    The evaluations never solve with ``J4`` alone: the compiled block
-    factorization solves with each body's 6×6 spatial inertia ``Ĩ = TᵀMT``
-    (``M`` on the body's rigid velocities, ``core/src/blockldl.c``), the
-    reference backends with the KKT matrix, whose constraints leave ``M`` only
-    the rigid motions. So a thin plate, ``J4`` nearly singular (tiago's
-    ``arm_1_link``: condition number of ``J4/m`` 2.1e12, q̈ equal to Pinocchio's
-    to 3e-15 on every backend), is as good as a block, while a point mass is
-    not. In body axes ``Ĩ/m = [[1, −[c̄]×], [[c̄]×, I_c/m − [c̄]×²]]`` does not
+    The evaluations solve with each body's 6×6 spatial inertia ``Ĩ = TᵀMT``
+    (``M`` on the body's rigid velocities): the compiled block factorization
+    (``core/src/blockldl.c``), and the reference backends with the KKT matrix,
+    whose constraints leave ``M`` only the rigid motions, deciding redundancy
+    on ``Ĩ`` too (:mod:`natcoord.linalg.redundancy`). So a thin plate, ``J4``
+    nearly singular (tiago's ``arm_1_link``: condition number of ``J4/m``
+    2.1e12, q̈ equal to Pinocchio's to 3e-15 with block, dense and superlu), is
+    as good as a block, while a point mass is not. Only ``cholmod``'s
+    range-space method inverts ``J4``; it refuses such bodies itself. In body axes ``Ĩ/m = [[1, −[c̄]×], [[c̄]×, I_c/m − [c̄]×²]]`` does not
     depend on the mass scale (a 1e-9 kg body with proportionally small inertia
     is as good as a 1 kg one); its condition number is large when the radii
     of gyration are tiny compared with 1 m (a point mass) or with the distance
