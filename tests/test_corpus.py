@@ -20,11 +20,17 @@ zero where the report lists the damping as not modelled
 (``tests/urdf_peer.py``); the rest of what the report lists Pinocchio leaves out
 too. Either way the import warns once, naming every listed element.
 
+example-robot-data's quadrotors (:data:`FREE_FLYING`, every link fixed to the
+root) are imported with a free root, as the package's own loaders build them.
+``benchmarks/corpus_table.py`` tabulates what :func:`compare_mjcf` and
+:func:`compare_urdf` measure (``data/corpus.csv``).
+
 Skipped without mujoco and dm-control (MJCF) or Pinocchio and
 example-robot-data (URDF): the ``peers`` and ``models`` extras.
 """
 import warnings
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,7 +38,7 @@ from scipy.integrate import solve_ivp
 
 import natcoord as nc
 from natcoord.io.mjcf import from_mujoco
-from urdf_peer import damping_torque, pinocchio_q
+from urdf_peer import damping_torque, natcoord_q, pinocchio_rate
 
 try:
     import mujoco
@@ -54,7 +60,7 @@ def _suite_files():
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".xml"))
 
 
-def _suite_path(name):
+def suite_path(name):
     return str(resources.files("dm_control") / "suite" / name)
 
 
@@ -180,18 +186,25 @@ def _mujoco_passive_run(m, qpos, qvel, t_end):
 MJCF = _suite_files()
 
 
-@pytest.mark.skipif(mujoco is None, reason="mujoco is not installed (pip install natcoord[mjcf])")
-@pytest.mark.skipif(not MJCF, reason="dm-control is not installed (pip install natcoord[models])")
-@pytest.mark.parametrize("name", MJCF)
-def test_dm_control_suite_model(name):
-    path = _suite_path(name)
+def _refused(model, fmt, message):
+    return dict(model=model, format=fmt, status="refused", nv=None, qdd_rel=None,
+                run_m=None, t_end=None, reason=message)
+
+
+def compare_mjcf(path):
+    """One suite MJCF: its refusal checked (:func:`_check_mjcf_refusal`), or its import
+    report and mass checked and its joint accelerations and passive run measured against
+    MuJoCo's. Returns the corpus table's row: ``qdd_rel`` the largest ``|q̈ − q̈_MuJoCo|``
+    over the states relative to the largest ``|q̈_MuJoCo|`` (at least 1), ``run_m`` the
+    largest distance of a body origin or centre of mass from MuJoCo's after ``t_end``."""
+    model_name = Path(path).name
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             mech = nc.load_mjcf(path)
         except ValueError as err:
             _check_mjcf_refusal(path, str(err))
-            return
+            return _refused(model_name, "mjcf", str(err))
     report = mech.import_report
     ours = [w for w in caught if issubclass(w.category, UserWarning)
             and str(w.message).startswith(path)]
@@ -206,13 +219,14 @@ def test_dm_control_suite_model(name):
     js = nc.joint_space(model)
     assert js.nv == m.nv
     rng = np.random.default_rng(23)
+    qdd_rel = 0.0
     for _ in range(STATES):
         d.qpos[:], d.qvel[:] = _random_mujoco_state(m, rng)
         mujoco.mj_forward(m, d)
         q, qd, expected = from_mujoco(model, d.qpos, d.qvel, d.qacc)
         qdd, st = _natcoord_qdd(model, q, qd)
         want, _ = js.vector(expected, "expected")
-        assert np.abs(qdd - want).max() <= REL * max(1.0, np.abs(want).max()), name
+        qdd_rel = max(qdd_rel, np.abs(qdd - want).max() / max(1.0, np.abs(want).max()))
 
     # passive run from the last state: body origins against MuJoCo's
     t_end = 1.0 if js.nv <= BIG else 0.1
@@ -225,7 +239,17 @@ def test_dm_control_suite_model(name):
         i = m.body(b.name).id
         for local, there in ((np.zeros(3), end.xpos[i]), (m.body_ipos[i], end.xipos[i])):
             worst = max(worst, np.abs(sol.point(b.name, local, local=True)[-1] - there).max())
-    assert worst <= RUN_TOL, (name, worst)
+    return dict(model=model_name, format="mjcf", status="imported", nv=js.nv,
+                qdd_rel=qdd_rel, run_m=worst, t_end=t_end, reason="")
+
+
+@pytest.mark.skipif(mujoco is None, reason="mujoco is not installed (pip install natcoord[mjcf])")
+@pytest.mark.skipif(not MJCF, reason="dm-control is not installed (pip install natcoord[models])")
+@pytest.mark.parametrize("name", MJCF)
+def test_dm_control_suite_model(name):
+    row = compare_mjcf(suite_path(name))
+    if row["status"] == "imported":
+        assert row["qdd_rel"] <= REL and row["run_m"] <= RUN_TOL, row
 
 
 def _check_mjcf_refusal(path, message):
@@ -279,7 +303,9 @@ def _urdf_files():
 def _check_urdf_refusal(pin, path, message):
     """One message. Where links cannot be bodies, it names exactly the bodies whose
     lumped inertia in Pinocchio (which lumps fixed links alike) is not a mass with a
-    volume — massless, or a principal second moment ≤ 1e-9 of the largest moment —
+    volume — massless, a point mass (radii of gyration under 1 µm), or a principal
+    second moment within rounding (1e-12) of zero relative to the largest moment (a
+    line or plane; a thin plate is a volume) or negative (non-physical) —
     except Pinocchio's massless universal-joint crosses, which natcoord models."""
     assert message.startswith(str(path))
     if "cannot be bodies" not in message:
@@ -293,7 +319,8 @@ def _check_urdf_refusal(pin, path, message):
         inertia = pm.inertias[i]
         principal = np.linalg.eigvalsh(inertia.inertia)
         second = 0.5 * principal.sum() - principal
-        if inertia.mass <= 0 or second.min() <= 1e-9 * np.abs(principal).max():
+        if inertia.mass <= 0 or np.abs(principal).max() <= 1e-12 * inertia.mass \
+                or second.min() <= 1e-12 * np.abs(principal).max():
             bad.add(next(f.name for f in pm.frames if f.parentJoint == i
                          and f.type == pin.FrameType.BODY))
     assert message.split(": ", 1)[1].startswith(f"{len(named)} link(s) cannot be bodies")
@@ -303,21 +330,29 @@ def _check_urdf_refusal(pin, path, message):
 
 
 URDF = _urdf_files()
+#: URDFs that describe free-flying robots: every link is fixed to the root, so fixed to
+#: the world nothing would move. example-robot-data's own loaders build them with a free
+#: flyer (``HectorLoader``, ``IrisLoader``: ``free_flyer = True``); they are imported
+#: so, with ``floating_base=True``, and compared with Pinocchio's free-flyer model
+FREE_FLYING = {"hector_description/robots/quadrotor_base.urdf",
+               "iris_description/robots/iris_simple.urdf"}
 
 
-@pytest.mark.skipif(not URDF, reason="example-robot-data is not installed "
-                                     "(pip install natcoord[models])")
-@pytest.mark.parametrize("relative", URDF)
-def test_example_robot_data_model(relative, robots_folder):
-    pin = pytest.importorskip("pinocchio")
-    path = robots_folder / relative
+def compare_urdf(folder, relative):
+    """One example-robot-data URDF (``FREE_FLYING`` ones with a free root): its refusal
+    checked (:func:`_check_urdf_refusal`), or its import report checked and its joint
+    accelerations and passive run measured against Pinocchio's; the corpus table's row
+    (``qdd_rel``, ``run_m`` as in :func:`compare_mjcf`, body origins)."""
+    import pinocchio as pin
+    path = folder / relative
+    floating = relative in FREE_FLYING
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            mech = nc.load_urdf(path)
+            mech = nc.load_urdf(path, floating_base=floating)
         except ValueError as err:
             _check_urdf_refusal(pin, path, str(err))
-            return
+            return _refused(relative, "urdf", str(err))
     report = mech.import_report
     ours = [w for w in caught if issubclass(w.category, UserWarning)
             and str(w.message).startswith(str(path))]
@@ -325,32 +360,50 @@ def test_example_robot_data_model(relative, robots_folder):
     for what, names in report["not_modelled"].items():       # the one warning names them
         assert all(n in str(ours[0].message) for n in names), what
     model = mech.build()
-    pm = pin.buildModelFromUrdf(str(path))
+    pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
     pd = pm.createData()
     js = nc.joint_space(model)
-    assert list(js.v_names) == list(pm.names)[1:]           # one column per URDF joint
+    names, columns = list(pm.names)[1:], list(js.v_names)
+    if floating:                     # Pinocchio's root_joint: natcoord's free root body
+        assert js.joint_names[0] == model.bodies[0].name
+        names, columns = names[1:], columns[6:]
+    assert columns == names                                 # one column per URDF joint
     rng = np.random.default_rng(23)
+    qdd_rel = 0.0
     for _ in range(STATES):
-        theta, v = 0.5 * rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
-        expected = pin.aba(pm, pd, pinocchio_q(pm, theta), v, damping_torque(pm, report, v))
-        qdd, st = _natcoord_qdd(model, theta, v)
-        assert np.abs(qdd - expected).max() <= REL * max(1.0, np.abs(expected).max()), \
-            relative                         # a floor of 1 rad/s²: iris' q̈ are all zero
+        q = pin.integrate(pm, pin.neutral(pm), 0.5 * rng.standard_normal(pm.nv))
+        v = rng.standard_normal(pm.nv)
+        expected = pin.aba(pm, pd, q, v, damping_torque(pm, report, v))
+        qdd, st = _natcoord_qdd(model, natcoord_q(pm, q), v)
+        # relative to at least 1 rad/s²: a free flyer's q̈ in its own axes can be ~0
+        qdd_rel = max(qdd_rel, np.abs(qdd - expected).max() / max(1.0, np.abs(expected).max()))
 
     # the run is as long as the test can afford in explicit steps: the damper of a light
     # joint (Allegro's fingers: c/I ≈ 2e6 /s) decays in microseconds, and both sides
     # integrate explicitly; the damping rate of DOF i is c_i (M⁻¹)_ii at the start
     t_end = 1.0 if js.nv <= BIG else 0.1
     rate = np.max(-damping_torque(pm, report, np.ones(pm.nv))
-                  * np.diag(np.linalg.inv(pin.crba(pm, pd, pinocchio_q(pm, theta)))))
+                  * np.diag(np.linalg.inv(pin.crba(pm, pd, q))))
     t_end = min(t_end, DECAYS / rate) if rate > 0 else t_end
     sol = nc.simulate(model, t_end=t_end, initial_state=st, rtol=1e-11, atol=1e-12,
                       proj_tol=1e-13)
-    ref = solve_ivp(lambda t, y: np.concatenate([y[pm.nv:], pin.aba(
-        pm, pd, pinocchio_q(pm, y[:pm.nv]), y[pm.nv:], damping_torque(pm, report, y[pm.nv:]))]),
-        (0.0, t_end), np.concatenate([theta, v]), method="DOP853", rtol=1e-12, atol=1e-12)
-    pin.framesForwardKinematics(pm, pd, pinocchio_q(pm, ref.y[:pm.nv, -1]))
+    ref = solve_ivp(lambda t, y: np.concatenate([
+        pinocchio_rate(pm, y[:pm.nq], y[pm.nq:]),
+        pin.aba(pm, pd, y[:pm.nq], y[pm.nq:], damping_torque(pm, report, y[pm.nq:]))]),
+        (0.0, t_end), np.concatenate([q, v]), method="DOP853", rtol=1e-12, atol=1e-12)
+    pin.framesForwardKinematics(pm, pd, pin.normalize(pm, ref.y[:pm.nq, -1]))
     worst = max(np.abs(sol.point(b.name, np.zeros(3), local=True)[-1]
                        - pd.oMf[pm.getFrameId(b.name, pin.BODY)].translation).max()
                 for b in model.bodies)
-    assert worst <= RUN_TOL, (relative, worst)
+    return dict(model=relative, format="urdf", status="imported", nv=js.nv,
+                qdd_rel=qdd_rel, run_m=worst, t_end=t_end, reason="")
+
+
+@pytest.mark.skipif(not URDF, reason="example-robot-data is not installed "
+                                     "(pip install natcoord[models])")
+@pytest.mark.parametrize("relative", URDF)
+def test_example_robot_data_model(relative, robots_folder):
+    pytest.importorskip("pinocchio")
+    row = compare_urdf(robots_folder, relative)
+    if row["status"] == "imported":
+        assert row["qdd_rel"] <= REL and row["run_m"] <= RUN_TOL, row

@@ -201,6 +201,14 @@ def test_nothing_moves_without_floating_base(tmp_path):
     assert nc.assemble(nc.load_urdf(path, floating_base=True).build()).dof == 6
 
 
+def test_a_robot_without_links_is_refused(tmp_path):
+    """An empty ``<robot>`` (example-robot-data's ur3.urdf, a xacro comment and nothing
+    else; Pinocchio refuses it too) is named as such."""
+    path = _write(tmp_path, '<robot><!-- xacro output --></robot>')
+    with pytest.raises(ValueError, match=r"<robot> has no <link>: the file describes no robot"):
+        nc.load_urdf(path)
+
+
 # --------------------------------------------------------- bad inertias
 #: principal moments violating the triangle inequality (I1 + I2 < I3) and one negative
 TRIANGLE = (1e-3, 1e-3, 2.2e-3)
@@ -264,9 +272,22 @@ def test_inertia_repair_projects_to_the_nearest_physical_inertia_and_warns(tmp_p
     assert np.array_equal(bodies["hand"].inertia, 1e-3 * E3)        # physical: untouched
 
 
-def test_inertia_repair_cannot_invent_the_inertia_of_a_point_mass(tmp_path):
-    with pytest.raises(ValueError, match=r'<link name="lower">.*a point mass has no inertia'):
-        nc.load_urdf(_write(tmp_path, bad_urdf(second=(0, 0, 0))), inertia_repair=True)
+def test_a_point_mass_is_named_as_one_and_inertia_repair_cannot_invent_its_inertia(tmp_path):
+    """A link with mass but (to rounding: icub's 1e-20 kg m²) no inertia is named as a
+    point mass with or without inertia_repair; the repair is offered only when a
+    non-physical inertia could use it."""
+    text = bad_urdf(second=(-5e-20, 5e-20, 0)).replace(_inertial(1.0, com=(0.1, 0, 0),
+                                                                 moments=TRIANGLE), "")
+    for repair in (False, True):
+        with pytest.raises(ValueError) as err:
+            nc.load_urdf(_write(tmp_path, text), inertia_repair=repair)
+        message = str(err.value)
+        assert '<link name="lower">: a point mass (1 kg' in message
+        assert "no rotational inertia" in message and "inertia_repair=True" not in message
+    with pytest.raises(ValueError, match=r'(?s)<link name="upper">: body .upper.: principal.*'
+                                         r'<link name="lower">: a point mass.*'
+                                         r'inertia_repair=True replaces'):
+        nc.load_urdf(_write(tmp_path, bad_urdf(second=(0, 0, 0))))
 
 
 # ------------------------------------------- joint damping, and what is not modelled

@@ -52,6 +52,10 @@ LOOP_JOINTS = ("revolute", "continuous", "prismatic", "fixed", "spherical", "bal
 #: this fraction of the polar one ``∫ |r − c|² dm``: a thickness of about 1 % of the
 #: body's extent, so that ``J4`` is regular and well conditioned (§1.2)
 REPAIR_MARGIN = 1e-4
+#: a link whose principal moments are all below this times its mass (m², radii of
+#: gyration under 1 µm) is a point mass: named as such, not as a non-physical inertia
+#: (icub's right leg: inertias of 1e-18 kg m², rounding of zero, with masses of 0.5-2 kg)
+POINT_MASS = 1e-12
 
 
 def _joint(elem, path, tag):
@@ -166,7 +170,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     (module docstring); their massless links are frames with ``after = (joint,
     k)`` (``nc.joint_space(model).frame_placement``). Links that cannot be
     bodies after lumping (no mass and not between two moving joints, a
-    non-physical inertia, ``J4`` numerically singular) are all named in one
+    non-physical inertia, a numerically singular spatial inertia) are all named in one
     ``ValueError``, and so are chains without an exact constraint set.
     ``inertia_repair=True`` replaces each non-physical inertia by the nearest
     physical one (:func:`nearest_physical_inertia`) and names the links and
@@ -188,6 +192,8 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
         if name in links:
             raise ValueError(f"{path}: <link name=\"{name}\"> is defined twice")
         links[name] = link
+    if not links:                    # example-robot-data's ur3.urdf: a xacro left unexpanded
+        raise ValueError(f"{path}: <robot> has no <link>: the file describes no robot")
     joints = [_joint(e, path, "joint") for e in robot.findall("joint")]
     loops = [_joint(e, path, "loop_joint") for e in robot.findall("loop_joint")]
     parent_joint, children = {}, {name: [] for name in links}
@@ -238,7 +244,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
                          f"nothing moves; pass floating_base=True for a free-flying robot")
 
     mech = Mechanism(gravity=gravity, name=robot.get("name") or path.stem)
-    problems, repairs = [], []
+    problems, repairs, repairable = [], [], False
     for name in moving:
         mass, com, inertia = mass_properties[name]
         where = f"<link name=\"{name}\">"
@@ -248,13 +254,23 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
                 f"and {len(leaving[name])} moving joints leave it; natcoord needs a mass with "
                 f"a volume. A massless link is accepted between two moving joints (one in, "
                 f"one out, a link with mass further on), folded into a compound joint; a "
-                f"massless link at the end of a chain has no inertia to determine its motion")
+                f"massless link at the end of a chain has no inertia to determine its motion "
+                f"(the mass matrix is singular in its joints)")
+            continue
+        principal = np.linalg.eigvalsh(inertia)
+        if np.abs(principal).max() <= POINT_MASS * mass:
+            problems.append(
+                f"{where}: a point mass ({mass:g} kg, principal moments {principal} kg m², "
+                f"radii of gyration under 1 µm): no rotational inertia; a natcoord body needs "
+                f"a mass with a volume (MuJoCo refuses moving bodies without inertia too), and "
+                f"inertia_repair has nothing to project; give the link the inertia of its shape")
             continue
         try:
             validate_mass_properties(name, mass, inertia)
         except ValueError as err:
             if not inertia_repair:
                 problems.append(f"{where}: {err}")
+                repairable = True
                 continue
             try:
                 repaired = nearest_physical_inertia(inertia)
@@ -270,7 +286,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
         except ValueError as err:
             problems.append(f"{where}: {err}")
     if problems:
-        hint = "" if inertia_repair else (
+        hint = "" if not repairable else (
             "\ninertia_repair=True replaces each non-physical inertia by the nearest "
             "physical one (with a warning giving the change)")
         raise ValueError(f"{path}: {len(problems)} link(s) cannot be bodies (after lumping "

@@ -28,7 +28,8 @@ from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
 from ..core import engine
 from ..model.kernels import jacobian_times, jacobian_transpose_times, mass_times
-from .base import DROP_TOL, HOLD_TOL, KKTSolver, mass_ratio, refined_solve
+from .base import (DROP_TOL, HOLD_TOL, KKTSolver, MassSpreadError, mass_ratio, refined_solve,
+                   unit_mass_blocks)
 from .redundancy import redundant_rows
 
 
@@ -93,9 +94,23 @@ class CholmodKKT(KKTSolver):
     #: G M⁻¹ Gᵀ sums compliances 1/m: with refinement ~1e-6 up to a spread of
     #: 1e8, worse beyond (1e-3…1e-1 at 1e15)
     max_mass_ratio = 1e8
+    #: ``J4⁻¹`` of every body enters ``S``: a thin plate's ``J4`` (a volume, accepted by
+    #: the builder, docs/method.md §1.2) is nearly singular, and beyond this condition
+    #: number of ``J4/m`` the solves lose more than 12 of 16 digits (tiago_dual's arm
+    #: links, 2.1e12: q̈ to 2.4e-6 here, to 3e-15 with block, dense and superlu)
+    max_J4_condition = 1e12
 
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
+        condition = np.linalg.cond(unit_mass_blocks(model.J4)) if model.n_bodies else []
+        thin = [b.name for b, c in zip(model.bodies, condition) if c > self.max_J4_condition]
+        if thin:
+            raise MassSpreadError(
+                f"{self.name}: the range-space method inverts each body's J4, and bodies "
+                f"{thin} have J4/m conditioned up to {max(condition):.1e} (thin plates), "
+                f"beyond the {self.max_J4_condition:.0e} it resolves: use solver='block' "
+                f"(the default), 'superlu' or 'dense', which solve with the bodies' mass on "
+                f"their rigid motions")
         plan = self.plan = RangeSpacePlan(model)        # owned: built once per solver
         n_blocks = plan.block_row.size
         self._G = np.zeros((model.tables.pattern_row.size, 3))

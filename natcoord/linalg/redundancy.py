@@ -1,6 +1,7 @@
 """Redundant constraints by sequential elimination in the range space.
 
-Used by the reference backends. With ``P = M⁻¹ − M⁻¹G_Rᵀ(G_R M⁻¹G_Rᵀ)⁻¹G_R M⁻¹``
+Used by the reference backends. With ``P = M⁻¹ − M⁻¹G_Rᵀ(G_R M⁻¹G_Rᵀ)⁻¹G_R M⁻¹
+= T (TᵀMT)⁻¹ Tᵀ`` (``T`` spanning the null space of ``G_R``)
 in the mass-free metric (``M`` with every body scaled to unit mass,
 :func:`~natcoord.linalg.base.unit_mass_blocks`: redundancy is geometry)
 (block diagonal: the rigid-body rows ``G_R`` eliminated body by body, never
@@ -26,11 +27,13 @@ def rigid_body_projector(model, G):
     body = rigid.row // 6
     GR = np.zeros((n, 6, 12))
     np.add.at(GR, (body, rigid.row % 6, rigid.col - 12 * body), rigid.data)
-    Minv = np.einsum("iab,kl->iakbl", np.linalg.inv(unit_mass_blocks(model.J4)),
-                     np.eye(3)).reshape(n, 12, 12)
-    MG = Minv @ GR.transpose(0, 2, 1)                      # M⁻¹ G_Rᵀ  (n, 12, 6)
-    S = GR @ MG                                            # G_R M⁻¹ G_Rᵀ (n, 6, 6)
-    return Minv - MG @ np.linalg.solve(S, MG.transpose(0, 2, 1))
+    # P = T (Tᵀ M T)⁻¹ Tᵀ for T spanning the null space of G_R (the body's rigid
+    # velocities; the same matrix for M positive definite), so that only the 6×6
+    # spatial inertia TᵀMT is inverted, as the block factorization does: a thin
+    # plate's J4 is nearly singular, its spatial inertia is not (docs/method.md §1.2)
+    M = np.einsum("iab,kl->iakbl", unit_mass_blocks(model.J4), np.eye(3)).reshape(n, 12, 12)
+    T = np.linalg.svd(GR)[2][:, 6:].transpose(0, 2, 1)   # (n, 12, 6)
+    return T @ np.linalg.solve(T.transpose(0, 2, 1) @ M @ T, T.transpose(0, 2, 1))
 
 
 def redundant_rows(model, G, row_threshold):

@@ -9,8 +9,13 @@ import numpy as np
 from ..util.checks import float_array, number
 
 _TOL = 1e-9
-#: largest condition number of ``J4/m`` accepted: solves with the body's mass
-#: block then keep at least 4 significant digits
+#: a central second moment within rounding of zero (relative to the largest
+#: moment) is a line or plane distribution; a thin but positive one (tiago's
+#: ``arm_1_link``: 1.1e-10 of its largest moment) is a volume, accepted when its
+#: spatial inertia is well conditioned (:func:`validate_conditioning`)
+_PLANE_TOL = 1e-12
+#: largest condition number of the spatial inertia ``Ĩ/m`` accepted: solves with
+#: the body's mass on its rigid motions then keep at least 4 significant digits
 _COND_MAX = 1e12
 
 
@@ -96,7 +101,7 @@ def validate_mass_properties(name, mass, inertia):
     if second_moments.min() < -_TOL * scale:
         raise ValueError(f"body {name!r}: principal moments {principal} violate the triangle "
                          f"inequality I1 + I2 >= I3; no mass distribution has this inertia")
-    if second_moments.min() <= _TOL * scale:
+    if second_moments.min() <= _PLANE_TOL * scale:
         raise ValueError(f"body {name!r}: inertia {principal} describes a line or plane mass "
                          f"distribution (singular J4); natcoord needs a volume: give the body "
                          f"a small thickness")
@@ -104,22 +109,34 @@ def validate_mass_properties(name, mass, inertia):
 
 
 def validate_conditioning(body):
-    """``J4`` far from singular in floating point, whatever the unit of mass.
+    """The body's mass on its rigid motions far from singular in floating point,
+    whatever the unit of mass.
 
-    ``J4/m = [[1, c̄ᵀ], [c̄, J/m]]`` does not depend on the mass scale (a 1e-9 kg
-    body with proportionally small inertia is as good as a 1 kg one); its
-    entries are 1, m and m², so its condition number is large when the radii
+    The evaluations solve with each body's 6×6 spatial inertia ``Ĩ = TᵀMT``
+    (``M`` on the body's rigid velocities): the compiled block factorization
+    (``core/src/blockldl.c``), and the reference backends with the KKT matrix,
+    whose constraints leave ``M`` only the rigid motions, deciding redundancy
+    on ``Ĩ`` too (:mod:`natcoord.linalg.redundancy`). So a thin plate, ``J4``
+    nearly singular (tiago's ``arm_1_link``: condition number of ``J4/m``
+    2.1e12, q̈ equal to Pinocchio's to 3e-15 with block, dense and superlu), is
+    as good as a block, while a point mass is not. Only ``cholmod``'s
+    range-space method inverts ``J4``; it refuses such bodies itself. In body axes ``Ĩ/m = [[1, −[c̄]×], [[c̄]×, I_c/m − [c̄]×²]]`` does not
+    depend on the mass scale (a 1e-9 kg body with proportionally small inertia
+    is as good as a 1 kg one); its condition number is large when the radii
     of gyration are tiny compared with 1 m (a point mass) or with the distance
-    of the frame origin from the centre of mass. Every evaluation solves with
-    ``J4``: beyond ``_COND_MAX`` those solves lose more than 12 of 16 digits.
+    of the frame origin from the centre of mass. Beyond ``_COND_MAX`` solves
+    with it lose more than 12 of 16 digits.
     """
-    lam = np.linalg.eigvalsh(body.J4 / body.mass)
+    c = body.com
+    C = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+    spatial = np.block([[np.eye(3), -C], [C, body.inertia / body.mass - C @ C]])
+    lam = np.linalg.eigvalsh(spatial)
     if lam[0] <= lam[-1] / _COND_MAX:
         cond = lam[-1] / lam[0] if lam[0] > 0 else np.inf
         radii = np.sqrt(np.maximum(np.linalg.eigvalsh(body.inertia) / body.mass, 0.0))
         raise ValueError(
-            f"body {body.name!r}: J4 is numerically singular (condition number of J4/m "
-            f"{cond:.1e} > {_COND_MAX:.0e}): radii of "
+            f"body {body.name!r}: its spatial inertia is numerically singular (condition "
+            f"number of Ĩ/m {cond:.1e} > {_COND_MAX:.0e}): radii of "
             f"gyration {radii} m for a frame origin {np.linalg.norm(body.com):.3g} m from the "
             f"centre of mass; give the inertia of the body's real size (about m·size²), or "
             f"put the frame origin closer to the centre of mass")
