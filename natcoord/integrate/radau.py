@@ -199,7 +199,8 @@ N_CTRL = 22
 N_JACOBIANS, N_LU, N_NEWTON = range(3)
 
 
-#: bytes per N² of the buffers: K, D and the real LU (float64), the complex LU (complex128)
+#: bytes per N² of the buffers: K, D and the real LU (float64), the complex LU (its real
+#: and imaginary parts, float64)
 NEWTON_BYTES = 3 * 8 + 16
 
 
@@ -216,9 +217,9 @@ def make_buffers(model):
     R = RadauBuffers(ctrl=z(N_CTRL), counts=np.zeros(3, np.int64), coef=COEFFICIENTS.copy(),
                      y=z(2 * N), f=z(2 * N), yold=z(2 * N), Q=z((3, 2 * N)), K=z((N, N)),
                      D=z((N, N)), lu=z((N, N)), piv=np.zeros(N, np.int64),
-                     luc=z((N, N), complex), pivc=np.zeros(N, np.int64), Z=z((3, 2 * N)),
+                     luc=z((2, N, N)), pivc=np.zeros(N, np.int64), Z=z((3, 2 * N)),
                      W=z((3, 2 * N)), F=z((3, 2 * N)), dW=z((3, 2 * N)), scale=z(2 * N),
-                     err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z(N, complex),
+                     err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z((2, N)),
                      ja=z(N), jlam=z(m), jF=z(N), js=z(m), jmu=z(m), je=z(N), jzero=z(N),
                      jda=z(N), weights=z((model.n_weights, 3)))
     model.tables.weight_table(0.0, R.weights)

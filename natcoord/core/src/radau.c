@@ -10,7 +10,7 @@
  * treatment of second-order systems (its M1 = M2 = N structure, IV.8): a quarter of the
  * 2N × 2N matrix's storage and an eighth of its LU. K and D are dense: a is M⁻¹
  * projected onto the constraints, which couples every body of a closed loop or chain,
- * so the N × N matrices are factored by the dense LU with partial pivoting below
+ * so the N × N matrices are factored by the dense LU with partial pivoting of dense_lu.c
  * (O(N³), real and complex, at most two per attempt), not by the block LDLᵀ.
  *
  * The evaluations are the core's (nc_rhs and nc_project of dopri5.c) for every model and
@@ -28,6 +28,7 @@
 #include "dopri5.h"
 #include "sensitivity.h"
 #include "radau.h"
+#include "dense_lu.h"
 
 /* Hairer's constants (IV.8 and radau5.f), named as in natcoord/integrate/radau.py */
 #define NEWTON_MAXITER 7          /* NIT */
@@ -56,70 +57,6 @@ typedef struct {
 
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
-
-/* ------------------------------------------------------------ dense LU */
-static inline double rmul(double a, double b) { return a * b; }
-static inline double complex cmul(double complex a, double complex b)
-{
-    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
-    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
-}
-
-/* LU with partial pivoting of the n × n row-major A in place (LAPACK's getrf without
- * blocking), one definition for real and complex scalars; returns 0, or 1 for an exactly
- * zero pivot. Solve: b overwritten by A⁻¹ b. `mul` multiplies two scalars: C99's complex
- * `*` calls __muldc3 for its Annex G infinities (with it the elastic hexapod's Radau run,
- * N = 156, took 1.9 s instead of 0.85 s); cmul is the textbook product. */
-#define NC_DENSE_LU(name, scalar, magnitude, mul)                                         \
-    static int name##_factor(scalar *A, int64_t n, int64_t *piv)                          \
-    {                                                                                     \
-        for (int64_t k = 0; k < n; k++) {                                                 \
-            int64_t p = k;                                                                \
-            double best = magnitude(A[k * n + k]);                                        \
-            for (int64_t i = k + 1; i < n; i++)                                           \
-                if (magnitude(A[i * n + k]) > best)                                       \
-                    best = magnitude(A[i * n + k]), p = i;                                \
-            piv[k] = p;                                                                   \
-            if (best == 0.0)                                                              \
-                return 1;                                                                 \
-            if (p != k)                                                                   \
-                for (int64_t j = 0; j < n; j++) {                                         \
-                    scalar s = A[k * n + j];                                              \
-                    A[k * n + j] = A[p * n + j];                                          \
-                    A[p * n + j] = s;                                                     \
-                }                                                                         \
-            scalar inv = 1.0 / A[k * n + k];                                              \
-            for (int64_t i = k + 1; i < n; i++) {                                         \
-                scalar l = A[i * n + k] = mul(A[i * n + k], inv);                         \
-                for (int64_t j = k + 1; j < n; j++)                                       \
-                    A[i * n + j] -= mul(l, A[k * n + j]);                                 \
-            }                                                                             \
-        }                                                                                 \
-        return 0;                                                                         \
-    }                                                                                     \
-    static void name##_solve(const scalar *LU, const int64_t *piv, int64_t n, scalar *b)  \
-    {                                                                                     \
-        for (int64_t k = 0; k < n; k++) {                                                 \
-            scalar s = b[piv[k]];                                                         \
-            b[piv[k]] = b[k];                                                             \
-            b[k] = s;                                                                     \
-        }                                                                                 \
-        for (int64_t i = 1; i < n; i++) {                                                 \
-            scalar s = b[i];                                                              \
-            for (int64_t j = 0; j < i; j++)                                               \
-                s -= mul(LU[i * n + j], b[j]);                                            \
-            b[i] = s;                                                                     \
-        }                                                                                 \
-        for (int64_t i = n - 1; i >= 0; i--) {                                            \
-            scalar s = b[i];                                                              \
-            for (int64_t j = i + 1; j < n; j++)                                           \
-                s -= mul(LU[i * n + j], b[j]);                                            \
-            b[i] = s / LU[i * n + i];                                                     \
-        }                                                                                 \
-    }
-
-NC_DENSE_LU(real_lu, double, fabs, rmul)
-NC_DENSE_LU(complex_lu, double complex, cabs, cmul)
 
 /* ------------------------------------------------------------ evaluations */
 static int64_t half(const radau_ctx *x)
@@ -202,26 +139,29 @@ static int64_t project(const radau_ctx *x, double t, double *y)
 }
 
 /* ------------------------------------------------------------ linear algebra */
-/* The LU factors of γ² − γ D − K for γ = μ/h and (α − iβ)/h; 1 if one is singular. */
+/* The LU factors of γ² − γ D − K for γ = μ/h and (α − iβ)/h (the complex one as planes
+ * of real and imaginary parts, dense_lu.h); 1 if one is singular. */
 static int factor(const radau_ctx *x, double h)
 {
     const nc_arr *R = x->R;
     const double *coef = F64(R[R_coef]), *K = F64(R[R_K]), *D = F64(R[R_D]);
-    double *lu = F64(R[R_lu]), *ctrl = F64(R[R_ctrl]);
-    double complex *luc = CPLX(R[R_luc]);
+    double *lu = F64(R[R_lu]), *ctrl = F64(R[R_ctrl]), *luc = F64(R[R_luc]);
     int64_t N = half(x);
-    double g = coef[RCOEF_MU] / h;
-    double complex gc = (coef[RCOEF_ALPHA] - I * coef[RCOEF_BETA]) / h;
+    double *luci = luc + N * N;
+    double g = coef[RCOEF_MU] / h, gr = coef[RCOEF_ALPHA] / h, gi = -coef[RCOEF_BETA] / h;
+    /* γ_c (γ_c − D_ij) − K_ij with γ_c = gr + i gi: (gr² − gi² − gr D − K) + i gi (2 gr − D) */
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < N; j++) {
-            double diagonal = i == j;
-            lu[i * N + j] = g * (g * diagonal - D[i * N + j]) - K[i * N + j];
-            luc[i * N + j] = cmul(gc, gc * diagonal - D[i * N + j]) - K[i * N + j];
+            double diagonal = i == j, d = D[i * N + j], k = K[i * N + j];
+            lu[i * N + j] = g * (g * diagonal - d) - k;
+            luc[i * N + j] = gr * (gr * diagonal - d) - gi * (gi * diagonal) - k;
+            luci[i * N + j] = gr * (gi * diagonal) + gi * (gr * diagonal - d);
         }
     I64(R[R_counts])[RN_LU] += 2;
     ctrl[RC_H_LU] = h;
     ctrl[RC_HAVE_LU] = 1.0;
-    return real_lu_factor(lu, N, I64(R[R_piv])) || complex_lu_factor(luc, N, I64(R[R_pivc]));
+    return nc_lu_factor(lu, NULL, N, I64(R[R_piv])) ||
+           nc_lu_factor(luc, luci, N, I64(R[R_pivc]));
 }
 
 /* x = (μ/h − J)⁻¹ r (2 N; x may be r) from the real factors:
@@ -230,15 +170,11 @@ static void solve_real(const radau_ctx *x, const double *r, double *out)
 {
     const nc_arr *R = x->R;
     int64_t N = half(x);
-    const double *D = F64(R[R_D]);
     double g = F64(R[R_coef])[RCOEF_MU] / F64(R[R_ctrl])[RC_H_LU], *b = F64(R[R_b]);
-    for (int64_t i = 0; i < N; i++) {
-        double s = r[N + i] + g * r[i];
-        for (int64_t j = 0; j < N; j++)
-            s -= D[i * N + j] * r[j];
-        b[i] = s;
-    }
-    real_lu_solve(F64(R[R_lu]), I64(R[R_piv]), N, b);
+    nc_matvec(F64(R[R_D]), N, r, b, NULL, NULL);
+    for (int64_t i = 0; i < N; i++)
+        b[i] = (r[N + i] + g * r[i]) - b[i];
+    nc_lu_solve(F64(R[R_lu]), NULL, I64(R[R_piv]), N, b, NULL);
     for (int64_t i = 0; i < N; i++) {
         out[N + i] = g * b[i] - r[i];
         out[i] = b[i];
@@ -247,30 +183,30 @@ static void solve_real(const radau_ctx *x, const double *r, double *out)
 
 /* dW (3, 2 N) of one Newton iteration for the right-hand sides Rw (3, 2 N) (IV.8): row 0
  * from the real system, rows 1 and 2 the real and imaginary parts of the complex
- * system's solution for Rw[1] + i Rw[2] */
+ * system's solution for Rw[1] + i Rw[2] (γ = gr + i gi) */
 static void solve_stages(const radau_ctx *x, const double *Rw, double *dW)
 {
     const nc_arr *R = x->R;
     int64_t N = half(x), N2 = 2 * N;
-    const double *coef = F64(R[R_coef]), *D = F64(R[R_D]);
+    const double *coef = F64(R[R_coef]), *luc = F64(R[R_luc]);
     double h = F64(R[R_ctrl])[RC_H_LU];
-    double complex gc = (coef[RCOEF_ALPHA] - I * coef[RCOEF_BETA]) / h, *b = CPLX(R[R_bc]);
+    double gr = coef[RCOEF_ALPHA] / h, gi = -coef[RCOEF_BETA] / h;
+    double *b = F64(R[R_bc]), *bi = b + N;
     solve_real(x, Rw, dW);
     const double *r1 = Rw + N2, *r2 = Rw + 2 * N2;
+    nc_matvec(F64(R[R_D]), N, r1, b, r2, bi);
     for (int64_t i = 0; i < N; i++) {
-        double complex s = CMPLX(r1[N + i], r2[N + i]) + cmul(gc, CMPLX(r1[i], r2[i]));
-        for (int64_t j = 0; j < N; j++)
-            s -= D[i * N + j] * CMPLX(r1[j], r2[j]);
-        b[i] = s;
+        double re = (r1[N + i] + (gr * r1[i] - gi * r2[i])) - b[i];
+        double im = (r2[N + i] + (gr * r2[i] + gi * r1[i])) - bi[i];
+        b[i] = re, bi[i] = im;
     }
-    complex_lu_solve(CPLX(R[R_luc]), I64(R[R_pivc]), N, b);
+    nc_lu_solve(luc, luc + N * N, I64(R[R_pivc]), N, b, bi);
     double *w1 = dW + N2, *w2 = dW + 2 * N2;
     for (int64_t i = 0; i < N; i++) {
-        double complex v = cmul(gc, b[i]) - CMPLX(r1[i], r2[i]);
-        w1[i] = creal(b[i]);
-        w2[i] = cimag(b[i]);
-        w1[N + i] = creal(v);
-        w2[N + i] = cimag(v);
+        w1[N + i] = (gr * b[i] - gi * bi[i]) - r1[i];
+        w2[N + i] = (gr * bi[i] + gi * b[i]) - r2[i];
+        w1[i] = b[i];
+        w2[i] = bi[i];
     }
 }
 
@@ -569,13 +505,13 @@ static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
 {
     int ok = R[R_ctrl].size >= RC_COUNT && R[R_counts].size >= RN_COUNT &&
              R[R_coef].size == RCOEF_COUNT && R[R_y].size == 2 * N && R[R_K].size == N * N &&
-             R[R_D].size == N * N && R[R_lu].size == N * N && R[R_luc].size == N * N &&
+             R[R_D].size == N * N && R[R_lu].size == N * N && R[R_luc].size == 2 * N * N &&
              R[R_piv].size == N && R[R_pivc].size == N && R[R_Z].size == 6 * N &&
              R[R_W].size == 6 * N && R[R_F].size == 6 * N && R[R_dW].size == 6 * N &&
              R[R_Q].size == 6 * N && R[R_f].size == 2 * N && R[R_yold].size == 2 * N &&
              R[R_scale].size == 2 * N && R[R_err].size == 2 * N &&
              R[R_point].size == 2 * N && R[R_value].size == 2 * N && R[R_b].size == N &&
-             R[R_bc].size == N && R[R_ja].size == N && R[R_jF].size == N &&
+             R[R_bc].size == 2 * N && R[R_ja].size == N && R[R_jF].size == N &&
              R[R_je].size == N && R[R_jzero].size == N && R[R_jda].size == N &&
              R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m;
     if (!ok)
@@ -636,7 +572,37 @@ NC_WRAPPER(radau_jacobian)
     return status == NC_CALLBACK ? NULL : PyLong_FromLongLong(status);
 }
 
+/* the dense LU's test entry (dense_lu.h nc_lu_variant): A (n, n) real or (2, n, n) real
+ * and imaginary parts, factored in place; b (n,) or (2, n) solved in place */
+NC_WRAPPER(dense_lu_solve)
+{
+    nc_value a[3];
+    if (nc_parse(args, nargs, "ddi", a, "dense_lu_solve") < 0)
+        return NULL;
+    nc_arr A = a[0].arr, b = a[1].arr;
+    int cplx = A.ndim == 3;
+    int64_t n = b.shape[b.ndim - 1];
+    if (!(A.ndim == 2 + cplx && b.ndim == 1 + cplx && A.shape[cplx] == n &&
+          A.shape[cplx + 1] == n && (!cplx || (A.shape[0] == 2 && b.shape[0] == 2)))) {
+        PyErr_SetString(PyExc_ValueError, "core.dense_lu_solve: A must be (n, n) with b (n,), "
+                        "or (2, n, n) with b (2, n) for a complex system");
+        return NULL;
+    }
+    int64_t *piv = PyMem_Malloc((n > 0 ? n : 1) * sizeof(int64_t));
+    if (piv == NULL)
+        return PyErr_NoMemory();
+    int status = nc_lu_variant((int)a[2].i, F64(A), cplx ? F64(A) + n * n : NULL, n, piv,
+                               F64(b), cplx ? F64(b) + n : NULL);
+    PyMem_Free(piv);
+    return PyLong_FromLong(status);
+}
+
 PyMethodDef nc_radau_methods[] = {
+    NC_METHOD(dense_lu_solve, "dense_lu_solve(A, b, variant) -> status: the dense LU of "
+              "Radau's Newton matrices (dense_lu.c) with its variant taken explicitly (0 "
+              "baseline, 1 AVX2): A (n, n), or (2, n, n) as real and imaginary parts, "
+              "factored in place and b (n,) or (2, n) overwritten by A⁻¹ b; status 0, 1 for "
+              "a zero pivot, −1 if the variant does not exist on this machine."),
     NC_METHOD(radau_step, "radau_step(T, S, P, Wk, hooks, R, mode, max_attempts, eps_floor, "
               "jacobian) -> (status, rejected): Radau IIA attempts from (R.ctrl[T], R.y) until "
               "one is accepted and projected, a failure, or max_attempts (status −1: "

@@ -8,17 +8,18 @@
 /* RadauBuffers (integrate/radau.py make_buffers): ctrl (RC_COUNT), counts (RN_COUNT),
  * coef (the method's coefficients, RCOEF_COUNT), the state y and f = F(t, y), the dense
  * output's y_old and Q (3, 2 N), the Jacobian's blocks K = ∂a/∂p and D = ∂a/∂v (N, N),
- * the reduced Newton matrices' LU factors (real lu, piv; complex luc, pivc), the stage
+ * the reduced Newton matrices' LU factors (real lu, piv; complex luc (2, N, N: real and
+ * imaginary parts, dense_lu.h), pivc), the stage
  * increments Z, W = T⁻¹ Z, their right-hand sides F and Newton steps dW (3, 2 N), the
  * error scale and estimate (2 N), the point of the Python Jacobian and the value of the
- * core's (2 N), scratch b (N) and bc (N, complex), the Jacobian's a, λ, F, s, μ, direction e_j, zero and da,
+ * core's (2 N), scratch b (N) and bc (2, N: a complex vector's parts), the Jacobian's a, λ, F, s, μ, direction e_j, zero and da,
  * and the weight table (n_weights, 3) */
 enum {
     R_ctrl, R_counts, R_coef, R_y, R_f, R_yold, R_Q, R_K, R_D, R_lu, R_piv, R_luc, R_pivc,
     R_Z, R_W, R_F, R_dW, R_scale, R_err, R_point, R_value, R_b, R_bc, R_ja, R_jlam, R_jF,
     R_js, R_jmu, R_je, R_jzero, R_jda, R_weights, R_COUNT
 };
-#define NC_RADAU_KINDS "dqddddddddqZqdddddddddZddddddddd"
+#define NC_RADAU_KINDS "dqddddddddqdqddddddddddddddddddd"
 #define NC_RADAU_NAMES "ctrl,counts,coef,y,f,yold,Q,K,D,lu,piv,luc,pivc,Z,W,F,dW,scale," \
     "err,point,value,b,bc,ja,jlam,jF,js,jmu,je,jzero,jda,weights"
 
