@@ -189,19 +189,21 @@ def jacobian_rate(n_coords, core):
 RadauBuffers = namedtuple("RadauBuffers", [
     "ctrl", "counts", "coef", "y", "f", "yold", "Q", "K", "D", "lu", "piv", "luc", "pivc",
     "Z", "W", "F", "dW", "scale", "err", "point", "value", "b", "bc", "ja", "jlam", "jF",
-    "js", "jmu", "je", "jzero", "jda", "weights"])
+    "js", "jmu", "je", "jzero", "jda", "basis", "Kb", "Db", "KU", "DU", "Mt", "cn", "res", "bw",
+    "weights"])
 #: ctrl (float64), as radau.h numbers it
 (T_NOW, H, RTOL, ATOL, PROJ_TOL, MAX_STEP, T_BOUND, NEWTON_TOL, JAC_RATE, H_LU, H_ACC,
  ERR_ACC, FACCON, THETA, T_OLD, H_OLD, ERR, HAVE_J, JAC_CURRENT, HAVE_LU, HAVE_DENSE,
- REJECTED_LAST) = range(22)
-N_CTRL = 22
+ REJECTED_LAST, RANK, RANK_LU) = range(24)
+N_CTRL = 24
 #: counts (int64): Jacobians, LU decompositions, Newton iterations
 N_JACOBIANS, N_LU, N_NEWTON = range(3)
 
 
-#: bytes per N² of the buffers: K, D and the real LU (float64), the complex LU (its real
-#: and imaginary parts, float64)
-NEWTON_BYTES = 3 * 8 + 16
+#: bytes per N² of the buffers (float64): K, D, the LU factors (real; complex as real and
+#: imaginary parts), the stiff subspace's basis, Uᵀ K, Uᵀ D, Uᵀ K U, Uᵀ D U and its
+#: scratch (2 N²)
+NEWTON_BYTES = 8 * (2 + 3 + 5 + 2)
 
 
 def make_buffers(model):
@@ -221,7 +223,9 @@ def make_buffers(model):
                      W=z((3, 2 * N)), F=z((3, 2 * N)), dW=z((3, 2 * N)), scale=z(2 * N),
                      err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z((2, N)),
                      ja=z(N), jlam=z(m), jF=z(N), js=z(m), jmu=z(m), je=z(N), jzero=z(N),
-                     jda=z(N), weights=z((model.n_weights, 3)))
+                     jda=z(N), basis=z((N, N)), Kb=z((N, N)), Db=z((N, N)), KU=z((N, N)),
+                     DU=z((N, N)), Mt=z((2 * N, N)), cn=z(2 * N), res=z((2, N + 1)),
+                     bw=z((4, N)), weights=z((model.n_weights, 3)))
     model.tables.weight_table(0.0, R.weights)
     return R
 

@@ -250,22 +250,29 @@ NC_INLINE void nc_lu_solve_body(const double *LU, const double *LUi, const int64
         solve(LU, LUi, piv, n, b, bi, 1);
 }
 
-NC_INLINE void nc_matvec_body(const double *A, int64_t n, const double *x, double *y,
-                              const double *x2, double *y2)
+NC_INLINE void nc_matvec_body(const double *A, int64_t rows, int64_t cols, const double *x,
+                              double *y, const double *x2, double *y2)
 {
-    for (int64_t i = 0; i < n; i++) {
-        y[i] = dot(A + i * n, x, n);
+    for (int64_t i = 0; i < rows; i++) {
+        y[i] = dot(A + i * cols, x, cols);
         if (x2 != NULL)
-            y2[i] = dot(A + i * n, x2, n);
+            y2[i] = dot(A + i * cols, x2, cols);
     }
+}
+
+NC_INLINE double nc_dot_body(const double *a, const double *b, int64_t n)
+{
+    return dot(a, b, n);
 }
 
 NC_DISPATCH(int, nc_lu_factor, (double *A, double *Ai, int64_t n, int64_t *piv),
             (A, Ai, n, piv))
 NC_DISPATCH_VOID(nc_lu_solve, (const double *LU, const double *LUi, const int64_t *piv,
                                int64_t n, double *b, double *bi), (LU, LUi, piv, n, b, bi))
-NC_DISPATCH_VOID(nc_matvec, (const double *A, int64_t n, const double *x, double *y,
-                             const double *x2, double *y2), (A, n, x, y, x2, y2))
+NC_DISPATCH_VOID(nc_matvec, (const double *A, int64_t rows, int64_t cols, const double *x,
+                             double *y, const double *x2, double *y2),
+                 (A, rows, cols, x, y, x2, y2))
+NC_DISPATCH(double, nc_dot, (const double *a, const double *b, int64_t n), (a, b, n))
 
 int nc_lu_variant(int variant, double *A, double *Ai, int64_t n, int64_t *piv, double *b,
                   double *bi)

@@ -14,9 +14,12 @@ int nc_lu_factor(double *A, double *Ai, int64_t n, int64_t *piv);
 /* b (+ i bi) overwritten by A⁻¹ b from nc_lu_factor's factors (LUi, bi NULL: real). */
 void nc_lu_solve(const double *LU, const double *LUi, const int64_t *piv, int64_t n,
                  double *b, double *bi);
-/* y = A x for the n × n row-major A, and y2 = A x2 unless x2 is NULL (one pass over A) */
-void nc_matvec(const double *A, int64_t n, const double *x, double *y, const double *x2,
-               double *y2);
+/* y = A x for the rows × cols row-major A, and y2 = A x2 unless x2 is NULL (one pass
+ * over A) */
+void nc_matvec(const double *A, int64_t rows, int64_t cols, const double *x, double *y,
+               const double *x2, double *y2);
+/* Σ a_j b_j, j < n, with the rounding of the solves' dot products */
+double nc_dot(const double *a, const double *b, int64_t n);
 /* For tests: the same three operations in one call with the variant taken explicitly
  * (0 baseline, 1 AVX2): factor A (+ i Ai), solve for b (+ i bi) in place. Returns the
  * factorization's status, or −1 if the variant does not exist on this machine. */

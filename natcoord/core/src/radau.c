@@ -43,6 +43,8 @@
 #define FAC_NEWTON_FAILED 0.5
 #define FAC_FIRST_REJECTED 0.1
 #define EVALUATION_SHRINK 0.25    /* h after a failed evaluation, as the DOPRI5 step */
+#define STIFF_SHARE 0.03          /* J's neglected part's share of the Newton matrix */
+#define EXACT_UP_TO 24            /* N up to which the Newton matrices use all of J */
 
 static const double EPS = 2.220446049250313e-16;
 
@@ -139,42 +141,194 @@ static int64_t project(const radau_ctx *x, double t, double *y)
 }
 
 /* ------------------------------------------------------------ linear algebra */
-/* The LU factors of γ² − γ D − K for γ = μ/h and (α − iβ)/h (the complex one as planes
- * of real and imaginary parts, dense_lu.h); 1 if one is singular. */
+/* J's stiff subspace (the Newton matrices below): an orthonormal basis u_0 … u_(k−1) of
+ * the columns of K and γ D, γ = μ/h at the Jacobian's step, by Gram–Schmidt with
+ * pivoting (the column of largest remaining norm next, reorthogonalized once), until the
+ * largest remaining columns rK of K and γ rD of γ D satisfy rK + γ rD ≤ STIFF_SHARE γ²
+ * (or k = N). Kept: the basis, Uᵀ K, Uᵀ D, Uᵀ K U, Uᵀ D U and, for every k, rK and rD
+ * (res), from which factor() takes the dimension its h needs. A stiff force acts on a few
+ * coordinates (a spring on the relative motion of two points: 3 directions), so k is
+ * small where the Newton matrices are large: 18 for the elastic hexapod's six leg
+ * springs, N = 156. Up to N = EXACT_UP_TO (two bodies) the basis spans all of K's and
+ * D's columns (to round-off: the Newton matrices of J itself, as cheap there as one
+ * evaluation of F), so that Newton's iteration stays exact, e.g. one iteration for a
+ * linear system. */
+static void stiff_basis(const radau_ctx *x, double h)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x), k = 0;
+    const double *K = F64(R[R_K]), *D = F64(R[R_D]);
+    double *U = F64(R[R_basis]), *Mt = F64(R[R_Mt]), *cn = F64(R[R_cn]);
+    double *resK = F64(R[R_res]), *resD = resK + N + 1, *c = F64(R[R_bw]);
+    double g = F64(R[R_coef])[RCOEF_MU] / h, limit = 0.0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < N; j++) {
+            Mt[j * N + i] = K[i * N + j];
+            Mt[(N + j) * N + i] = g * D[i * N + j];
+        }
+    for (int64_t j = 0; j < 2 * N; j++)
+        cn[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+    for (;; k++) {
+        int64_t p = 0;
+        double maxK = 0.0, maxD = 0.0;
+        for (int64_t j = 0; j < 2 * N; j++) {
+            if (cn[j] > cn[p])
+                p = j;
+            if (j < N)
+                maxK = dmax(maxK, cn[j]);
+            else
+                maxD = dmax(maxD, cn[j]);
+        }
+        resK[k] = sqrt(maxK), resD[k] = sqrt(maxD) / g;
+        if (k == 0)                  /* all of K and D: until what is left is round-off */
+            limit = N > EXACT_UP_TO ? STIFF_SHARE * g * g : 64.0 * EPS * (resK[0] + g * resD[0]);
+        if (k == N || resK[k] + g * resD[k] <= limit)
+            break;
+        double *u = U + k * N;
+        for (int pass = 0; pass < 2; pass++) {  /* u from column p, orthogonal to u_0 … */
+            if (pass == 0)
+                memcpy(u, Mt + p * N, N * sizeof(double));
+            else
+                for (int64_t i = 0; i < k; i++) {
+                    double d = nc_dot(U + i * N, u, N);
+                    for (int64_t l = 0; l < N; l++)
+                        u[l] -= d * U[i * N + l];
+                }
+            double norm = sqrt(nc_dot(u, u, N));
+            for (int64_t l = 0; l < N; l++)
+                u[l] /= norm;
+        }
+        nc_matvec(Mt, 2 * N, N, u, c, NULL, NULL);
+        for (int64_t j = 0; j < 2 * N; j++) {
+            for (int64_t l = 0; l < N; l++)
+                Mt[j * N + l] -= c[j] * u[l];
+            cn[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+        }
+    }
+    /* Uᵀ K, Uᵀ D row by row (combinations of K's rows), then Uᵀ K U, Uᵀ D U */
+    double *Kb = F64(R[R_Kb]), *Db = F64(R[R_Db]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
+    for (int64_t i = 0; i < k; i++) {
+        double *kb = Kb + i * N, *db = Db + i * N;
+        memset(kb, 0, N * sizeof(double));
+        memset(db, 0, N * sizeof(double));
+        for (int64_t l = 0; l < N; l++) {
+            double w = U[i * N + l];
+            for (int64_t j = 0; j < N; j++) {
+                kb[j] += w * K[l * N + j];
+                db[j] += w * D[l * N + j];
+            }
+        }
+        nc_matvec(U, k, N, kb, KU + i * N, db, DU + i * N);
+    }
+    F64(R[R_ctrl])[RC_RANK] = (double)k;
+}
+
+/* The LU factors of the Newton matrices of J's stiff part: with P = U Uᵀ the projector
+ * onto the stiff subspace, simplified Newton iterates with J_s = [[0, I], [P K, P D]]
+ * instead of J (its fixed point, the collocation solution, is the same), whose reduced
+ * matrix γ² − γ P D − P K = γ² − U B, B = Uᵀ(γ D + K) (r × N) inverts by Woodbury's
+ * identity through the r × r matrix S = γ² − B U = γ² − γ Uᵀ D U − Uᵀ K U:
+ *     (γ² − U B)⁻¹ = (I + U S⁻¹ B)/γ²    (Golub & Van Loan, Matrix Computations, 2.1.4).
+ * The neglected (I − P)(γ D + K) changes Newton's contraction by about
+ * (rK + |γ| rD)/|γ|² ≤ STIFF_SHARE (measured on the elastic hexapod: the spectral radius
+ * of the iteration's error map 2e-6 to 7e-3 with r = 18, where an exact Newton matrix
+ * needs two dense N × N LU decompositions). r is the least dimension that satisfies this
+ * at γ = μ/h, at most the basis's (all of it, r = N, is exact). The factors of S for
+ * γ = μ/h and (α − iβ)/h (the complex one as planes of real and imaginary parts,
+ * dense_lu.h); 1 if one is singular. */
 static int factor(const radau_ctx *x, double h)
 {
     const nc_arr *R = x->R;
-    const double *coef = F64(R[R_coef]), *K = F64(R[R_K]), *D = F64(R[R_D]);
+    const double *coef = F64(R[R_coef]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
+    const double *resK = F64(R[R_res]);
     double *lu = F64(R[R_lu]), *ctrl = F64(R[R_ctrl]), *luc = F64(R[R_luc]);
-    int64_t N = half(x);
-    double *luci = luc + N * N;
+    int64_t N = half(x), k = (int64_t)ctrl[RC_RANK], r = 0;
+    const double *resD = resK + N + 1;
     double g = coef[RCOEF_MU] / h, gr = coef[RCOEF_ALPHA] / h, gi = -coef[RCOEF_BETA] / h;
-    /* γ_c (γ_c − D_ij) − K_ij with γ_c = gr + i gi: (gr² − gi² − gr D − K) + i gi (2 gr − D) */
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double diagonal = i == j, d = D[i * N + j], k = K[i * N + j];
-            lu[i * N + j] = g * (g * diagonal - d) - k;
-            luc[i * N + j] = gr * (gr * diagonal - d) - gi * (gi * diagonal) - k;
-            luci[i * N + j] = gr * (gi * diagonal) + gi * (gr * diagonal - d);
+    while (r < k && (N <= EXACT_UP_TO || resK[r] + g * resD[r] > STIFF_SHARE * g * g))
+        r++;
+    double *luci = luc + r * r;
+    /* γ_c (γ_c − d) − k with γ_c = gr + i gi: (gr² − gi² − gr d − k) + i gi (2 gr − d) */
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < r; j++) {
+            double diagonal = i == j, d = DU[i * N + j], kk = KU[i * N + j];
+            lu[i * r + j] = g * (g * diagonal - d) - kk;
+            luc[i * r + j] = gr * (gr * diagonal - d) - gi * (gi * diagonal) - kk;
+            luci[i * r + j] = gr * (gi * diagonal) + gi * (gr * diagonal - d);
         }
     I64(R[R_counts])[RN_LU] += 2;
     ctrl[RC_H_LU] = h;
     ctrl[RC_HAVE_LU] = 1.0;
-    return nc_lu_factor(lu, NULL, N, I64(R[R_piv])) ||
-           nc_lu_factor(luc, luci, N, I64(R[R_pivc]));
+    ctrl[RC_RANK_LU] = (double)r;
+    return nc_lu_factor(lu, NULL, r, I64(R[R_piv])) ||
+           nc_lu_factor(luc, luci, r, I64(R[R_pivc]));
 }
 
-/* x = (μ/h − J)⁻¹ r (2 N; x may be r) from the real factors:
- * (γ² − γ D − K) x_p = r_v + (γ − D) r_p, x_v = γ x_p − r_p */
+/* b (+ i bi) ← (γ² − U B)⁻¹ b with B = Uᵀ(γ D + K), γ = gr + i gi (gi = 0, bi NULL:
+ * real), by Woodbury from factor()'s LU of S (above): b + U S⁻¹ B b, over γ² */
+static void woodbury(const radau_ctx *x, double gr, double gi, double *b, double *bi)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x), r = (int64_t)F64(R[R_ctrl])[RC_RANK_LU];
+    const double *U = F64(R[R_basis]);
+    double *kb = F64(R[R_bw]), *kbi = kb + N, *db = kb + 2 * N, *dbi = kb + 3 * N;
+    nc_matvec(F64(R[R_Kb]), r, N, b, kb, bi, kbi);
+    nc_matvec(F64(R[R_Db]), r, N, b, db, bi, dbi);
+    for (int64_t i = 0; i < r; i++) {                   /* c = γ Uᵀ D b + Uᵀ K b */
+        double re = (gr * db[i] - (bi ? gi * dbi[i] : 0.0)) + kb[i];
+        double im = bi ? (gr * dbi[i] + gi * db[i]) + kbi[i] : 0.0;
+        kb[i] = re, kbi[i] = im;
+    }
+    if (bi == NULL)
+        nc_lu_solve(F64(R[R_lu]), NULL, I64(R[R_piv]), r, kb, NULL);
+    else
+        nc_lu_solve(F64(R[R_luc]), F64(R[R_luc]) + r * r, I64(R[R_pivc]), r, kb, kbi);
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t l = 0; l < N; l++) {
+            b[l] += kb[i] * U[i * N + l];
+            if (bi)
+                bi[l] += kbi[i] * U[i * N + l];
+        }
+    double sr = gr * gr - gi * gi, si = 2.0 * gr * gi, q = sr * sr + si * si;
+    for (int64_t l = 0; l < N; l++) {                   /* / γ²: × conj(γ²)/|γ²|² */
+        double re = b[l], im = bi ? bi[l] : 0.0;
+        b[l] = (re * sr + im * si) / q;
+        if (bi)
+            bi[l] = (im * sr - re * si) / q;
+    }
+}
+
+/* out (+ i outi) = r_p's stiff damping P D r_p (+ i ...) = U (Uᵀ D r_p) (N) */
+static void stiff_damping(const radau_ctx *x, const double *rp, const double *rpi,
+                          double *out, double *outi)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x), r = (int64_t)F64(R[R_ctrl])[RC_RANK_LU];
+    const double *U = F64(R[R_basis]);
+    double *c = F64(R[R_bw]), *ci = c + N;
+    nc_matvec(F64(R[R_Db]), r, N, rp, c, rpi, ci);
+    memset(out, 0, N * sizeof(double));
+    if (outi)
+        memset(outi, 0, N * sizeof(double));
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t l = 0; l < N; l++) {
+            out[l] += c[i] * U[i * N + l];
+            if (outi)
+                outi[l] += ci[i] * U[i * N + l];
+        }
+}
+
+/* x = (μ/h − J_s)⁻¹ r (2 N; x may be r) from the real factors:
+ * (γ² − γ P D − P K) x_p = r_v + (γ − P D) r_p, x_v = γ x_p − r_p */
 static void solve_real(const radau_ctx *x, const double *r, double *out)
 {
     const nc_arr *R = x->R;
     int64_t N = half(x);
     double g = F64(R[R_coef])[RCOEF_MU] / F64(R[R_ctrl])[RC_H_LU], *b = F64(R[R_b]);
-    nc_matvec(F64(R[R_D]), N, r, b, NULL, NULL);
+    stiff_damping(x, r, NULL, b, NULL);
     for (int64_t i = 0; i < N; i++)
         b[i] = (r[N + i] + g * r[i]) - b[i];
-    nc_lu_solve(F64(R[R_lu]), NULL, I64(R[R_piv]), N, b, NULL);
+    woodbury(x, g, 0.0, b, NULL);
     for (int64_t i = 0; i < N; i++) {
         out[N + i] = g * b[i] - r[i];
         out[i] = b[i];
@@ -188,19 +342,19 @@ static void solve_stages(const radau_ctx *x, const double *Rw, double *dW)
 {
     const nc_arr *R = x->R;
     int64_t N = half(x), N2 = 2 * N;
-    const double *coef = F64(R[R_coef]), *luc = F64(R[R_luc]);
+    const double *coef = F64(R[R_coef]);
     double h = F64(R[R_ctrl])[RC_H_LU];
     double gr = coef[RCOEF_ALPHA] / h, gi = -coef[RCOEF_BETA] / h;
     double *b = F64(R[R_bc]), *bi = b + N;
     solve_real(x, Rw, dW);
     const double *r1 = Rw + N2, *r2 = Rw + 2 * N2;
-    nc_matvec(F64(R[R_D]), N, r1, b, r2, bi);
+    stiff_damping(x, r1, r2, b, bi);
     for (int64_t i = 0; i < N; i++) {
         double re = (r1[N + i] + (gr * r1[i] - gi * r2[i])) - b[i];
         double im = (r2[N + i] + (gr * r2[i] + gi * r1[i])) - bi[i];
         b[i] = re, bi[i] = im;
     }
-    nc_lu_solve(luc, luc + N * N, I64(R[R_pivc]), N, b, bi);
+    woodbury(x, gr, gi, b, bi);
     double *w1 = dW + N2, *w2 = dW + 2 * N2;
     for (int64_t i = 0; i < N; i++) {
         w1[N + i] = (gr * b[i] - gi * bi[i]) - r1[i];
@@ -402,6 +556,7 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
         status = jacobian(x, t, y);
         if (status != 0)
             return status;
+        stiff_basis(x, h);
         ctrl[RC_HAVE_J] = ctrl[RC_JAC_CURRENT] = 1.0;
         ctrl[RC_HAVE_LU] = 0.0;
     }
@@ -513,7 +668,10 @@ static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
              R[R_point].size == 2 * N && R[R_value].size == 2 * N && R[R_b].size == N &&
              R[R_bc].size == 2 * N && R[R_ja].size == N && R[R_jF].size == N &&
              R[R_je].size == N && R[R_jzero].size == N && R[R_jda].size == N &&
-             R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m;
+             R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m &&
+             R[R_basis].size == N * N && R[R_Kb].size == N * N && R[R_Db].size == N * N &&
+             R[R_KU].size == N * N && R[R_DU].size == N * N && R[R_Mt].size == 2 * N * N &&
+             R[R_cn].size == 2 * N && R[R_res].size == 2 * (N + 1) && R[R_bw].size == 4 * N;
     if (!ok)
         PyErr_Format(PyExc_ValueError, "core.%s: the RadauBuffers do not fit the model "
                      "(integrate/radau.py make_buffers)", function);
