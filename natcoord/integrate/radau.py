@@ -224,7 +224,7 @@ def make_buffers(model):
                      err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z((2, N)),
                      ja=z(N), jlam=z(m), jF=z(N), js=z(m), jmu=z(m), je=z(N), jzero=z(N),
                      jda=z(N), basis=z((N, N)), Kb=z((N, N)), Db=z((N, N)), KU=z((N, N)),
-                     DU=z((N, N)), Mt=z((2 * N, N)), cn=z(2 * N), res=z((2, N + 1)),
+                     DU=z((N, N)), Mt=z((2 * N, N)), cn=z((2, 2 * N)), res=z((2, N + 1)),
                      bw=z((4, N)), weights=z((model.n_weights, 3)))
     model.tables.weight_table(0.0, R.weights)
     return R

@@ -145,7 +145,8 @@ static int64_t project(const radau_ctx *x, double t, double *y)
  * the columns of K and γ D, γ = μ/h at the Jacobian's step, by Gram–Schmidt with
  * pivoting (the column of largest remaining norm next, reorthogonalized once), until the
  * largest remaining columns rK of K and γ rD of γ D satisfy rK + γ rD ≤ STIFF_SHARE γ²
- * (or k = N). Kept: the basis, Uᵀ K, Uᵀ D, Uᵀ K U, Uᵀ D U and, for every k, rK and rD
+ * (or k = N). Kept: the basis, Uᵀ K, Uᵀ D (the projections Gram–Schmidt computes),
+ * Uᵀ K U, Uᵀ D U and, for every k, rK and rD
  * (res), from which factor() takes the dimension its h needs. A stiff force acts on a few
  * coordinates (a spring on the relative motion of two points: 3 directions), so k is
  * small where the Newton matrices are large: 18 for the elastic hexapod's six leg
@@ -158,7 +159,8 @@ static void stiff_basis(const radau_ctx *x, double h)
     const nc_arr *R = x->R;
     int64_t N = half(x), k = 0;
     const double *K = F64(R[R_K]), *D = F64(R[R_D]);
-    double *U = F64(R[R_basis]), *Mt = F64(R[R_Mt]), *cn = F64(R[R_cn]);
+    double *U = F64(R[R_basis]), *Mt = F64(R[R_Mt]), *cn = F64(R[R_cn]), *cn0 = cn + 2 * N;
+    double *Kb = F64(R[R_Kb]), *Db = F64(R[R_Db]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
     double *resK = F64(R[R_res]), *resD = resK + N + 1, *c = F64(R[R_bw]);
     double g = F64(R[R_coef])[RCOEF_MU] / h, limit = 0.0;
     for (int64_t i = 0; i < N; i++)
@@ -167,7 +169,7 @@ static void stiff_basis(const radau_ctx *x, double h)
             Mt[(N + j) * N + i] = g * D[i * N + j];
         }
     for (int64_t j = 0; j < 2 * N; j++)
-        cn[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+        cn[j] = cn0[j] = nc_dot(Mt + j * N, Mt + j * N, N);
     for (;; k++) {
         int64_t p = 0;
         double maxK = 0.0, maxD = 0.0;
@@ -198,28 +200,22 @@ static void stiff_basis(const radau_ctx *x, double h)
             for (int64_t l = 0; l < N; l++)
                 u[l] /= norm;
         }
+        /* c_j = u · (what is left of column j) = u · column j, u being orthogonal to
+         * the earlier u_i: row k of Uᵀ K and of Uᵀ γD */
         nc_matvec(Mt, 2 * N, N, u, c, NULL, NULL);
+        for (int64_t j = 0; j < N; j++)
+            Kb[k * N + j] = c[j], Db[k * N + j] = c[N + j] / g;
         for (int64_t j = 0; j < 2 * N; j++) {
             for (int64_t l = 0; l < N; l++)
                 Mt[j * N + l] -= c[j] * u[l];
-            cn[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+            /* the norm downdated, recomputed where that cancels (LAPACK's dlaqp2) */
+            cn[j] -= c[j] * c[j];
+            if (cn[j] <= 1e-8 * cn0[j])
+                cn[j] = cn0[j] = nc_dot(Mt + j * N, Mt + j * N, N);
         }
     }
-    /* Uᵀ K, Uᵀ D row by row (combinations of K's rows), then Uᵀ K U, Uᵀ D U */
-    double *Kb = F64(R[R_Kb]), *Db = F64(R[R_Db]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
-    for (int64_t i = 0; i < k; i++) {
-        double *kb = Kb + i * N, *db = Db + i * N;
-        memset(kb, 0, N * sizeof(double));
-        memset(db, 0, N * sizeof(double));
-        for (int64_t l = 0; l < N; l++) {
-            double w = U[i * N + l];
-            for (int64_t j = 0; j < N; j++) {
-                kb[j] += w * K[l * N + j];
-                db[j] += w * D[l * N + j];
-            }
-        }
-        nc_matvec(U, k, N, kb, KU + i * N, db, DU + i * N);
-    }
+    for (int64_t i = 0; i < k; i++)          /* Uᵀ K U, Uᵀ D U */
+        nc_matvec(U, k, N, Kb + i * N, KU + i * N, Db + i * N, DU + i * N);
     F64(R[R_ctrl])[RC_RANK] = (double)k;
 }
 
@@ -671,7 +667,7 @@ static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
              R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m &&
              R[R_basis].size == N * N && R[R_Kb].size == N * N && R[R_Db].size == N * N &&
              R[R_KU].size == N * N && R[R_DU].size == N * N && R[R_Mt].size == 2 * N * N &&
-             R[R_cn].size == 2 * N && R[R_res].size == 2 * (N + 1) && R[R_bw].size == 4 * N;
+             R[R_cn].size == 4 * N && R[R_res].size == 2 * (N + 1) && R[R_bw].size == 4 * N;
     if (!ok)
         PyErr_Format(PyExc_ValueError, "core.%s: the RadauBuffers do not fit the model "
                      "(integrate/radau.py make_buffers)", function);

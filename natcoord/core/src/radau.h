@@ -15,7 +15,8 @@
  * core's (2 N), scratch b (N) and bc (2, N: a complex vector's parts), the Jacobian's a, λ, F, s, μ, direction e_j, zero and da,
  * J's stiff subspace (radau.c stiff_basis): its orthonormal basis U as rows u_k (N, N),
  * Uᵀ K and Uᵀ D (N, N), Uᵀ K U and Uᵀ D U (N, N), the basis's scratch: the columns of K
- * and γ D as rows (2 N, N), their squared norms (2 N), the largest remaining column norms
+ * and γ D as rows (2 N, N), their squared norms (2, 2 N: now and when last computed
+ * in full), the largest remaining column norms
  * of K and D after k basis vectors (2, N + 1), scratch (4, N) for the Woodbury solves,
  * and the weight table (n_weights, 3) */
 enum {
