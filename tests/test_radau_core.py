@@ -241,7 +241,7 @@ def test_observe_is_energy_and_residuals_on_both_paths():
 
 def test_newton_matrices_that_cannot_fit_are_refused_by_name(monkeypatch):
     """The dense N × N Newton matrices are checked against the memory before a run (here
-    a machine of 100 kB: chain(4), N = 48, needs 92 kB of them)."""
+    a machine of 100 kB: chain(4), N = 48, needs 221 kB of them)."""
     from natcoord.util import resources
     model = nc.models.chain(4).build()
     monkeypatch.setattr(resources, "physical_memory", lambda: 100_000)

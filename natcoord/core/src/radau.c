@@ -9,9 +9,13 @@
  * leaves the N × N system (γ² − γ D − K) x_p = r_v + (γ − D) r_p — RADAU5's
  * treatment of second-order systems (its M1 = M2 = N structure, IV.8): a quarter of the
  * 2N × 2N matrix's storage and an eighth of its LU. K and D are dense: a is M⁻¹
- * projected onto the constraints, which couples every body of a closed loop or chain,
- * so the N × N matrices are factored by the dense LU with partial pivoting of dense_lu.c
- * (O(N³), real and complex, at most two per attempt), not by the block LDLᵀ.
+ * projected onto the constraints, which couples every body of a closed loop or chain.
+ * Their stiff part is not: a stiff spring or damper acts on a few coordinates, so the
+ * iteration uses J's part in the subspace of the columns of K and γ D that matter at γ²
+ * (stiff_basis, factor: J_s = [[0, I], [P K, P D]], which leaves the fixed point, the
+ * collocation solution, as it is) and inverts the N × N matrices by Woodbury's identity
+ * through r × r ones, factored by the dense LU with partial pivoting of dense_lu.c
+ * (r = 18 for the elastic hexapod's N = 156; r = N, J itself, up to two bodies).
  *
  * The evaluations are the core's (nc_rhs and nc_project of dopri5.c) for every model and
  * KKT backend: what the core does not compile (forces and drive laws written in Python,
