@@ -83,12 +83,13 @@ solves.
 In natural coordinates a stiff spring's direction turns with the bodies, so the
 Jacobian of one stage is not that of another. On the elastic pendulum
 (``models.spring_pendulum``, k = 10⁶ N/m, ω = 1000 s⁻¹, rtol = atol = 1e-6, 2 s;
-benchmarks/stiff.py) the run takes 169 steps, 32 rejected, where the same problem
+benchmarks/stiff.py) the run takes 167 steps, 30 rejected, where the same problem
 in polar coordinates (the spring's direction fixed) takes 90 and SciPy's Radau on
 this module's right-hand side and Jacobian 271. Two limits, measured:
 
 * simplified Newton contracts slowly once the spring turns by a few hundredths of
-  a radian within a step (h ≳ 0.01 s at the bottom of the swing): all 32
+  a radian within a step (h ≳ 0.01 s at the bottom of the swing): all 32 (of 169
+  steps, when measured)
   rejections are Newton failures (none an error test), when the controller, seeing
   errors of 0.01–0.05, grows h past ≈ 0.011 s; a Jacobian kept from the previous
   step (THET = 0.1) makes it worse, 218 steps and 63 rejections;
