@@ -20,12 +20,14 @@ Two problems, each integrated by ``simulate(method="dopri5")`` and
    at ``t_end`` from DOPRI5 at ``rtol = 1e-10``.
 
 One CSV row per run (``COLUMNS``): steps, rejected steps, right-hand-side
-evaluations, Jacobians, LU decompositions (real and complex counted apart) and
+evaluations, Jacobians, LU decompositions (of the r × r Newton matrices of J's stiff
+part, real and complex counted apart; natcoord/integrate/radau.py) and
 Newton iterations (Radau), and the wall time (median over ``--repeat``; for
 ``simulate`` its ``stats["wall_time"]``). Both the pendulum's spring and the
 hexapod's Cartesian springs have their law in the core (natcoord/core/src/forces.c):
 DOPRI5 runs in the core alone on both, and so does Radau's step (Newton iteration,
-the reduced N × N real and complex LU decompositions and solves, error estimate,
+J's stiff subspace, the r × r real and complex LU decompositions and the Woodbury
+solves, error estimate,
 controller; natcoord/core/src/radau.c) with the core's evaluations and Jacobian
 (its columns by ``nc_acceleration_derivative``, the springs' exact derivatives).
 The printed summary adds DOPRI5's wall time over Radau's per problem.

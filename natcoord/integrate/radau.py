@@ -272,7 +272,8 @@ class Radau(CoreStepper):
     :meth:`rhs`, :meth:`project`, :meth:`observe` (the core's, with what it does not
     compile called back, as :class:`~natcoord.integrate.stepper.DOPRI5`'s), ``dropped``,
     counters ``n_steps n_rejected n_rhs n_factorizations n_projection_iterations
-    n_active_set_changes`` and ``n_jacobians``, ``n_lu`` (LU decompositions, real and
+    n_active_set_changes`` and ``n_jacobians``, ``n_lu`` (LU decompositions of the r × r
+    Newton matrices, real and
     complex counted apart), ``n_newton_iterations``; ``n_rejected`` counts failed error
     tests and Newton iterations that did not converge. ``compiled``: nothing is called
     back; ``failure``: the status of a failed step.
