@@ -20,15 +20,26 @@ Two problems, each integrated by ``simulate(method="dopri5")`` and
    at ``t_end`` from DOPRI5 at ``rtol = 1e-10``.
 
 One CSV row per run (``COLUMNS``): steps, rejected steps, right-hand-side
-evaluations, Jacobians, LU decompositions (real and complex counted apart) and
+evaluations, Jacobians, LU decompositions (of the r × r Newton matrices of J's stiff
+part, real and complex counted apart; natcoord/integrate/radau.py) and
 Newton iterations (Radau), and the wall time (median over ``--repeat``; for
 ``simulate`` its ``stats["wall_time"]``). Both the pendulum's spring and the
 hexapod's Cartesian springs have their law in the core (natcoord/core/src/forces.c):
 DOPRI5 runs in the core alone on both, and so does Radau's step (Newton iteration,
-the reduced N × N real and complex LU decompositions and solves, error estimate,
+J's stiff subspace, the r × r real and complex LU decompositions and the Woodbury
+solves, error estimate,
 controller; natcoord/core/src/radau.c) with the core's evaluations and Jacobian
 (its columns by ``nc_acceleration_derivative``, the springs' exact derivatives).
 The printed summary adds DOPRI5's wall time over Radau's per problem.
+
+``--lu-out`` (data/dense_lu.csv): the core's dense LU with partial pivoting
+(natcoord/core/src/dense_lu.c), which factors Radau's Newton matrices: factorization
+and one solve of a random real or complex (planes of real and imaginary parts)
+``n × n`` matrix, per variant (``baseline`` x86-64, ``avx2`` where the CPU has it),
+microseconds (best of ``--repeat`` means of ``LU_CALLS`` calls, less the copy of the
+matrix each call needs) and GFlop/s of the factorization's 2n³/3 (real) or 8n³/3
+(complex) floating-point operations, for ``--lu-sizes`` (the elastic hexapod's
+N = 156 and its stiff subspace's r = 18).
 
 The reference runs (SciPy's Radau) go through the BLAS: on a small machine shared with other work,
 OpenBLAS's threads make them slower and the times erratic;
@@ -44,6 +55,7 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from natcoord.core import engine
 from natcoord.integrate.simulate import simulate
 from natcoord.models import hexapod, spring_pendulum
 from natcoord.models.spring_pendulum import polar_equations, polar_initial, polar_to_position
@@ -54,6 +66,8 @@ COLUMNS = ("problem", "tool", "method", "coordinates", "rtol", "t_end", "repeat"
            "wall_time_median", "wall_time_min", "steps", "rejected", "rhs", "jacobians",
            "lu_decompositions", "newton_iterations", "end_error")
 REFERENCE_TOL = 1e-12
+LU_COLUMNS = ("n", "kind", "variant", "microseconds", "gflops")
+LU_CALLS = 50
 
 
 def natcoord_row(problem, model, method, rtol, t_end, repeat, output, reference):
@@ -138,6 +152,37 @@ def hexapod_rows(args, bar):
     return rows
 
 
+def lu_rows(sizes, repeat):
+    """The dense LU's time and GFlop/s per size, real and complex, and variant."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in sizes:
+        for kind, planes, flops in (("real", (n, n), 2 * n**3 / 3),
+                                    ("complex", (2, n, n), 8 * n**3 / 3)):
+            A0 = rng.standard_normal(planes)
+            b0 = rng.standard_normal(planes[:-1])
+            A, b = A0.copy(), b0.copy()
+            for variant, name in ((0, "baseline"), (1, "avx2")):
+                if engine.dense_lu_solve(A, b, variant) == -1:
+                    continue                               # no AVX2 on this CPU
+                best = np.inf
+                for _ in range(repeat):
+                    start = time.perf_counter()
+                    for _ in range(LU_CALLS):
+                        np.copyto(A, A0)
+                        np.copyto(b, b0)
+                        engine.dense_lu_solve(A, b, variant)
+                    middle = time.perf_counter()
+                    for _ in range(LU_CALLS):
+                        np.copyto(A, A0)
+                        np.copyto(b, b0)
+                    copies = time.perf_counter() - middle
+                    best = min(best, (middle - start - copies) / LU_CALLS)
+                rows.append(dict(n=n, kind=kind, variant=name, microseconds=best * 1e6,
+                                 gflops=flops / best * 1e-9))
+    return rows
+
+
 def configure(parser):
     parser.add_argument("--rtol", type=float, default=1e-6, help="integration tolerance")
     parser.add_argument("--repeat", type=int, default=3, help="runs; the median is reported")
@@ -152,6 +197,9 @@ def configure(parser):
                         help="hexapod leg damping [N s/m]")
     parser.add_argument("--hexapod-t-end", type=float, default=0.5, help="[s]")
     parser.add_argument("--out", default="data/stiff.csv", help="CSV file")
+    parser.add_argument("--lu-sizes", type=lambda s: [int(n) for n in s.split(",")],
+                        default=[156, 18], help="dense LU sizes n, comma separated")
+    parser.add_argument("--lu-out", default="data/dense_lu.csv", help="CSV file of the LU")
 
 
 def run(args):
@@ -173,6 +221,13 @@ def run(args):
                      f"--leg-stiffness {args.leg_stiffness:g} --leg-damping "
                      f"{args.leg_damping:g} --hexapod-t-end {args.hexapod_t_end:g}")
     print(summary(rows))
+    print(f"written to {path}")
+    lu = lu_rows(args.lu_sizes, args.repeat)
+    path = write_csv(args.lu_out, lu, LU_COLUMNS,
+                     f"python benchmarks/stiff.py --repeat {args.repeat} --lu-sizes "
+                     f"{','.join(str(n) for n in args.lu_sizes)}")
+    print(text_table(lu, [("n", "n", ""), ("kind", "kind", ""), ("variant", "variant", ""),
+                          ("µs", "microseconds", ".1f"), ("GFlop/s", "gflops", ".2f")]))
     print(f"written to {path}")
     return 0
 

@@ -21,8 +21,19 @@ pieces, as in IV.8 (the RADAU5 code):
   eliminating ``x_v = γ x_p − r_p`` leaves ``(γ² − γ D − K) x_p = r_v + (γ − D) r_p``
   (a quarter of the 2N × 2N matrix, an eighth of its LU). ``K`` and ``D`` are dense
   (``a`` is ``M⁻¹`` projected onto the constraints, which couples the bodies of a
-  loop or chain), so the two matrices are factored by a dense LU with partial
-  pivoting in the core, O(N³): N ≤ 156 for the benchmark mechanisms;
+  loop or chain), but their stiff part has low rank: a stiff spring or damper acts
+  on the relative motion of two points, 3 directions. With each Jacobian the core
+  finds an orthonormal basis ``U`` of the columns of ``K`` and ``γ D`` (Gram–Schmidt
+  with pivoting) until what is left, ``rK + γ rD`` (largest remaining columns), is
+  3% of ``γ²``; Newton then iterates with ``J_s = [[0, I], [P K, P D]]``,
+  ``P = U Uᵀ``, whose N × N matrices ``γ² − U Uᵀ(γ D + K)`` invert by Woodbury's
+  identity through ``r × r`` ones (``r`` the least dimension that meets the 3% at
+  the step's ``γ``), factored by the core's dense LU with partial pivoting. The
+  fixed point, the collocation solution, is that of Newton with ``J``; the
+  neglected part slows the contraction by about its share (measured on the elastic
+  hexapod, N = 156, r = 18: 2e-6 to 7e-3). Up to N = 24 (two bodies) ``U`` spans all
+  of ``K``'s and ``D``'s columns: ``J`` itself, one Newton iteration for a linear
+  system;
 * the error of the embedded order-3 formula ``ŷ1 − y1 = γ0 h f(y0) + Σ e_i z_i``,
   filtered by ``(I − h γ0 J)⁻¹``, filtered a second time (with ``f(y0 + err)``)
   when it fails on the first step or after a rejection;
@@ -72,12 +83,13 @@ solves.
 In natural coordinates a stiff spring's direction turns with the bodies, so the
 Jacobian of one stage is not that of another. On the elastic pendulum
 (``models.spring_pendulum``, k = 10⁶ N/m, ω = 1000 s⁻¹, rtol = atol = 1e-6, 2 s;
-benchmarks/stiff.py) the run takes 169 steps, 32 rejected, where the same problem
+benchmarks/stiff.py) the run takes 167 steps, 30 rejected, where the same problem
 in polar coordinates (the spring's direction fixed) takes 90 and SciPy's Radau on
 this module's right-hand side and Jacobian 271. Two limits, measured:
 
 * simplified Newton contracts slowly once the spring turns by a few hundredths of
-  a radian within a step (h ≳ 0.01 s at the bottom of the swing): all 32
+  a radian within a step (h ≳ 0.01 s at the bottom of the swing): all 32 (of 169
+  steps, when measured)
   rejections are Newton failures (none an error test), when the controller, seeing
   errors of 0.01–0.05, grows h past ≈ 0.011 s; a Jacobian kept from the previous
   step (THET = 0.1) makes it worse, 218 steps and 63 rejections;
@@ -189,18 +201,21 @@ def jacobian_rate(n_coords, core):
 RadauBuffers = namedtuple("RadauBuffers", [
     "ctrl", "counts", "coef", "y", "f", "yold", "Q", "K", "D", "lu", "piv", "luc", "pivc",
     "Z", "W", "F", "dW", "scale", "err", "point", "value", "b", "bc", "ja", "jlam", "jF",
-    "js", "jmu", "je", "jzero", "jda", "weights"])
+    "js", "jmu", "je", "jzero", "jda", "basis", "Kb", "Db", "KU", "DU", "Mt", "cn", "res", "bw",
+    "weights"])
 #: ctrl (float64), as radau.h numbers it
 (T_NOW, H, RTOL, ATOL, PROJ_TOL, MAX_STEP, T_BOUND, NEWTON_TOL, JAC_RATE, H_LU, H_ACC,
  ERR_ACC, FACCON, THETA, T_OLD, H_OLD, ERR, HAVE_J, JAC_CURRENT, HAVE_LU, HAVE_DENSE,
- REJECTED_LAST) = range(22)
-N_CTRL = 22
+ REJECTED_LAST, RANK, RANK_LU) = range(24)
+N_CTRL = 24
 #: counts (int64): Jacobians, LU decompositions, Newton iterations
 N_JACOBIANS, N_LU, N_NEWTON = range(3)
 
 
-#: bytes per N² of the buffers: K, D and the real LU (float64), the complex LU (complex128)
-NEWTON_BYTES = 3 * 8 + 16
+#: bytes per N² of the buffers (float64): K, D, the LU factors (real; complex as real and
+#: imaginary parts), the stiff subspace's basis, Uᵀ K, Uᵀ D, Uᵀ K U, Uᵀ D U and its
+#: scratch (2 N²)
+NEWTON_BYTES = 8 * (2 + 3 + 5 + 2)
 
 
 def make_buffers(model):
@@ -210,17 +225,19 @@ def make_buffers(model):
     N, m = model.n_coords, model.n_rows
     check_memory(NEWTON_BYTES * N * N,
                  f"Radau's dense Newton matrices for model {model.name!r} ({N} coordinates)",
-                 "their LU decomposition, O(N³) per step, would also take hours: integrate "
-                 "with method='dopri5'")
+                 "their Jacobian (2 N KKT solves) and its stiff basis (O(N² r)) would also "
+                 "take hours: integrate with method='dopri5'")
     z = np.zeros
     R = RadauBuffers(ctrl=z(N_CTRL), counts=np.zeros(3, np.int64), coef=COEFFICIENTS.copy(),
                      y=z(2 * N), f=z(2 * N), yold=z(2 * N), Q=z((3, 2 * N)), K=z((N, N)),
                      D=z((N, N)), lu=z((N, N)), piv=np.zeros(N, np.int64),
-                     luc=z((N, N), complex), pivc=np.zeros(N, np.int64), Z=z((3, 2 * N)),
+                     luc=z((2, N, N)), pivc=np.zeros(N, np.int64), Z=z((3, 2 * N)),
                      W=z((3, 2 * N)), F=z((3, 2 * N)), dW=z((3, 2 * N)), scale=z(2 * N),
-                     err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z(N, complex),
+                     err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z((2, N)),
                      ja=z(N), jlam=z(m), jF=z(N), js=z(m), jmu=z(m), je=z(N), jzero=z(N),
-                     jda=z(N), weights=z((model.n_weights, 3)))
+                     jda=z(N), basis=z((N, N)), Kb=z((N, N)), Db=z((N, N)), KU=z((N, N)),
+                     DU=z((N, N)), Mt=z((2 * N, N)), cn=z((2, 2 * N)), res=z((2, N + 1)),
+                     bw=z((4, N)), weights=z((model.n_weights, 3)))
     model.tables.weight_table(0.0, R.weights)
     return R
 
@@ -255,7 +272,8 @@ class Radau(CoreStepper):
     :meth:`rhs`, :meth:`project`, :meth:`observe` (the core's, with what it does not
     compile called back, as :class:`~natcoord.integrate.stepper.DOPRI5`'s), ``dropped``,
     counters ``n_steps n_rejected n_rhs n_factorizations n_projection_iterations
-    n_active_set_changes`` and ``n_jacobians``, ``n_lu`` (LU decompositions, real and
+    n_active_set_changes`` and ``n_jacobians``, ``n_lu`` (LU decompositions of the r × r
+    Newton matrices, real and
     complex counted apart), ``n_newton_iterations``; ``n_rejected`` counts failed error
     tests and Newton iterations that did not converge. ``compiled``: nothing is called
     back; ``failure``: the status of a failed step.

@@ -9,9 +9,13 @@
  * leaves the N × N system (γ² − γ D − K) x_p = r_v + (γ − D) r_p — RADAU5's
  * treatment of second-order systems (its M1 = M2 = N structure, IV.8): a quarter of the
  * 2N × 2N matrix's storage and an eighth of its LU. K and D are dense: a is M⁻¹
- * projected onto the constraints, which couples every body of a closed loop or chain,
- * so the N × N matrices are factored by the dense LU with partial pivoting below
- * (O(N³), real and complex, at most two per attempt), not by the block LDLᵀ.
+ * projected onto the constraints, which couples every body of a closed loop or chain.
+ * Their stiff part is not: a stiff spring or damper acts on a few coordinates, so the
+ * iteration uses J's part in the subspace of the columns of K and γ D that matter at γ²
+ * (stiff_basis, factor: J_s = [[0, I], [P K, P D]], which leaves the fixed point, the
+ * collocation solution, as it is) and inverts the N × N matrices by Woodbury's identity
+ * through r × r ones, factored by the dense LU with partial pivoting of dense_lu.c
+ * (r = 18 for the elastic hexapod's N = 156; r = N, J itself, up to two bodies).
  *
  * The evaluations are the core's (nc_rhs and nc_project of dopri5.c) for every model and
  * KKT backend: what the core does not compile (forces and drive laws written in Python,
@@ -28,6 +32,7 @@
 #include "dopri5.h"
 #include "sensitivity.h"
 #include "radau.h"
+#include "dense_lu.h"
 
 /* Hairer's constants (IV.8 and radau5.f), named as in natcoord/integrate/radau.py */
 #define NEWTON_MAXITER 7          /* NIT */
@@ -42,6 +47,8 @@
 #define FAC_NEWTON_FAILED 0.5
 #define FAC_FIRST_REJECTED 0.1
 #define EVALUATION_SHRINK 0.25    /* h after a failed evaluation, as the DOPRI5 step */
+#define STIFF_SHARE 0.03          /* J's neglected part's share of the Newton matrix */
+#define EXACT_UP_TO 24            /* N up to which the Newton matrices use all of J */
 
 static const double EPS = 2.220446049250313e-16;
 
@@ -56,70 +63,6 @@ typedef struct {
 
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
-
-/* ------------------------------------------------------------ dense LU */
-static inline double rmul(double a, double b) { return a * b; }
-static inline double complex cmul(double complex a, double complex b)
-{
-    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
-    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
-}
-
-/* LU with partial pivoting of the n × n row-major A in place (LAPACK's getrf without
- * blocking), one definition for real and complex scalars; returns 0, or 1 for an exactly
- * zero pivot. Solve: b overwritten by A⁻¹ b. `mul` multiplies two scalars: C99's complex
- * `*` calls __muldc3 for its Annex G infinities (with it the elastic hexapod's Radau run,
- * N = 156, took 1.9 s instead of 0.85 s); cmul is the textbook product. */
-#define NC_DENSE_LU(name, scalar, magnitude, mul)                                         \
-    static int name##_factor(scalar *A, int64_t n, int64_t *piv)                          \
-    {                                                                                     \
-        for (int64_t k = 0; k < n; k++) {                                                 \
-            int64_t p = k;                                                                \
-            double best = magnitude(A[k * n + k]);                                        \
-            for (int64_t i = k + 1; i < n; i++)                                           \
-                if (magnitude(A[i * n + k]) > best)                                       \
-                    best = magnitude(A[i * n + k]), p = i;                                \
-            piv[k] = p;                                                                   \
-            if (best == 0.0)                                                              \
-                return 1;                                                                 \
-            if (p != k)                                                                   \
-                for (int64_t j = 0; j < n; j++) {                                         \
-                    scalar s = A[k * n + j];                                              \
-                    A[k * n + j] = A[p * n + j];                                          \
-                    A[p * n + j] = s;                                                     \
-                }                                                                         \
-            scalar inv = 1.0 / A[k * n + k];                                              \
-            for (int64_t i = k + 1; i < n; i++) {                                         \
-                scalar l = A[i * n + k] = mul(A[i * n + k], inv);                         \
-                for (int64_t j = k + 1; j < n; j++)                                       \
-                    A[i * n + j] -= mul(l, A[k * n + j]);                                 \
-            }                                                                             \
-        }                                                                                 \
-        return 0;                                                                         \
-    }                                                                                     \
-    static void name##_solve(const scalar *LU, const int64_t *piv, int64_t n, scalar *b)  \
-    {                                                                                     \
-        for (int64_t k = 0; k < n; k++) {                                                 \
-            scalar s = b[piv[k]];                                                         \
-            b[piv[k]] = b[k];                                                             \
-            b[k] = s;                                                                     \
-        }                                                                                 \
-        for (int64_t i = 1; i < n; i++) {                                                 \
-            scalar s = b[i];                                                              \
-            for (int64_t j = 0; j < i; j++)                                               \
-                s -= mul(LU[i * n + j], b[j]);                                            \
-            b[i] = s;                                                                     \
-        }                                                                                 \
-        for (int64_t i = n - 1; i >= 0; i--) {                                            \
-            scalar s = b[i];                                                              \
-            for (int64_t j = i + 1; j < n; j++)                                           \
-                s -= mul(LU[i * n + j], b[j]);                                            \
-            b[i] = s / LU[i * n + i];                                                     \
-        }                                                                                 \
-    }
-
-NC_DENSE_LU(real_lu, double, fabs, rmul)
-NC_DENSE_LU(complex_lu, double complex, cabs, cmul)
 
 /* ------------------------------------------------------------ evaluations */
 static int64_t half(const radau_ctx *x)
@@ -202,43 +145,190 @@ static int64_t project(const radau_ctx *x, double t, double *y)
 }
 
 /* ------------------------------------------------------------ linear algebra */
-/* The LU factors of γ² − γ D − K for γ = μ/h and (α − iβ)/h; 1 if one is singular. */
+/* J's stiff subspace (the Newton matrices below): an orthonormal basis u_0 … u_(k−1) of
+ * the columns of K and γ D, γ = μ/h at the Jacobian's step, by Gram–Schmidt with
+ * pivoting (the column of largest remaining norm next, reorthogonalized once), until the
+ * largest remaining columns rK of K and γ rD of γ D satisfy rK + γ rD ≤ STIFF_SHARE γ²
+ * (or k = N). Kept: the basis, Uᵀ K, Uᵀ D (the projections Gram–Schmidt computes),
+ * Uᵀ K U, Uᵀ D U and, for every k, rK and rD
+ * (res), from which factor() takes the dimension its h needs. A stiff force acts on a few
+ * coordinates (a spring on the relative motion of two points: 3 directions), so k is
+ * small where the Newton matrices are large: 18 for the elastic hexapod's six leg
+ * springs, N = 156. Up to N = EXACT_UP_TO (two bodies) the basis spans all of K's and
+ * D's columns (to round-off: the Newton matrices of J itself, as cheap there as one
+ * evaluation of F), so that Newton's iteration stays exact, e.g. one iteration for a
+ * linear system. */
+static void stiff_basis(const radau_ctx *x, double h)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x), k = 0;
+    const double *K = F64(R[R_K]), *D = F64(R[R_D]);
+    double *U = F64(R[R_basis]), *Mt = F64(R[R_Mt]), *cn = F64(R[R_cn]), *cn0 = cn + 2 * N;
+    double *Kb = F64(R[R_Kb]), *Db = F64(R[R_Db]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
+    double *resK = F64(R[R_res]), *resD = resK + N + 1, *c = F64(R[R_bw]);
+    double g = F64(R[R_coef])[RCOEF_MU] / h, limit = 0.0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < N; j++) {
+            Mt[j * N + i] = K[i * N + j];
+            Mt[(N + j) * N + i] = g * D[i * N + j];
+        }
+    for (int64_t j = 0; j < 2 * N; j++)
+        cn[j] = cn0[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+    for (;; k++) {
+        int64_t p = 0;
+        double maxK = 0.0, maxD = 0.0;
+        for (int64_t j = 0; j < 2 * N; j++) {
+            if (cn[j] > cn[p])
+                p = j;
+            if (j < N)
+                maxK = dmax(maxK, cn[j]);
+            else
+                maxD = dmax(maxD, cn[j]);
+        }
+        resK[k] = sqrt(maxK), resD[k] = sqrt(maxD) / g;
+        if (k == 0)                  /* all of K and D: until what is left is round-off */
+            limit = N > EXACT_UP_TO ? STIFF_SHARE * g * g : 64.0 * EPS * (resK[0] + g * resD[0]);
+        if (k == N || resK[k] + g * resD[k] <= limit)
+            break;
+        double *u = U + k * N;
+        for (int pass = 0; pass < 2; pass++) {  /* u from column p, orthogonal to u_0 … */
+            if (pass == 0)
+                memcpy(u, Mt + p * N, N * sizeof(double));
+            else
+                for (int64_t i = 0; i < k; i++) {
+                    double d = nc_dot(U + i * N, u, N);
+                    for (int64_t l = 0; l < N; l++)
+                        u[l] -= d * U[i * N + l];
+                }
+            double norm = sqrt(nc_dot(u, u, N));
+            for (int64_t l = 0; l < N; l++)
+                u[l] /= norm;
+        }
+        /* c_j = u · (what is left of column j) = u · column j, u being orthogonal to
+         * the earlier u_i: row k of Uᵀ K and of Uᵀ γD */
+        nc_matvec(Mt, 2 * N, N, u, c, NULL, NULL);
+        for (int64_t j = 0; j < N; j++)
+            Kb[k * N + j] = c[j], Db[k * N + j] = c[N + j] / g;
+        for (int64_t j = 0; j < 2 * N; j++) {
+            for (int64_t l = 0; l < N; l++)
+                Mt[j * N + l] -= c[j] * u[l];
+            /* the norm downdated, recomputed where that cancels (LAPACK's dlaqp2) */
+            cn[j] -= c[j] * c[j];
+            if (cn[j] <= 1e-8 * cn0[j])
+                cn[j] = cn0[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+        }
+    }
+    for (int64_t i = 0; i < k; i++)          /* Uᵀ K U, Uᵀ D U */
+        nc_matvec(U, k, N, Kb + i * N, KU + i * N, Db + i * N, DU + i * N);
+    F64(R[R_ctrl])[RC_RANK] = (double)k;
+}
+
+/* The LU factors of the Newton matrices of J's stiff part: with P = U Uᵀ the projector
+ * onto the stiff subspace, simplified Newton iterates with J_s = [[0, I], [P K, P D]]
+ * instead of J (its fixed point, the collocation solution, is the same), whose reduced
+ * matrix γ² − γ P D − P K = γ² − U B, B = Uᵀ(γ D + K) (r × N) inverts by Woodbury's
+ * identity through the r × r matrix S = γ² − B U = γ² − γ Uᵀ D U − Uᵀ K U:
+ *     (γ² − U B)⁻¹ = (I + U S⁻¹ B)/γ²    (Golub & Van Loan, Matrix Computations, 2.1.4).
+ * The neglected (I − P)(γ D + K) changes Newton's contraction by about
+ * (rK + |γ| rD)/|γ|² ≤ STIFF_SHARE (measured on the elastic hexapod: the spectral radius
+ * of the iteration's error map 2e-6 to 7e-3 with r = 18, where an exact Newton matrix
+ * needs two dense N × N LU decompositions). r is the least dimension that satisfies this
+ * at γ = μ/h, at most the basis's (all of it, r = N, is exact). The factors of S for
+ * γ = μ/h and (α − iβ)/h (the complex one as planes of real and imaginary parts,
+ * dense_lu.h); 1 if one is singular. */
 static int factor(const radau_ctx *x, double h)
 {
     const nc_arr *R = x->R;
-    const double *coef = F64(R[R_coef]), *K = F64(R[R_K]), *D = F64(R[R_D]);
-    double *lu = F64(R[R_lu]), *ctrl = F64(R[R_ctrl]);
-    double complex *luc = CPLX(R[R_luc]);
-    int64_t N = half(x);
-    double g = coef[RCOEF_MU] / h;
-    double complex gc = (coef[RCOEF_ALPHA] - I * coef[RCOEF_BETA]) / h;
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double diagonal = i == j;
-            lu[i * N + j] = g * (g * diagonal - D[i * N + j]) - K[i * N + j];
-            luc[i * N + j] = cmul(gc, gc * diagonal - D[i * N + j]) - K[i * N + j];
+    const double *coef = F64(R[R_coef]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
+    const double *resK = F64(R[R_res]);
+    double *lu = F64(R[R_lu]), *ctrl = F64(R[R_ctrl]), *luc = F64(R[R_luc]);
+    int64_t N = half(x), k = (int64_t)ctrl[RC_RANK], r = 0;
+    const double *resD = resK + N + 1;
+    double g = coef[RCOEF_MU] / h, gr = coef[RCOEF_ALPHA] / h, gi = -coef[RCOEF_BETA] / h;
+    while (r < k && (N <= EXACT_UP_TO || resK[r] + g * resD[r] > STIFF_SHARE * g * g))
+        r++;
+    double *luci = luc + r * r;
+    /* γ_c (γ_c − d) − k with γ_c = gr + i gi: (gr² − gi² − gr d − k) + i gi (2 gr − d) */
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < r; j++) {
+            double diagonal = i == j, d = DU[i * N + j], kk = KU[i * N + j];
+            lu[i * r + j] = g * (g * diagonal - d) - kk;
+            luc[i * r + j] = gr * (gr * diagonal - d) - gi * (gi * diagonal) - kk;
+            luci[i * r + j] = gr * (gi * diagonal) + gi * (gr * diagonal - d);
         }
     I64(R[R_counts])[RN_LU] += 2;
     ctrl[RC_H_LU] = h;
     ctrl[RC_HAVE_LU] = 1.0;
-    return real_lu_factor(lu, N, I64(R[R_piv])) || complex_lu_factor(luc, N, I64(R[R_pivc]));
+    ctrl[RC_RANK_LU] = (double)r;
+    return nc_lu_factor(lu, NULL, r, I64(R[R_piv])) ||
+           nc_lu_factor(luc, luci, r, I64(R[R_pivc]));
 }
 
-/* x = (μ/h − J)⁻¹ r (2 N; x may be r) from the real factors:
- * (γ² − γ D − K) x_p = r_v + (γ − D) r_p, x_v = γ x_p − r_p */
+/* b (+ i bi) ← (γ² − U B)⁻¹ b with B = Uᵀ(γ D + K), γ = gr + i gi (gi = 0, bi NULL:
+ * real), by Woodbury from factor()'s LU of S (above): b + U S⁻¹ B b, over γ² */
+static void woodbury(const radau_ctx *x, double gr, double gi, double *b, double *bi)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x), r = (int64_t)F64(R[R_ctrl])[RC_RANK_LU];
+    const double *U = F64(R[R_basis]);
+    double *kb = F64(R[R_bw]), *kbi = kb + N, *db = kb + 2 * N, *dbi = kb + 3 * N;
+    nc_matvec(F64(R[R_Kb]), r, N, b, kb, bi, kbi);
+    nc_matvec(F64(R[R_Db]), r, N, b, db, bi, dbi);
+    for (int64_t i = 0; i < r; i++) {                   /* c = γ Uᵀ D b + Uᵀ K b */
+        double re = (gr * db[i] - (bi ? gi * dbi[i] : 0.0)) + kb[i];
+        double im = bi ? (gr * dbi[i] + gi * db[i]) + kbi[i] : 0.0;
+        kb[i] = re, kbi[i] = im;
+    }
+    if (bi == NULL)
+        nc_lu_solve(F64(R[R_lu]), NULL, I64(R[R_piv]), r, kb, NULL);
+    else
+        nc_lu_solve(F64(R[R_luc]), F64(R[R_luc]) + r * r, I64(R[R_pivc]), r, kb, kbi);
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t l = 0; l < N; l++) {
+            b[l] += kb[i] * U[i * N + l];
+            if (bi)
+                bi[l] += kbi[i] * U[i * N + l];
+        }
+    double sr = gr * gr - gi * gi, si = 2.0 * gr * gi, q = sr * sr + si * si;
+    for (int64_t l = 0; l < N; l++) {                   /* / γ²: × conj(γ²)/|γ²|² */
+        double re = b[l], im = bi ? bi[l] : 0.0;
+        b[l] = (re * sr + im * si) / q;
+        if (bi)
+            bi[l] = (im * sr - re * si) / q;
+    }
+}
+
+/* out (+ i outi) = r_p's stiff damping P D r_p (+ i ...) = U (Uᵀ D r_p) (N) */
+static void stiff_damping(const radau_ctx *x, const double *rp, const double *rpi,
+                          double *out, double *outi)
+{
+    const nc_arr *R = x->R;
+    int64_t N = half(x), r = (int64_t)F64(R[R_ctrl])[RC_RANK_LU];
+    const double *U = F64(R[R_basis]);
+    double *c = F64(R[R_bw]), *ci = c + N;
+    nc_matvec(F64(R[R_Db]), r, N, rp, c, rpi, ci);
+    memset(out, 0, N * sizeof(double));
+    if (outi)
+        memset(outi, 0, N * sizeof(double));
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t l = 0; l < N; l++) {
+            out[l] += c[i] * U[i * N + l];
+            if (outi)
+                outi[l] += ci[i] * U[i * N + l];
+        }
+}
+
+/* x = (μ/h − J_s)⁻¹ r (2 N; x may be r) from the real factors:
+ * (γ² − γ P D − P K) x_p = r_v + (γ − P D) r_p, x_v = γ x_p − r_p */
 static void solve_real(const radau_ctx *x, const double *r, double *out)
 {
     const nc_arr *R = x->R;
     int64_t N = half(x);
-    const double *D = F64(R[R_D]);
     double g = F64(R[R_coef])[RCOEF_MU] / F64(R[R_ctrl])[RC_H_LU], *b = F64(R[R_b]);
-    for (int64_t i = 0; i < N; i++) {
-        double s = r[N + i] + g * r[i];
-        for (int64_t j = 0; j < N; j++)
-            s -= D[i * N + j] * r[j];
-        b[i] = s;
-    }
-    real_lu_solve(F64(R[R_lu]), I64(R[R_piv]), N, b);
+    stiff_damping(x, r, NULL, b, NULL);
+    for (int64_t i = 0; i < N; i++)
+        b[i] = (r[N + i] + g * r[i]) - b[i];
+    woodbury(x, g, 0.0, b, NULL);
     for (int64_t i = 0; i < N; i++) {
         out[N + i] = g * b[i] - r[i];
         out[i] = b[i];
@@ -247,30 +337,30 @@ static void solve_real(const radau_ctx *x, const double *r, double *out)
 
 /* dW (3, 2 N) of one Newton iteration for the right-hand sides Rw (3, 2 N) (IV.8): row 0
  * from the real system, rows 1 and 2 the real and imaginary parts of the complex
- * system's solution for Rw[1] + i Rw[2] */
+ * system's solution for Rw[1] + i Rw[2] (γ = gr + i gi) */
 static void solve_stages(const radau_ctx *x, const double *Rw, double *dW)
 {
     const nc_arr *R = x->R;
     int64_t N = half(x), N2 = 2 * N;
-    const double *coef = F64(R[R_coef]), *D = F64(R[R_D]);
+    const double *coef = F64(R[R_coef]);
     double h = F64(R[R_ctrl])[RC_H_LU];
-    double complex gc = (coef[RCOEF_ALPHA] - I * coef[RCOEF_BETA]) / h, *b = CPLX(R[R_bc]);
+    double gr = coef[RCOEF_ALPHA] / h, gi = -coef[RCOEF_BETA] / h;
+    double *b = F64(R[R_bc]), *bi = b + N;
     solve_real(x, Rw, dW);
     const double *r1 = Rw + N2, *r2 = Rw + 2 * N2;
+    stiff_damping(x, r1, r2, b, bi);
     for (int64_t i = 0; i < N; i++) {
-        double complex s = CMPLX(r1[N + i], r2[N + i]) + cmul(gc, CMPLX(r1[i], r2[i]));
-        for (int64_t j = 0; j < N; j++)
-            s -= D[i * N + j] * CMPLX(r1[j], r2[j]);
-        b[i] = s;
+        double re = (r1[N + i] + (gr * r1[i] - gi * r2[i])) - b[i];
+        double im = (r2[N + i] + (gr * r2[i] + gi * r1[i])) - bi[i];
+        b[i] = re, bi[i] = im;
     }
-    complex_lu_solve(CPLX(R[R_luc]), I64(R[R_pivc]), N, b);
+    woodbury(x, gr, gi, b, bi);
     double *w1 = dW + N2, *w2 = dW + 2 * N2;
     for (int64_t i = 0; i < N; i++) {
-        double complex v = cmul(gc, b[i]) - CMPLX(r1[i], r2[i]);
-        w1[i] = creal(b[i]);
-        w2[i] = cimag(b[i]);
-        w1[N + i] = creal(v);
-        w2[N + i] = cimag(v);
+        w1[N + i] = (gr * b[i] - gi * bi[i]) - r1[i];
+        w2[N + i] = (gr * bi[i] + gi * b[i]) - r2[i];
+        w1[i] = b[i];
+        w2[i] = bi[i];
     }
 }
 
@@ -466,6 +556,7 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
         status = jacobian(x, t, y);
         if (status != 0)
             return status;
+        stiff_basis(x, h);
         ctrl[RC_HAVE_J] = ctrl[RC_JAC_CURRENT] = 1.0;
         ctrl[RC_HAVE_LU] = 0.0;
     }
@@ -569,15 +660,18 @@ static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
 {
     int ok = R[R_ctrl].size >= RC_COUNT && R[R_counts].size >= RN_COUNT &&
              R[R_coef].size == RCOEF_COUNT && R[R_y].size == 2 * N && R[R_K].size == N * N &&
-             R[R_D].size == N * N && R[R_lu].size == N * N && R[R_luc].size == N * N &&
+             R[R_D].size == N * N && R[R_lu].size == N * N && R[R_luc].size == 2 * N * N &&
              R[R_piv].size == N && R[R_pivc].size == N && R[R_Z].size == 6 * N &&
              R[R_W].size == 6 * N && R[R_F].size == 6 * N && R[R_dW].size == 6 * N &&
              R[R_Q].size == 6 * N && R[R_f].size == 2 * N && R[R_yold].size == 2 * N &&
              R[R_scale].size == 2 * N && R[R_err].size == 2 * N &&
              R[R_point].size == 2 * N && R[R_value].size == 2 * N && R[R_b].size == N &&
-             R[R_bc].size == N && R[R_ja].size == N && R[R_jF].size == N &&
+             R[R_bc].size == 2 * N && R[R_ja].size == N && R[R_jF].size == N &&
              R[R_je].size == N && R[R_jzero].size == N && R[R_jda].size == N &&
-             R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m;
+             R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m &&
+             R[R_basis].size == N * N && R[R_Kb].size == N * N && R[R_Db].size == N * N &&
+             R[R_KU].size == N * N && R[R_DU].size == N * N && R[R_Mt].size == 2 * N * N &&
+             R[R_cn].size == 4 * N && R[R_res].size == 2 * (N + 1) && R[R_bw].size == 4 * N;
     if (!ok)
         PyErr_Format(PyExc_ValueError, "core.%s: the RadauBuffers do not fit the model "
                      "(integrate/radau.py make_buffers)", function);
@@ -636,7 +730,37 @@ NC_WRAPPER(radau_jacobian)
     return status == NC_CALLBACK ? NULL : PyLong_FromLongLong(status);
 }
 
+/* the dense LU's test entry (dense_lu.h nc_lu_variant): A (n, n) real or (2, n, n) real
+ * and imaginary parts, factored in place; b (n,) or (2, n) solved in place */
+NC_WRAPPER(dense_lu_solve)
+{
+    nc_value a[3];
+    if (nc_parse(args, nargs, "ddi", a, "dense_lu_solve") < 0)
+        return NULL;
+    nc_arr A = a[0].arr, b = a[1].arr;
+    int cplx = A.ndim == 3;
+    int64_t n = b.shape[b.ndim - 1];
+    if (!(A.ndim == 2 + cplx && b.ndim == 1 + cplx && A.shape[cplx] == n &&
+          A.shape[cplx + 1] == n && (!cplx || (A.shape[0] == 2 && b.shape[0] == 2)))) {
+        PyErr_SetString(PyExc_ValueError, "core.dense_lu_solve: A must be (n, n) with b (n,), "
+                        "or (2, n, n) with b (2, n) for a complex system");
+        return NULL;
+    }
+    int64_t *piv = PyMem_Malloc((n > 0 ? n : 1) * sizeof(int64_t));
+    if (piv == NULL)
+        return PyErr_NoMemory();
+    int status = nc_lu_variant((int)a[2].i, F64(A), cplx ? F64(A) + n * n : NULL, n, piv,
+                               F64(b), cplx ? F64(b) + n : NULL);
+    PyMem_Free(piv);
+    return PyLong_FromLong(status);
+}
+
 PyMethodDef nc_radau_methods[] = {
+    NC_METHOD(dense_lu_solve, "dense_lu_solve(A, b, variant) -> status: the dense LU of "
+              "Radau's Newton matrices (dense_lu.c) with its variant taken explicitly (0 "
+              "baseline, 1 AVX2): A (n, n), or (2, n, n) as real and imaginary parts, "
+              "factored in place and b (n,) or (2, n) overwritten by A⁻¹ b; status 0, 1 for "
+              "a zero pivot, −1 if the variant does not exist on this machine."),
     NC_METHOD(radau_step, "radau_step(T, S, P, Wk, hooks, R, mode, max_attempts, eps_floor, "
               "jacobian) -> (status, rejected): Radau IIA attempts from (R.ctrl[T], R.y) until "
               "one is accepted and projected, a failure, or max_attempts (status −1: "
