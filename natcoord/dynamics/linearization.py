@@ -223,12 +223,12 @@ class LinearizationPoint:
 
     def force_derivative(self, dX, dV):
         """``df = ∂f/∂p dp + ∂f/∂v dv`` (4 n, 3): the built-in forces' exact derivative
-        (the core's), the forces written in Python's by central differences; gravity
-        is constant."""
+        (the core's), the forces written in Python's — the model's and the workspace's
+        (a run's joint torques) — by central differences; gravity is constant."""
         dX, dV = np.ascontiguousarray(dX, dtype=float), np.ascontiguousarray(dV, dtype=float)
         F = force_derivative(self.model, self.X, self.V, dX, dV, np.empty_like(self.X))
         if dX.any() or dV.any():
-            for force in python_forces(self.model):
+            for force in (*python_forces(self.model), *self.ws.extra_forces):
                 self._force_difference(force, dX, dV, F)
         return F
 

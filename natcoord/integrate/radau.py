@@ -281,9 +281,11 @@ class Radau(CoreStepper):
 
     def __init__(self, model, t_bound, rtol=1e-6, atol=None, proj_tol=1e-10, state=None,
                  t0=0.0, first_step=None, max_step=np.inf, projection="position+velocity",
-                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block"):
+                 baumgarte=(10.0, 10.0), drop_tol=DROP_TOL, hold_tol=HOLD_TOL, solver="block",
+                 forces=()):
         self._R = R = make_buffers(model)            # refused first if it cannot fit
-        self._set_up(model, solver, (), projection, proj_tol, baumgarte, drop_tol, hold_tol)
+        self._set_up(model, solver, forces, projection, proj_tol, baumgarte, drop_tol,
+                     hold_tol)
         self.n = n = model.n_coords
         hooks = self._hooks
         # J from Python where the core misses a force law or does not factor itself
@@ -291,6 +293,7 @@ class Radau(CoreStepper):
                                                  hooks.solver is not None)
         if python_jacobian:
             self.ws = Workspace(model, self.solver.name, drop_tol, hold_tol)
+            self.ws.extra_forces = tuple(forces)       # the run's joint torques, in J too
         self._jacobian = self._python_jacobian if python_jacobian else None
         if state is None:
             state = assemble(model, t=t0).state

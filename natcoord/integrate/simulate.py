@@ -259,7 +259,8 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     ``actuated`` joints (names; default every joint with DOF), one per DOF in
     ``actuated``'s order: N·m about a revolute axis (on body b, the opposite on a),
     N along a prismatic axis (:class:`~natcoord.dynamics.joint_space.JointTorques`);
-    called back from the core at every stage (``method="dopri5"``). A result of the
+    called back from the core at every stage (Radau's Jacobian differentiates it by
+    central differences, as a force written in Python). A result of the
     wrong size raises ``ValueError`` naming the joints (at ``t0`` already, before
     integrating); NaN or inf is a failed evaluation, as for a force. Without ``u``
     the model's declared inputs (``model.inputs``: ``Mechanism.add_input``, a model
@@ -348,14 +349,7 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                      "and evaluate it where needed")
     if u is None and actuated is not None:
         raise ValueError("actuated names the joints of u's torques: pass u=callable too")
-    if u is not None and method != "dopri5":
-        raise ValueError(f"u (joint torques) is supported with method='dopri5', got "
-                         f"method={method!r}")
     declared = JointTorques.of_inputs(model) if u is None and inputs else None
-    if declared is not None and method != "dopri5":
-        raise ValueError(f"model {model.name!r} declares joint inputs, which are supported "
-                         f"with method='dopri5', got method={method!r}; pass inputs=False "
-                         f"to run without them")
     torques = (JointTorques(model, u, actuated),) if u is not None else \
         (declared,) if declared is not None else ()
     ws = _workspace(model, solver, drop_tol, hold_tol)
@@ -383,7 +377,8 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                        hold_tol=hold_tol)
         # the workspace's solver: one symbolic phase per run
         if method == "radau":
-            run.stepper = Radau(model, t_end, rtol, atol, proj_tol, solver=ws.solver, **options)
+            run.stepper = Radau(model, t_end, rtol, atol, proj_tol, solver=ws.solver,
+                                forces=torques, **options)
         else:
             run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, solver=ws.solver,
                                  forces=torques, **options)
