@@ -173,5 +173,5 @@ def _work(model, c):
     z = np.zeros
     return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n),
                 dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dyold=z((c, 2 * n)),
-                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), F=z((rows, 3)),
-                s=z(m), dx=z(n), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]))
+                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), F=z((c, rows, 3)),
+                s=z((c, m)), dx=z(n), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]))
