@@ -41,6 +41,9 @@ NC_INLINE double dot3(const double *a, const double *b)
 
 /* ------------------------------------------------------------ right-hand sides */
 
+/* columns of one pass of constraint_directional_body (its row sums held in registers) */
+#define DIRECTIONAL_BLOCK 4
+
 /* The constraint kernel's terms (constraints.c) differentiated along the c directions
  * (dX_j, dV_j) = (dX + j ld, dV + j ld) in one pass over the terms, dG never formed
  * (exact: G is affine in p, g_t and γ quadratic):
@@ -61,21 +64,34 @@ NC_INLINE double dot3(const double *a, const double *b)
  * own branch-free copy. */
 NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
                                            const double *V, const double *W,
-                                           const double *dX, const double *dV, int64_t ld,
-                                           int64_t c, const double *A, const double *lam,
-                                           int stage, double *s, int64_t m, double *F,
-                                           int64_t n)
+                                           const double *restrict dX,
+                                           const double *restrict dV, int64_t ld,
+                                           const int c, const double *A, const double *lam,
+                                           const int stage, double *restrict s, int64_t m,
+                                           double *restrict F, int64_t n)
 {
     memset(s, 0, c * m * sizeof(double));
+    /* the terms come sorted by row: each column's sum of the current row in a register
+     * (c is a constant, DIRECTIONAL_BLOCK, so acc[] is registers), stored when the row
+     * changes, loaded back if a row is met again */
+    int64_t cur = -1;
+    double acc[DIRECTIONAL_BLOCK] = {0.0};
     const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
     const int64_t *qw = I64(T[T_quad_w]);
     const double *qc = F64(T[T_quad_c]);
     for (int64_t k = 0; k < T[T_quad_row].size; k++) {
         int64_t r = row[k], a = 3 * qa[k], b = 3 * qb[k];
+        if (r != cur) {
+            for (int j = 0; j < c; j++) {
+                if (cur >= 0)
+                    s[j * m + cur] = acc[j];
+                acc[j] = s[j * m + r];
+            }
+            cur = r;
+        }
         const double *w = W + 3 * qw[k];
         const double w0 = w[0], w1 = w[1], w2 = w[2], cf = qc[k];
-        /* the point's factors in locals: the stores into s and F would make the compiler
-         * load them again */
+        /* the point's factors in locals, shared by the c columns */
         double Pa[3], Pb[3], Qa[3], Qb[3];
         for (int i = 0; i < 3; i++) {
             if (stage) {
@@ -89,23 +105,25 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
             }
         }
         const double wl = stage ? w0 * cf * lam[r] : 0.0;
-        for (int64_t j = 0; j < c; j++) {
+        for (int j = 0; j < c; j++) {
             const double *dx = dX + j * ld;
             double sum = dot3(dx + b, Pa) + dot3(dx + a, Pb);
             if (stage) {
                 const double *dv = dV + j * ld;
                 sum += dot3(dv + b, Qa) + dot3(dv + a, Qb);
-                s[j * m + r] -= cf * sum;
+                acc[j] -= cf * sum;
                 double *Fj = F + j * n;
                 for (int i = 0; i < 3; i++) {
                     Fj[a + i] -= wl * dx[b + i];
                     Fj[b + i] -= wl * dx[a + i];
                 }
             } else {
-                s[j * m + r] += cf * sum;
+                acc[j] += cf * sum;
             }
         }
     }
+    for (int j = 0; j < c && cur >= 0; j++)
+        s[j * m + cur] = acc[j];
     const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
     const double *ld_ = F64(T[T_lin_d]);
     for (int64_t k = 0; k < T[T_lin_row].size; k++) {
@@ -115,7 +133,7 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
             continue;
         const double *d = ld_ + 3 * k;
         int64_t r = lrow[k], a = 3 * la[k];
-        for (int64_t j = 0; j < c; j++) {
+        for (int j = 0; j < c; j++) {
             double ddx = dot3(d, dX + j * ld + a);
             if (stage)
                 s[j * m + r] -= 2.0 * w1 * dot3(d, dV + j * ld + a) + w2 * ddx;
@@ -132,7 +150,17 @@ NC_INLINE void stage_directional_body(const nc_arr *T, const double *X, const do
                                       const double *lam, double *s, int64_t m, double *F,
                                       int64_t n)
 {
-    constraint_directional_body(T, X, V, W, dX, dV, ld, c, A, lam, 1, s, m, F, n);
+    /* the columns in blocks of DIRECTIONAL_BLOCK, each block's width a constant */
+    for (int64_t j = 0; j < c; j += DIRECTIONAL_BLOCK) {
+        const double *dXj = dX + j * ld, *dVj = dV + j * ld;
+        double *sj = s + j * m, *Fj = F + j * n;
+        switch (c - j < DIRECTIONAL_BLOCK ? c - j : DIRECTIONAL_BLOCK) {
+        case 1: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 1, A, lam, 1, sj, m, Fj, n); break;
+        case 2: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 2, A, lam, 1, sj, m, Fj, n); break;
+        case 3: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 3, A, lam, 1, sj, m, Fj, n); break;
+        default: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 4, A, lam, 1, sj, m, Fj, n); break;
+        }
+    }
 }
 NC_DISPATCH_VOID(stage_directional,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
