@@ -45,8 +45,9 @@ from ..model.forces import Torque
 from ..linalg.blockldl import make_work
 
 #: memory for the stage factorizations of one round of steps (``advance_swept``):
-#: small enough to be read back from the cache
-STORE_BYTES = 2 ** 20
+#: small enough to be read back from the cache (L2), and to stay mapped between runs:
+#: at 1 MiB every six-bar run faulted its pages in afresh (3 % of its sweep)
+STORE_BYTES = 2 ** 18
 
 #: parameter kinds the compiled sweep differentiates (besides p0, v0)
 PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length", "load")
@@ -64,7 +65,8 @@ Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_ki
 #: stage point ``y`` (2N,), the stage derivatives ``dK`` (c, 7, 2N), directions
 #: (c, 2N): ``dy`` at the last step's end, ``dyold`` at its start, the stage's
 #: ``dys``, the step's ``dynew`` before projection, the dense output's ``dout``;
-#: scratch ``comb``; the right-hand sides ``F``, ``s`` and solutions ``dx``, ``mu``;
+#: scratch ``comb``; the right-hand sides ``F`` (c, 4 n, 3), ``s`` (c, m) of all columns
+#: of a stage and the solutions ``dx``, ``mu``;
 #: the ``clock``. Field order as the core's (``sensitivity.h``, ``K_*``).
 Work = namedtuple("Work", [
     "a", "lam", "W", "y", "dK", "dy", "dys", "dyold", "dynew", "dout", "comb",
