@@ -94,7 +94,12 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
         /* the point's factors in locals, shared by the c columns */
         double Pa[3], Pb[3], Qa[3], Qb[3];
         for (int i = 0; i < 3; i++) {
-            if (stage) {
+            if (stage && w1 == 0.0 && w2 == 0.0) {     /* undriven: most terms */
+                Pa[i] = w0 * A[a + i];
+                Pb[i] = w0 * A[b + i];
+                Qa[i] = 2.0 * w0 * V[a + i];
+                Qb[i] = 2.0 * w0 * V[b + i];
+            } else if (stage) {
                 Pa[i] = w0 * A[a + i] + 2.0 * w1 * V[a + i] + w2 * X[a + i];
                 Pb[i] = w0 * A[b + i] + 2.0 * w1 * V[b + i] + w2 * X[b + i];
                 Qa[i] = 2.0 * w0 * V[a + i] + 2.0 * w1 * X[a + i];
