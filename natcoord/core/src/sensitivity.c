@@ -59,9 +59,10 @@ NC_INLINE double dot3(const double *a, const double *b)
  *   !stage: s_r += c (dx_b·P_a + dx_a·P_b),  P = w A + ẇ x;
  * and (dGᵀλ)_a += w c λ_r dx_b, (dGᵀλ)_b += w c λ_r dx_a. P and Q depend on the point
  * only: computed once per term for all c columns, whose own work is the four
- * products. A linear term d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a, skipped on
- * undriven rows (ẇ = ẅ = 0). Called with a constant `stage`, so each caller gets its
- * own branch-free copy. */
+ * products (on an undriven term, ẇ = ẅ = 0, P = w A and Q = 2 w v). A linear term
+ * d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a, skipped on undriven rows. Called
+ * with a constant `stage` and a constant c ≤ DIRECTIONAL_BLOCK, so that each caller gets
+ * its own branch-free copy and the row sums acc[] stay in registers. */
 NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
                                            const double *V, const double *W,
                                            const double *restrict dX,
@@ -71,9 +72,9 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
                                            double *restrict F, int64_t n)
 {
     memset(s, 0, c * m * sizeof(double));
-    /* the terms come sorted by row: each column's sum of the current row in a register
-     * (c is a constant, DIRECTIONAL_BLOCK, so acc[] is registers), stored when the row
-     * changes, loaded back if a row is met again */
+    /* the terms come sorted by row (ConstraintTables): each column's sum of the current
+     * row in a register, stored when the row changes, loaded back if a row is met again
+     * (as nc_constraints sums them) */
     int64_t cur = -1;
     double acc[DIRECTIONAL_BLOCK] = {0.0};
     const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
@@ -149,7 +150,7 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
 }
 
 /* the two callers' copies, each in an AVX2 and a baseline variant (nc_simd.h) */
-NC_INLINE void stage_directional_body(const nc_arr *T, const double *X, const double *V,
+NC_INLINE void nc_stage_directional_body(const nc_arr *T, const double *X, const double *V,
                                       const double *W, const double *dX, const double *dV,
                                       int64_t ld, int64_t c, const double *A,
                                       const double *lam, double *s, int64_t m, double *F,
@@ -159,27 +160,30 @@ NC_INLINE void stage_directional_body(const nc_arr *T, const double *X, const do
     for (int64_t j = 0; j < c; j += DIRECTIONAL_BLOCK) {
         const double *dXj = dX + j * ld, *dVj = dV + j * ld;
         double *sj = s + j * m, *Fj = F + j * n;
+#define BLOCK(width)                                                                      \
+    constraint_directional_body(T, X, V, W, dXj, dVj, ld, width, A, lam, 1, sj, m, Fj, n)
         switch (c - j < DIRECTIONAL_BLOCK ? c - j : DIRECTIONAL_BLOCK) {
-        case 1: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 1, A, lam, 1, sj, m, Fj, n); break;
-        case 2: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 2, A, lam, 1, sj, m, Fj, n); break;
-        case 3: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 3, A, lam, 1, sj, m, Fj, n); break;
-        default: constraint_directional_body(T, X, V, W, dXj, dVj, ld, 4, A, lam, 1, sj, m, Fj, n); break;
+        case 1: BLOCK(1); break;
+        case 2: BLOCK(2); break;
+        case 3: BLOCK(3); break;
+        default: BLOCK(4); break;
         }
+#undef BLOCK
     }
 }
-NC_DISPATCH_VOID(stage_directional,
+NC_DISPATCH_VOID(nc_stage_directional,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
                   const double *dX, const double *dV, int64_t ld, int64_t c, const double *A,
                   const double *lam, double *s, int64_t m, double *F, int64_t n),
                  (T, X, V, W, dX, dV, ld, c, A, lam, s, m, F, n))
 
-NC_INLINE void velocity_directional_body(const nc_arr *T, const double *X, const double *V,
+NC_INLINE void nc_velocity_directional_body(const nc_arr *T, const double *X, const double *V,
                                          const double *W, const double *dX, double *s,
                                          int64_t m)
 {
     constraint_directional_body(T, X, V, W, dX, NULL, 0, 1, V, NULL, 0, s, m, NULL, 0);
 }
-NC_DISPATCH_VOID(velocity_directional,
+NC_DISPATCH_VOID(nc_velocity_directional,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
                   const double *dX, double *s, int64_t m),
                  (T, X, V, W, dX, s, m))
@@ -243,7 +247,7 @@ void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr 
         if (D != NULL)
             parameter_force(T, D, j0 + j, X, V, A, F + j * n);
     }
-    stage_directional(T, X, V, W, dX, dV, ld, c, A, lam, s, m, F, n);
+    nc_stage_directional(T, X, V, W, dX, dV, ld, c, A, lam, s, m, F, n);
     for (int64_t j = 0; j < c; j++)
         nc_solve_kernel(F + j * n, s + j * m, P, Wk, da + j * ldo, mu);
 }
@@ -294,7 +298,7 @@ static void projection_derivative(const sweep_ctx *x, const nc_arr *Wk, const do
     for (int64_t i = 0; i < n; i++)
         dp[i] = dy[i] + dx[i];
     nc_jacobian_times(prow, pslot, nnz, G, dy + n, s, m);
-    velocity_directional(T, X, V, W, dp, mu, m);
+    nc_velocity_directional(T, X, V, W, dp, mu, m);
     for (int64_t r = 0; r < m; r++)                /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
         s[r] = -(s[r] + mu[r]);
     nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
