@@ -67,10 +67,14 @@ Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_ki
 #: ``dys``, the step's ``dynew`` before projection, the dense output's ``dout``;
 #: scratch ``comb``; the right-hand sides ``F`` (c, 4 n, 3), ``s`` (c, m) of all columns
 #: of a stage and the solutions ``dx``, ``mu``;
-#: the ``clock``. Field order as the core's (``sensitivity.h``, ``K_*``).
+#: the ``clock``; scratch ``lanes`` of the directional pass (for two directions or more).
+#: Field order as the core's (``sensitivity.h``, ``K_*``).
 Work = namedtuple("Work", [
     "a", "lam", "W", "y", "dK", "dy", "dys", "dyold", "dynew", "dout", "comb",
-    "F", "s", "dx", "mu", "clock"])
+    "F", "s", "dx", "mu", "clock", "lanes"])
+
+#: directions side by side in the core's directional pass (sensitivity.c, NC_LANES)
+LANES = 4
 
 #: ``Work.clock``: the last step's start, size and end; 1 once the first step is swept
 T_OLD, STEP, T_NEW, STARTED = range(4)
@@ -175,4 +179,5 @@ def _work(model, c):
     return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n),
                 dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dyold=z((c, 2 * n)),
                 dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), F=z((c, rows, 3)),
-                s=z((c, m)), dx=z(n), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]))
+                s=z((c, m)), dx=z(n), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]),
+                lanes=z(LANES * (3 * n + m)))

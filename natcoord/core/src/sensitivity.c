@@ -41,16 +41,26 @@ NC_INLINE double dot3(const double *a, const double *b)
 
 /* ------------------------------------------------------------ right-hand sides */
 
-/* columns of one pass of constraint_directional_body (its row sums held in registers) */
-#define DIRECTIONAL_BLOCK 4
+/* directions side by side in the lane layout (nc_acceleration_derivatives): entry q of
+ * direction j at NC_LANES q + j, so that the directional pass below handles NC_LANES
+ * directions in the vector instructions one direction takes */
+#define NC_LANES 4
 
-/* The constraint kernel's terms (constraints.c) differentiated along the c directions
- * (dX_j, dV_j) = (dX + j ld, dV + j ld) in one pass over the terms, dG never formed
- * (exact: G is affine in p, g_t and γ quadratic):
+/* x[0] p[0] + x[xs] p[1] + x[2 xs] p[2] (dot3 of an entry stride xs) */
+NC_INLINE double dot3s(const double *x, int64_t xs, const double *p)
+{
+    return x[0] * p[0] + x[xs] * p[1] + x[2 * xs] * p[2];
+}
+
+/* The constraint kernel's terms (constraints.c) differentiated along c directions
+ * (dX_j, dV_j) in one pass over the terms, dG never formed (exact: G is affine in p,
+ * g_t and γ quadratic):
  *   stage (a stage's right-hand side): s_j = dγ − dG A,  F_j −= dGᵀ λ;
  *   !stage (the velocity projection):   s_j = dG A + dg_t  (A = v; dV, λ, F unused).
- * s_j = s + j m, F_j = F + j n. A quadratic term c x_a·x_b of weights (w, ẇ, ẅ) in row r
- * puts w c dx_b at slot a and w c dx_a at slot b of dG; with
+ * Entry q of direction j is at dX[j xc + q xs] (dV alike), of s_j at s[j sc + q ss], of
+ * F_j at F[j fc + q fs]: one direction (c = 1, strides 1) or NC_LANES directions in the
+ * lane layout. A quadratic term c x_a·x_b of weights (w, ẇ, ẅ) in row r puts w c dx_b
+ * at slot a and w c dx_a at slot b of dG; with
  *   dG A = w c (dx_b·A_a + dx_a·A_b),   dg_t = ẇ c d(x_a·x_b),
  *   dγ = −c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b))
  * its share of row r is, collected by direction,
@@ -58,25 +68,32 @@ NC_INLINE double dot3(const double *a, const double *b)
  *           P = w A + 2 ẇ v + ẅ x,  Q = 2 w v + 2 ẇ x;
  *   !stage: s_r += c (dx_b·P_a + dx_a·P_b),  P = w A + ẇ x;
  * and (dGᵀλ)_a += w c λ_r dx_b, (dGᵀλ)_b += w c λ_r dx_a. P and Q depend on the point
- * only: computed once per term for all c columns, whose own work is the four
+ * only: computed once per term for all c directions, whose own work is the four
  * products (on an undriven term, ẇ = ẅ = 0, P = w A and Q = 2 w v). A linear term
- * d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a, skipped on undriven rows. Called
- * with a constant `stage` and a constant c ≤ DIRECTIONAL_BLOCK, so that each caller gets
- * its own branch-free copy and the row sums acc[] stay in registers. */
+ * d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a, skipped on undriven rows.
+ * Called with constant `stage`, c and strides, so that each caller gets its own
+ * branch-free copy, the row sums acc[] stay in registers and, in the lane layout,
+ * the c directions' products are vector instructions. A direction's arithmetic is the
+ * same in either layout: its results do not depend on the directions beside it. */
 NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
                                            const double *V, const double *W,
                                            const double *restrict dX,
-                                           const double *restrict dV, int64_t ld,
-                                           const int c, const double *A, const double *lam,
-                                           const int stage, double *restrict s, int64_t m,
-                                           double *restrict F, int64_t n)
+                                           const double *restrict dV, const int64_t xc,
+                                           const int64_t xs, const int c, const double *A,
+                                           const double *lam, const int stage,
+                                           double *restrict s, const int64_t sc,
+                                           const int64_t ss, int64_t m,
+                                           double *restrict F, const int64_t fc,
+                                           const int64_t fs)
 {
-    memset(s, 0, c * m * sizeof(double));
-    /* the terms come sorted by row (ConstraintTables): each column's sum of the current
-     * row in a register, stored when the row changes, loaded back if a row is met again
-     * (as nc_constraints sums them) */
+    for (int64_t r = 0; r < m; r++)
+        for (int j = 0; j < c; j++)
+            s[j * sc + r * ss] = 0.0;
+    /* the terms come sorted by row (ConstraintTables): each direction's sum of the
+     * current row in a register, stored when the row changes, loaded back if a row is
+     * met again (as nc_constraints sums them) */
     int64_t cur = -1;
-    double acc[DIRECTIONAL_BLOCK] = {0.0};
+    double acc[NC_LANES] = {0.0};
     const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
     const int64_t *qw = I64(T[T_quad_w]);
     const double *qc = F64(T[T_quad_c]);
@@ -85,14 +102,14 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
         if (r != cur) {
             for (int j = 0; j < c; j++) {
                 if (cur >= 0)
-                    s[j * m + cur] = acc[j];
-                acc[j] = s[j * m + r];
+                    s[j * sc + cur * ss] = acc[j];
+                acc[j] = s[j * sc + r * ss];
             }
             cur = r;
         }
         const double *w = W + 3 * qw[k];
         const double w0 = w[0], w1 = w[1], w2 = w[2], cf = qc[k];
-        /* the point's factors in locals, shared by the c columns */
+        /* the point's factors in locals, shared by the c directions */
         double Pa[3], Pb[3], Qa[3], Qb[3];
         for (int i = 0; i < 3; i++) {
             if (stage && w1 == 0.0 && w2 == 0.0) {     /* undriven: most terms */
@@ -112,16 +129,16 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
         }
         const double wl = stage ? w0 * cf * lam[r] : 0.0;
         for (int j = 0; j < c; j++) {
-            const double *dx = dX + j * ld;
-            double sum = dot3(dx + b, Pa) + dot3(dx + a, Pb);
+            const double *dx = dX + j * xc;
+            double sum = dot3s(dx + b * xs, xs, Pa) + dot3s(dx + a * xs, xs, Pb);
             if (stage) {
-                const double *dv = dV + j * ld;
-                sum += dot3(dv + b, Qa) + dot3(dv + a, Qb);
+                const double *dv = dV + j * xc;
+                sum += dot3s(dv + b * xs, xs, Qa) + dot3s(dv + a * xs, xs, Qb);
                 acc[j] -= cf * sum;
-                double *Fj = F + j * n;
+                double *Fj = F + j * fc;
                 for (int i = 0; i < 3; i++) {
-                    Fj[a + i] -= wl * dx[b + i];
-                    Fj[b + i] -= wl * dx[a + i];
+                    Fj[(a + i) * fs] -= wl * dx[(b + i) * xs];
+                    Fj[(b + i) * fs] -= wl * dx[(a + i) * xs];
                 }
             } else {
                 acc[j] += cf * sum;
@@ -129,59 +146,62 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
         }
     }
     for (int j = 0; j < c && cur >= 0; j++)
-        s[j * m + cur] = acc[j];
+        s[j * sc + cur * ss] = acc[j];
     const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
-    const double *ld_ = F64(T[T_lin_d]);
+    const double *ld = F64(T[T_lin_d]);
     for (int64_t k = 0; k < T[T_lin_row].size; k++) {
         const double *w = W + 3 * lw[k];
         const double w1 = w[1], w2 = w[2];
         if (w1 == 0.0 && w2 == 0.0)
             continue;
-        const double *d = ld_ + 3 * k;
+        const double *d = ld + 3 * k;
         int64_t r = lrow[k], a = 3 * la[k];
         for (int j = 0; j < c; j++) {
-            double ddx = dot3(d, dX + j * ld + a);
+            double ddx = dot3s(dX + j * xc + a * xs, xs, d);
             if (stage)
-                s[j * m + r] -= 2.0 * w1 * dot3(d, dV + j * ld + a) + w2 * ddx;
+                s[j * sc + r * ss] -= 2.0 * w1 * dot3s(dV + j * xc + a * xs, xs, d) + w2 * ddx;
             else
-                s[j * m + r] += w1 * ddx;
+                s[j * sc + r * ss] += w1 * ddx;
         }
     }
 }
 
-/* the two callers' copies, each in an AVX2 and a baseline variant (nc_simd.h) */
+/* its three callers' copies, each in an AVX2 and a baseline variant (nc_simd.h): a
+ * stage's right-hand side of one direction and of NC_LANES in the lane layout, the
+ * velocity projection's of one */
 NC_INLINE void nc_stage_directional_body(const nc_arr *T, const double *X, const double *V,
-                                      const double *W, const double *dX, const double *dV,
-                                      int64_t ld, int64_t c, const double *A,
-                                      const double *lam, double *s, int64_t m, double *F,
-                                      int64_t n)
+                                         const double *W, const double *dX,
+                                         const double *dV, const double *A,
+                                         const double *lam, double *s, int64_t m, double *F)
 {
-    /* the columns in blocks of DIRECTIONAL_BLOCK, each block's width a constant */
-    for (int64_t j = 0; j < c; j += DIRECTIONAL_BLOCK) {
-        const double *dXj = dX + j * ld, *dVj = dV + j * ld;
-        double *sj = s + j * m, *Fj = F + j * n;
-#define BLOCK(width)                                                                      \
-    constraint_directional_body(T, X, V, W, dXj, dVj, ld, width, A, lam, 1, sj, m, Fj, n)
-        switch (c - j < DIRECTIONAL_BLOCK ? c - j : DIRECTIONAL_BLOCK) {
-        case 1: BLOCK(1); break;
-        case 2: BLOCK(2); break;
-        case 3: BLOCK(3); break;
-        default: BLOCK(4); break;
-        }
-#undef BLOCK
-    }
+    constraint_directional_body(T, X, V, W, dX, dV, 0, 1, 1, A, lam, 1, s, 0, 1, m, F, 0, 1);
 }
 NC_DISPATCH_VOID(nc_stage_directional,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
-                  const double *dX, const double *dV, int64_t ld, int64_t c, const double *A,
-                  const double *lam, double *s, int64_t m, double *F, int64_t n),
-                 (T, X, V, W, dX, dV, ld, c, A, lam, s, m, F, n))
+                  const double *dX, const double *dV, const double *A, const double *lam,
+                  double *s, int64_t m, double *F),
+                 (T, X, V, W, dX, dV, A, lam, s, m, F))
 
-NC_INLINE void nc_velocity_directional_body(const nc_arr *T, const double *X, const double *V,
-                                         const double *W, const double *dX, double *s,
-                                         int64_t m)
+NC_INLINE void nc_lane_directional_body(const nc_arr *T, const double *X, const double *V,
+                                        const double *W, const double *dX,
+                                        const double *dV, const double *A,
+                                        const double *lam, double *s, int64_t m, double *F)
 {
-    constraint_directional_body(T, X, V, W, dX, NULL, 0, 1, V, NULL, 0, s, m, NULL, 0);
+    constraint_directional_body(T, X, V, W, dX, dV, 1, NC_LANES, NC_LANES, A, lam, 1, s, 1,
+                                NC_LANES, m, F, 1, NC_LANES);
+}
+NC_DISPATCH_VOID(nc_lane_directional,
+                 (const nc_arr *T, const double *X, const double *V, const double *W,
+                  const double *dX, const double *dV, const double *A, const double *lam,
+                  double *s, int64_t m, double *F),
+                 (T, X, V, W, dX, dV, A, lam, s, m, F))
+
+NC_INLINE void nc_velocity_directional_body(const nc_arr *T, const double *X,
+                                            const double *V, const double *W,
+                                            const double *dX, double *s, int64_t m)
+{
+    constraint_directional_body(T, X, V, W, dX, NULL, 0, 1, 1, V, NULL, 0, s, 0, 1, m, NULL,
+                                0, 1);
 }
 NC_DISPATCH_VOID(nc_velocity_directional,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
@@ -233,21 +253,45 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
  * along the c directions (dX + j ld, dV + j ld) and, with D (not NULL), the parameters
  * of D's columns j0 + j, K factored in Wk at (X, V) with the accelerations A and
  * multipliers lam there (LinearizationPoint.derivative). F (c, n = 12 n_bodies), s (c, m)
- * and mu (m) are scratch. The right-hand sides of all c columns first (the constraint
- * terms in one pass for all), then one solve each with the kept factorization. */
+ * and mu (m) are scratch, and for c > 1 lanes (NC_LANES (3 n + m)). The right-hand
+ * sides of all c directions first (the constraint terms in one pass per NC_LANES of
+ * them, in the lane layout), then one solve each with the kept factorization. */
 void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
                                  const nc_arr *D, int64_t j0, int64_t c, const double *X,
                                  const double *V, const double *W, const double *A,
                                  const double *lam, const double *dX, const double *dV,
                                  int64_t ld, double *F, int64_t n, double *s, double *mu,
-                                 int64_t m, double *da, int64_t ldo)
+                                 int64_t m, double *lanes, double *da, int64_t ldo)
 {
     for (int64_t j = 0; j < c; j++) {
         nc_force_derivative(T, X, V, dX + j * ld, dV + j * ld, F + j * n, n);
         if (D != NULL)
             parameter_force(T, D, j0 + j, X, V, A, F + j * n);
     }
-    nc_stage_directional(T, X, V, W, dX, dV, ld, c, A, lam, s, m, F, n);
+    if (c == 1)
+        nc_stage_directional(T, X, V, W, dX, dV, A, lam, s, m, F);
+    for (int64_t b = 0; c > 1 && b < c; b += NC_LANES) {
+        const int64_t width = c - b < NC_LANES ? c - b : NC_LANES;
+        double *xl = lanes, *vl = lanes + NC_LANES * n, *fl = lanes + 2 * NC_LANES * n;
+        double *sl = lanes + 3 * NC_LANES * n;
+        if (width < NC_LANES)                    /* spare lanes: zero directions */
+            memset(lanes, 0, 3 * NC_LANES * n * sizeof(double));
+        for (int64_t j = 0; j < width; j++) {    /* into the lane layout */
+            const double *dx = dX + (b + j) * ld, *dv = dV + (b + j) * ld, *f = F + (b + j) * n;
+            for (int64_t q = 0; q < n; q++) {
+                xl[NC_LANES * q + j] = dx[q];
+                vl[NC_LANES * q + j] = dv[q];
+                fl[NC_LANES * q + j] = f[q];
+            }
+        }
+        nc_lane_directional(T, X, V, W, xl, vl, A, lam, sl, m, fl);
+        for (int64_t j = 0; j < width; j++) {
+            for (int64_t q = 0; q < n; q++)
+                F[(b + j) * n + q] = fl[NC_LANES * q + j];
+            for (int64_t r = 0; r < m; r++)
+                s[(b + j) * m + r] = sl[NC_LANES * r + j];
+        }
+    }
     for (int64_t j = 0; j < c; j++)
         nc_solve_kernel(F + j * n, s + j * m, P, Wk, da + j * ldo, mu);
 }
@@ -261,7 +305,7 @@ void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *
                                 double *da)
 {
     nc_acceleration_derivatives(T, P, Wk, D, j, 1, X, V, W, A, lam, dX, dV, 0, F, n, s, mu, m,
-                                da, 0);
+                                NULL, da, 0);
 }
 
 /* da_j (at da + j ldo) along the sweep's c directions dY + j ld (dY_j = (dX, dV)) with the
@@ -274,7 +318,8 @@ static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const
     int64_t n = B[K_dx].size;
     nc_acceleration_derivatives(x->T, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
                                 F64(B[K_a]), F64(B[K_lam]), dY, dY + n, ld, F64(B[K_F]), n,
-                                F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, da, ldo);
+                                F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, F64(B[K_lanes]), da,
+                                ldo);
 }
 
 /* out = (dp⁺, dv⁺) of the projection of dy at the projected (X, V), with K factored
@@ -486,6 +531,11 @@ NC_WRAPPER(advance_swept)
     double eps_floor = v[8].f, drift_tol = v[12].f;
     nc_segments seg = {F64(v[17].arr), F64(v[18].arr), F64(v[19].arr), v[17].arr.shape[0]};
     int64_t N = rec_y->shape[1], cap = rec_t->size - 1, dsize = B[K_dy].size;
+    if (B[K_lanes].size < NC_LANES * (3 * B[K_dx].size + B[K_mu].size)) {
+        PyErr_Format(PyExc_ValueError, "core.advance_swept: Work.lanes must hold %d (3 n + m) "
+                     "entries (compiled_sensitivity.LANES = NC_LANES)", NC_LANES);
+        return NULL;
+    }
     sweep_ctx x = {T, S2, P, D, B};
     nc_progress out = {0};
     int64_t n0 = 0, steps = 0, rejected = 0, swept;
