@@ -42,8 +42,8 @@ NC_INLINE double dot3(const double *a, const double *b)
 /* ------------------------------------------------------------ right-hand sides */
 
 /* directions side by side in the lane layout (nc_acceleration_derivatives): entry q of
- * direction j at NC_LANES q + j, so that the directional pass below handles NC_LANES
- * directions in the vector instructions one direction takes */
+ * direction j at L q + j (L = 2 or NC_LANES lanes), so that the directional pass below
+ * handles L directions in the vector instructions one direction takes */
 #define NC_LANES 4
 
 /* x[0] p[0] + x[xs] p[1] + x[2 xs] p[2] (dot3 of an entry stride xs) */
@@ -58,7 +58,7 @@ NC_INLINE double dot3s(const double *x, int64_t xs, const double *p)
  *   stage (a stage's right-hand side): s_j = dγ − dG A,  F_j −= dGᵀ λ;
  *   !stage (the velocity projection):   s_j = dG A + dg_t  (A = v; dV, λ, F unused).
  * Entry q of direction j is at dX[j xc + q xs] (dV alike), of s_j at s[j sc + q ss], of
- * F_j at F[j fc + q fs]: one direction (c = 1, strides 1) or NC_LANES directions in the
+ * F_j at F[j fc + q fs]: one direction (c = 1, strides 1) or c = L directions in the
  * lane layout. A quadratic term c x_a·x_b of weights (w, ẇ, ẅ) in row r puts w c dx_b
  * at slot a and w c dx_a at slot b of dG; with
  *   dG A = w c (dx_b·A_a + dx_a·A_b),   dg_t = ẇ c d(x_a·x_b),
@@ -167,8 +167,8 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
 }
 
 /* its three callers' copies, each in an AVX2 and a baseline variant (nc_simd.h): a
- * stage's right-hand side of one direction and of NC_LANES in the lane layout, the
- * velocity projection's of one */
+ * stage's right-hand side of one direction and of L = 2 or NC_LANES in the lane layout,
+ * the velocity projection's of one */
 NC_INLINE void nc_stage_directional_body(const nc_arr *T, const double *X, const double *V,
                                          const double *W, const double *dX,
                                          const double *dV, const double *A,
@@ -185,16 +185,21 @@ NC_DISPATCH_VOID(nc_stage_directional,
 NC_INLINE void nc_lane_directional_body(const nc_arr *T, const double *X, const double *V,
                                         const double *W, const double *dX,
                                         const double *dV, const double *A,
-                                        const double *lam, double *s, int64_t m, double *F)
+                                        const double *lam, double *s, int64_t m, double *F,
+                                        int L)
 {
-    constraint_directional_body(T, X, V, W, dX, dV, 1, NC_LANES, NC_LANES, A, lam, 1, s, 1,
-                                NC_LANES, m, F, 1, NC_LANES);
+    if (L == 2)
+        constraint_directional_body(T, X, V, W, dX, dV, 1, 2, 2, A, lam, 1, s, 1, 2, m, F, 1,
+                                    2);
+    else
+        constraint_directional_body(T, X, V, W, dX, dV, 1, NC_LANES, NC_LANES, A, lam, 1, s,
+                                    1, NC_LANES, m, F, 1, NC_LANES);
 }
 NC_DISPATCH_VOID(nc_lane_directional,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
                   const double *dX, const double *dV, const double *A, const double *lam,
-                  double *s, int64_t m, double *F),
-                 (T, X, V, W, dX, dV, A, lam, s, m, F))
+                  double *s, int64_t m, double *F, int L),
+                 (T, X, V, W, dX, dV, A, lam, s, m, F, L))
 
 NC_INLINE void nc_velocity_directional_body(const nc_arr *T, const double *X,
                                             const double *V, const double *W,
@@ -255,7 +260,8 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
  * multipliers lam there (LinearizationPoint.derivative). F (c, n = 12 n_bodies), s (c, m)
  * and mu (m) are scratch, and for c > 1 lanes (NC_LANES (3 n + m)). The right-hand
  * sides of all c directions first (the constraint terms in one pass per NC_LANES of
- * them, in the lane layout), then one solve each with the kept factorization. */
+ * them, in the lane layout; a last two in two lanes, a last one alone), then one solve
+ * each with the kept factorization. */
 void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
                                  const nc_arr *D, int64_t j0, int64_t c, const double *X,
                                  const double *V, const double *W, const double *A,
@@ -268,28 +274,33 @@ void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr 
         if (D != NULL)
             parameter_force(T, D, j0 + j, X, V, A, F + j * n);
     }
-    if (c == 1)
-        nc_stage_directional(T, X, V, W, dX, dV, A, lam, s, m, F);
-    for (int64_t b = 0; c > 1 && b < c; b += NC_LANES) {
-        const int64_t width = c - b < NC_LANES ? c - b : NC_LANES;
-        double *xl = lanes, *vl = lanes + NC_LANES * n, *fl = lanes + 2 * NC_LANES * n;
-        double *sl = lanes + 3 * NC_LANES * n;
-        if (width < NC_LANES)                    /* spare lanes: zero directions */
-            memset(lanes, 0, 3 * NC_LANES * n * sizeof(double));
-        for (int64_t j = 0; j < width; j++) {    /* into the lane layout */
+    /* NC_LANES directions at a time; the last one or two as they are or in 2 lanes */
+    for (int64_t b = 0; b < c; b += NC_LANES) {
+        const int width = c - b < NC_LANES ? (int)(c - b) : NC_LANES;
+        if (width == 1) {
+            nc_stage_directional(T, X, V, W, dX + b * ld, dV + b * ld, A, lam, s + b * m, m,
+                                 F + b * n);
+            continue;
+        }
+        const int L = width == 2 ? 2 : NC_LANES;
+        double *xl = lanes, *vl = lanes + L * n, *fl = lanes + 2 * L * n;
+        double *sl = lanes + 3 * L * n;
+        if (width < L)                           /* a spare lane: a zero direction */
+            memset(lanes, 0, 3 * L * n * sizeof(double));
+        for (int j = 0; j < width; j++) {        /* into the lane layout */
             const double *dx = dX + (b + j) * ld, *dv = dV + (b + j) * ld, *f = F + (b + j) * n;
             for (int64_t q = 0; q < n; q++) {
-                xl[NC_LANES * q + j] = dx[q];
-                vl[NC_LANES * q + j] = dv[q];
-                fl[NC_LANES * q + j] = f[q];
+                xl[L * q + j] = dx[q];
+                vl[L * q + j] = dv[q];
+                fl[L * q + j] = f[q];
             }
         }
-        nc_lane_directional(T, X, V, W, xl, vl, A, lam, sl, m, fl);
-        for (int64_t j = 0; j < width; j++) {
+        nc_lane_directional(T, X, V, W, xl, vl, A, lam, sl, m, fl, L);
+        for (int j = 0; j < width; j++) {
             for (int64_t q = 0; q < n; q++)
-                F[(b + j) * n + q] = fl[NC_LANES * q + j];
+                F[(b + j) * n + q] = fl[L * q + j];
             for (int64_t r = 0; r < m; r++)
-                s[(b + j) * m + r] = sl[NC_LANES * r + j];
+                s[(b + j) * m + r] = sl[L * r + j];
         }
     }
     for (int64_t j = 0; j < c; j++)
