@@ -45,8 +45,9 @@ from ..model.forces import Torque
 from ..linalg.blockldl import make_work
 
 #: memory for the stage factorizations of one round of steps (``advance_swept``):
-#: small enough to be read back from the cache
-STORE_BYTES = 2 ** 20
+#: small enough to be read back from the cache (L2), and to stay mapped between runs:
+#: at 1 MiB every six-bar run faulted its pages in afresh (3 % of its sweep)
+STORE_BYTES = 2 ** 18
 
 #: parameter kinds the compiled sweep differentiates (besides p0, v0)
 PARAMETERS = ("mass", "inertia", "gravity", "stiffness", "damping", "rest_length", "load")
@@ -64,11 +65,16 @@ Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_ki
 #: stage point ``y`` (2N,), the stage derivatives ``dK`` (c, 7, 2N), directions
 #: (c, 2N): ``dy`` at the last step's end, ``dyold`` at its start, the stage's
 #: ``dys``, the step's ``dynew`` before projection, the dense output's ``dout``;
-#: scratch ``comb``; the right-hand sides ``F``, ``s`` and solutions ``dx``, ``mu``;
-#: the ``clock``. Field order as the core's (``sensitivity.h``, ``K_*``).
+#: scratch ``comb``; the right-hand sides ``F`` (c, 4 n, 3), ``s`` (c, m) of all columns
+#: of a stage and the solutions ``dx``, ``mu``;
+#: the ``clock``; scratch ``lanes`` of the directional pass (for two directions or more).
+#: Field order as the core's (``sensitivity.h``, ``K_*``).
 Work = namedtuple("Work", [
     "a", "lam", "W", "y", "dK", "dy", "dys", "dyold", "dynew", "dout", "comb",
-    "F", "s", "dx", "mu", "clock"])
+    "F", "s", "dx", "mu", "clock", "lanes"])
+
+#: directions side by side in the core's directional pass (sensitivity.c, NC_LANES)
+LANES = 4
 
 #: ``Work.clock``: the last step's start, size and end; 1 once the first step is swept
 T_OLD, STEP, T_NEW, STARTED = range(4)
@@ -140,7 +146,6 @@ class Sweep:
         self._packed = (engine.pack(store, "F"), engine.pack(S, "S"), engine.pack(work, "W"),
                         engine.pack(directions(model, make_tables(model), thetas), "D"),
                         engine.pack(B, "K"))
-        self._derivatives = np.zeros((0,) + dy.shape)
 
     def advance(self, args, repeat=True):
         """The core's ``advance_swept`` (``natcoord/core/src/sensitivity.c``) with the
@@ -149,15 +154,15 @@ class Sweep:
         from the returned segments). Returns ``advance``'s six values with ``m``
         counting the last round's steps, the segments, and the derivatives
         (n, c, 2N) at the ``n`` records."""
-        records = args[-1]
-        if self._derivatives.shape[0] != records.shape[0]:
-            self._derivatives = np.zeros((records.shape[0],) + self._B.dy.shape)
+        # a fresh buffer per call, returned as a view: the core writes each record's
+        # derivatives, and a copy of a hexapod run's faulted ~80 new pages in (2 % of it)
+        derivatives = np.empty((args[-1].shape[0],) + self._B.dy.shape)
         *out, swept = engine.advance_swept(*args, *self._segments, *self._packed,
-                                          self._derivatives, repeat)
+                                          derivatives, repeat)
         if swept != 0:
             raise np.linalg.LinAlgError(f"compiled sensitivity sweep: factorization status "
                                         f"{swept}")
-        return (*out, self._segments, self._derivatives[:out[1]].copy())
+        return (*out, self._segments, derivatives[:out[1]])
 
     def last_step(self):
         """``(t, derivatives)`` at the start and at the end of the last step swept (none
@@ -173,5 +178,6 @@ def _work(model, c):
     z = np.zeros
     return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n),
                 dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dyold=z((c, 2 * n)),
-                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), F=z((rows, 3)),
-                s=z(m), dx=z(n), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]))
+                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), F=z((c, rows, 3)),
+                s=z((c, m)), dx=z(n), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]),
+                lanes=z(LANES * (3 * n + m)))

@@ -189,12 +189,13 @@ class _Tangent:
     def result(self, solution):
         """The derivatives (k, c, 2N) at ``solution``'s records: ``dy0`` at an initial
         record (recorded before the first step), then the swept ones."""
-        swept = self._swept()
-        initial = solution.t.size - swept.shape[0]
+        initial = solution.t.size - sum(part.shape[0] for part in self._parts)
         if initial not in (0, 1):
-            raise RuntimeError(f"sensitivities: {swept.shape[0]} derivatives for "
+            raise RuntimeError(f"sensitivities: {solution.t.size - initial} derivatives for "
                                f"{solution.t.size} records")
-        return np.concatenate([self.dy0[None], swept]) if initial else swept
+        parts = [self.dy0[None]] * initial + self._parts
+        # one copy at most (each new array of a long run faults its pages in)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def partial(self, solution, stats, start):
         """:class:`Sensitivities` of a failed run's partial ``solution``, or None if it

@@ -21,6 +21,7 @@
 #include "nc_core.h"
 #include "dopri5.h"
 #include "sensitivity.h"
+#include "nc_simd.h"
 
 /* Work[K_clock]: the last swept step's start, size and end; 1 once the first step is
  * swept (compiled_sensitivity.T_OLD ...) */
@@ -33,80 +34,184 @@ typedef struct {
     const nc_arr *T, *S, *P, *D, *B;
 } sweep_ctx;
 
-static inline double dot3(const double *a, const double *b)
+NC_INLINE double dot3(const double *a, const double *b)
 {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 
 /* ------------------------------------------------------------ right-hand sides */
 
-/* The constraint kernel's terms (constraints.c) differentiated along (dX, dV) in one
- * pass, dG never formed (exact: G is affine in p, g_t and γ quadratic):
- *   stage (a stage's right-hand side): s = dγ − dG A,  F −= dGᵀ λ;
- *   !stage (the velocity projection):   s = dG A + dg_t  (A = v; dV, λ, F unused).
- * A quadratic term c x_a·x_b of weights (w, ẇ, ẅ) in row r puts w c dx_b at slot a
- * and w c dx_a at slot b of dG, so
- *   (dG A)_r += w c (dx_b·A_a + dx_a·A_b),  (dGᵀλ)_a += w c λ_r dx_b,  (dGᵀλ)_b += w c λ_r dx_a,
- *   dg_t += ẇ c d(x_a·x_b),  dγ −= c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b));
- * a linear term d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a. The
- * time-derivative weights are zero on undriven rows: their products are skipped.
- * Called with a constant `stage`, so each caller gets its own branch-free copy. */
-static inline void constraint_directional(const nc_arr *T, const double *X, const double *V,
-                                          const double *W, const double *dX,
-                                          const double *dV, const double *A,
-                                          const double *lam, int stage, double *s,
-                                          int64_t m, double *F)
+/* directions side by side in the lane layout (nc_acceleration_derivatives): entry q of
+ * direction j at L q + j (L = 2 or NC_LANES lanes), so that the directional pass below
+ * handles L directions in the vector instructions one direction takes */
+#define NC_LANES 4
+
+/* x[0] p[0] + x[xs] p[1] + x[2 xs] p[2] (dot3 of an entry stride xs) */
+NC_INLINE double dot3s(const double *x, int64_t xs, const double *p)
 {
-    memset(s, 0, m * sizeof(double));
+    return x[0] * p[0] + x[xs] * p[1] + x[2 * xs] * p[2];
+}
+
+/* The constraint kernel's terms (constraints.c) differentiated along c directions
+ * (dX_j, dV_j) in one pass over the terms, dG never formed (exact: G is affine in p,
+ * g_t and γ quadratic):
+ *   stage (a stage's right-hand side): s_j = dγ − dG A,  F_j −= dGᵀ λ;
+ *   !stage (the velocity projection):   s_j = dG A + dg_t  (A = v; dV, λ, F unused).
+ * Entry q of direction j is at dX[j xc + q xs] (dV alike), of s_j at s[j sc + q ss], of
+ * F_j at F[j fc + q fs]: one direction (c = 1, strides 1) or c = L directions in the
+ * lane layout. A quadratic term c x_a·x_b of weights (w, ẇ, ẅ) in row r puts w c dx_b
+ * at slot a and w c dx_a at slot b of dG; with
+ *   dG A = w c (dx_b·A_a + dx_a·A_b),   dg_t = ẇ c d(x_a·x_b),
+ *   dγ = −c (2 w d(v_a·v_b) + 2 ẇ d(x_a·v_b + x_b·v_a) + ẅ d(x_a·x_b))
+ * its share of row r is, collected by direction,
+ *   stage:  s_r −= c (dx_b·P_a + dx_a·P_b + dv_b·Q_a + dv_a·Q_b),
+ *           P = w A + 2 ẇ v + ẅ x,  Q = 2 w v + 2 ẇ x;
+ *   !stage: s_r += c (dx_b·P_a + dx_a·P_b),  P = w A + ẇ x;
+ * and (dGᵀλ)_a += w c λ_r dx_b, (dGᵀλ)_b += w c λ_r dx_a. P and Q depend on the point
+ * only: computed once per term for all c directions, whose own work is the four
+ * products (on an undriven term, ẇ = ẅ = 0, P = w A and Q = 2 w v). A linear term
+ * d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a, skipped on undriven rows.
+ * Called with constant `stage`, c and strides, so that each caller gets its own
+ * branch-free copy, the row sums acc[] stay in registers and, in the lane layout,
+ * the c directions' products are vector instructions. A direction's arithmetic is the
+ * same in either layout: its results do not depend on the directions beside it. */
+NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
+                                           const double *V, const double *W,
+                                           const double *restrict dX,
+                                           const double *restrict dV, const int64_t xc,
+                                           const int64_t xs, const int c, const double *A,
+                                           const double *lam, const int stage,
+                                           double *restrict s, const int64_t sc,
+                                           const int64_t ss, int64_t m,
+                                           double *restrict F, const int64_t fc,
+                                           const int64_t fs)
+{
+    for (int64_t r = 0; r < m; r++)
+        for (int j = 0; j < c; j++)
+            s[j * sc + r * ss] = 0.0;
+    /* the terms come sorted by row (ConstraintTables): each direction's sum of the
+     * current row in a register, stored when the row changes, loaded back if a row is
+     * met again (as nc_constraints sums them) */
+    int64_t cur = -1;
+    double acc[NC_LANES] = {0.0};
     const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
     const int64_t *qw = I64(T[T_quad_w]);
     const double *qc = F64(T[T_quad_c]);
     for (int64_t k = 0; k < T[T_quad_row].size; k++) {
         int64_t r = row[k], a = 3 * qa[k], b = 3 * qb[k];
-        const double *w = W + 3 * qw[k];
-        double c = qc[k], w0 = w[0], w1 = w[1], w2 = w[2], wc = w0 * c;
-        double dGA = 0.0;
-        for (int j = 0; j < 3; j++)
-            dGA += dX[b + j] * A[a + j] + dX[a + j] * A[b + j];
-        double dxx = 0.0;
-        if (stage ? w2 != 0.0 : w1 != 0.0)
-            for (int j = 0; j < 3; j++)
-                dxx += dX[a + j] * X[b + j] + X[a + j] * dX[b + j];
-        if (!stage) {
-            s[r] += wc * dGA + w1 * c * dxx;
-            continue;
+        if (r != cur) {
+            for (int j = 0; j < c; j++) {
+                if (cur >= 0)
+                    s[j * sc + cur * ss] = acc[j];
+                acc[j] = s[j * sc + r * ss];
+            }
+            cur = r;
         }
-        double dvv = 0.0;
-        for (int j = 0; j < 3; j++)
-            dvv += dV[a + j] * V[b + j] + V[a + j] * dV[b + j];
-        double dxv = 0.0;
-        if (w1 != 0.0)
-            for (int j = 0; j < 3; j++)
-                dxv += dX[a + j] * V[b + j] + X[a + j] * dV[b + j] + dX[b + j] * V[a + j]
-                       + X[b + j] * dV[a + j];
-        s[r] -= c * (2.0 * w0 * dvv + 2.0 * w1 * dxv + w2 * dxx) + wc * dGA;
-        double wl = wc * lam[r];
-        for (int j = 0; j < 3; j++) {
-            F[a + j] -= wl * dX[b + j];
-            F[b + j] -= wl * dX[a + j];
+        const double *w = W + 3 * qw[k];
+        const double w0 = w[0], w1 = w[1], w2 = w[2], cf = qc[k];
+        /* the point's factors in locals, shared by the c directions */
+        double Pa[3], Pb[3], Qa[3], Qb[3];
+        for (int i = 0; i < 3; i++) {
+            if (stage && w1 == 0.0 && w2 == 0.0) {     /* undriven: most terms */
+                Pa[i] = w0 * A[a + i];
+                Pb[i] = w0 * A[b + i];
+                Qa[i] = 2.0 * w0 * V[a + i];
+                Qb[i] = 2.0 * w0 * V[b + i];
+            } else if (stage) {
+                Pa[i] = w0 * A[a + i] + 2.0 * w1 * V[a + i] + w2 * X[a + i];
+                Pb[i] = w0 * A[b + i] + 2.0 * w1 * V[b + i] + w2 * X[b + i];
+                Qa[i] = 2.0 * w0 * V[a + i] + 2.0 * w1 * X[a + i];
+                Qb[i] = 2.0 * w0 * V[b + i] + 2.0 * w1 * X[b + i];
+            } else {
+                Pa[i] = w0 * A[a + i] + w1 * X[a + i];
+                Pb[i] = w0 * A[b + i] + w1 * X[b + i];
+            }
+        }
+        const double wl = stage ? w0 * cf * lam[r] : 0.0;
+        for (int j = 0; j < c; j++) {
+            const double *dx = dX + j * xc;
+            double sum = dot3s(dx + b * xs, xs, Pa) + dot3s(dx + a * xs, xs, Pb);
+            if (stage) {
+                const double *dv = dV + j * xc;
+                sum += dot3s(dv + b * xs, xs, Qa) + dot3s(dv + a * xs, xs, Qb);
+                acc[j] -= cf * sum;
+                double *Fj = F + j * fc;
+                for (int i = 0; i < 3; i++) {
+                    Fj[(a + i) * fs] -= wl * dx[(b + i) * xs];
+                    Fj[(b + i) * fs] -= wl * dx[(a + i) * xs];
+                }
+            } else {
+                acc[j] += cf * sum;
+            }
         }
     }
+    for (int j = 0; j < c && cur >= 0; j++)
+        s[j * sc + cur * ss] = acc[j];
     const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
     const double *ld = F64(T[T_lin_d]);
     for (int64_t k = 0; k < T[T_lin_row].size; k++) {
         const double *w = W + 3 * lw[k];
-        double w1 = w[1], w2 = w[2];
+        const double w1 = w[1], w2 = w[2];
         if (w1 == 0.0 && w2 == 0.0)
             continue;
         const double *d = ld + 3 * k;
         int64_t r = lrow[k], a = 3 * la[k];
-        double ddx = dot3(d, dX + a);
-        if (stage)
-            s[r] -= 2.0 * w1 * dot3(d, dV + a) + w2 * ddx;
-        else
-            s[r] += w1 * ddx;
+        for (int j = 0; j < c; j++) {
+            double ddx = dot3s(dX + j * xc + a * xs, xs, d);
+            if (stage)
+                s[j * sc + r * ss] -= 2.0 * w1 * dot3s(dV + j * xc + a * xs, xs, d) + w2 * ddx;
+            else
+                s[j * sc + r * ss] += w1 * ddx;
+        }
     }
 }
+
+/* its three callers' copies, each in an AVX2 and a baseline variant (nc_simd.h): a
+ * stage's right-hand side of one direction and of L = 2 or NC_LANES in the lane layout,
+ * the velocity projection's of one */
+NC_INLINE void nc_stage_directional_body(const nc_arr *T, const double *X, const double *V,
+                                         const double *W, const double *dX,
+                                         const double *dV, const double *A,
+                                         const double *lam, double *s, int64_t m, double *F)
+{
+    constraint_directional_body(T, X, V, W, dX, dV, 0, 1, 1, A, lam, 1, s, 0, 1, m, F, 0, 1);
+}
+NC_DISPATCH_VOID(nc_stage_directional,
+                 (const nc_arr *T, const double *X, const double *V, const double *W,
+                  const double *dX, const double *dV, const double *A, const double *lam,
+                  double *s, int64_t m, double *F),
+                 (T, X, V, W, dX, dV, A, lam, s, m, F))
+
+NC_INLINE void nc_lane_directional_body(const nc_arr *T, const double *X, const double *V,
+                                        const double *W, const double *dX,
+                                        const double *dV, const double *A,
+                                        const double *lam, double *s, int64_t m, double *F,
+                                        int L)
+{
+    if (L == 2)
+        constraint_directional_body(T, X, V, W, dX, dV, 1, 2, 2, A, lam, 1, s, 1, 2, m, F, 1,
+                                    2);
+    else
+        constraint_directional_body(T, X, V, W, dX, dV, 1, NC_LANES, NC_LANES, A, lam, 1, s,
+                                    1, NC_LANES, m, F, 1, NC_LANES);
+}
+NC_DISPATCH_VOID(nc_lane_directional,
+                 (const nc_arr *T, const double *X, const double *V, const double *W,
+                  const double *dX, const double *dV, const double *A, const double *lam,
+                  double *s, int64_t m, double *F, int L),
+                 (T, X, V, W, dX, dV, A, lam, s, m, F, L))
+
+NC_INLINE void nc_velocity_directional_body(const nc_arr *T, const double *X,
+                                            const double *V, const double *W,
+                                            const double *dX, double *s, int64_t m)
+{
+    constraint_directional_body(T, X, V, W, dX, NULL, 0, 1, 1, V, NULL, 0, s, 0, 1, m, NULL,
+                                0, 1);
+}
+NC_DISPATCH_VOID(nc_velocity_directional,
+                 (const nc_arr *T, const double *X, const double *V, const double *W,
+                  const double *dX, double *s, int64_t m),
+                 (T, X, V, W, dX, s, m))
 
 /* F += ∂f/∂θ − ∂M/∂θ a of column j (parameter_direction): the constant df, dJ4 of
  * one body times its accelerations A, a spring's ∂T/∂θ n with ∂T/∂k = l − l0,
@@ -149,11 +254,60 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
 
 /* ------------------------------------------------------------ one point */
 
-/* da of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a] along (dX, dV) and,
- * with D (not NULL), column j's parameter, K factored in Wk at (X, V) with the
- * accelerations A and multipliers lam there (LinearizationPoint.derivative). F (12 n)
- * and s, mu (m) are scratch. The sweep's stage derivatives and Radau's Jacobian
- * columns (radau.c) are this one function. */
+/* da_j (at da + j ldo) of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a]
+ * along the c directions (dX + j ld, dV + j ld) and, with D (not NULL), the parameters
+ * of D's columns j0 + j, K factored in Wk at (X, V) with the accelerations A and
+ * multipliers lam there (LinearizationPoint.derivative). F (c, n = 12 n_bodies), s (c, m)
+ * and mu (m) are scratch, and for c > 1 lanes (NC_LANES (3 n + m)). The right-hand
+ * sides of all c directions first (the constraint terms in one pass per NC_LANES of
+ * them, in the lane layout; a last two in two lanes, a last one alone), then one solve
+ * each with the kept factorization. */
+void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
+                                 const nc_arr *D, int64_t j0, int64_t c, const double *X,
+                                 const double *V, const double *W, const double *A,
+                                 const double *lam, const double *dX, const double *dV,
+                                 int64_t ld, double *F, int64_t n, double *s, double *mu,
+                                 int64_t m, double *lanes, double *da, int64_t ldo)
+{
+    for (int64_t j = 0; j < c; j++) {
+        nc_force_derivative(T, X, V, dX + j * ld, dV + j * ld, F + j * n, n);
+        if (D != NULL)
+            parameter_force(T, D, j0 + j, X, V, A, F + j * n);
+    }
+    /* NC_LANES directions at a time; the last one or two as they are or in 2 lanes */
+    for (int64_t b = 0; b < c; b += NC_LANES) {
+        const int width = c - b < NC_LANES ? (int)(c - b) : NC_LANES;
+        if (width == 1) {
+            nc_stage_directional(T, X, V, W, dX + b * ld, dV + b * ld, A, lam, s + b * m, m,
+                                 F + b * n);
+            continue;
+        }
+        const int L = width == 2 ? 2 : NC_LANES;
+        double *xl = lanes, *vl = lanes + L * n, *fl = lanes + 2 * L * n;
+        double *sl = lanes + 3 * L * n;
+        if (width < L)                           /* a spare lane: a zero direction */
+            memset(lanes, 0, 3 * L * n * sizeof(double));
+        for (int j = 0; j < width; j++) {        /* into the lane layout */
+            const double *dx = dX + (b + j) * ld, *dv = dV + (b + j) * ld, *f = F + (b + j) * n;
+            for (int64_t q = 0; q < n; q++) {
+                xl[L * q + j] = dx[q];
+                vl[L * q + j] = dv[q];
+                fl[L * q + j] = f[q];
+            }
+        }
+        nc_lane_directional(T, X, V, W, xl, vl, A, lam, sl, m, fl, L);
+        for (int j = 0; j < width; j++) {
+            for (int64_t q = 0; q < n; q++)
+                F[(b + j) * n + q] = fl[L * q + j];
+            for (int64_t r = 0; r < m; r++)
+                s[(b + j) * m + r] = sl[L * r + j];
+        }
+    }
+    for (int64_t j = 0; j < c; j++)
+        nc_solve_kernel(F + j * n, s + j * m, P, Wk, da + j * ldo, mu);
+}
+
+/* the one column j of nc_acceleration_derivatives (Radau's Jacobian columns, radau.c) */
 void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
                                 const nc_arr *D, int64_t j, const double *X,
                                 const double *V, const double *W, const double *A,
@@ -161,21 +315,22 @@ void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *
                                 double *F, int64_t n, double *s, double *mu, int64_t m,
                                 double *da)
 {
-    nc_force_derivative(T, X, V, dX, dV, F, n);
-    if (D != NULL)
-        parameter_force(T, D, j, X, V, A, F);
-    constraint_directional(T, X, V, W, dX, dV, A, lam, 1, s, m, F);
-    nc_solve_kernel(F, s, P, Wk, da, mu);
+    nc_acceleration_derivatives(T, P, Wk, D, j, 1, X, V, W, A, lam, dX, dV, 0, F, n, s, mu, m,
+                                NULL, da, 0);
 }
 
-static void acceleration_derivative(const sweep_ctx *x, const nc_arr *Wk, int64_t j,
-                                    const double *X, const double *V, const double *W,
-                                    const double *dX, const double *dV, double *da)
+/* da_j (at da + j ldo) along the sweep's c directions dY + j ld (dY_j = (dX, dV)) with the
+ * sweep's columns' parameters */
+static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
+                                     const double *V, const double *W, const double *dY,
+                                     int64_t ld, double *da, int64_t ldo)
 {
     const nc_arr *B = x->B;
-    nc_acceleration_derivative(x->T, x->P, Wk, x->D, j, X, V, W, F64(B[K_a]), F64(B[K_lam]),
-                               dX, dV, F64(B[K_F]), B[K_F].size, F64(B[K_s]), F64(B[K_mu]),
-                               B[K_s].size, da);
+    int64_t n = B[K_dx].size;
+    nc_acceleration_derivatives(x->T, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
+                                F64(B[K_a]), F64(B[K_lam]), dY, dY + n, ld, F64(B[K_F]), n,
+                                F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, F64(B[K_lanes]), da,
+                                ldo);
 }
 
 /* out = (dp⁺, dv⁺) of the projection of dy at the projected (X, V), with K factored
@@ -187,7 +342,7 @@ static void projection_derivative(const sweep_ctx *x, const nc_arr *Wk, const do
                                   double *out)
 {
     const nc_arr *T = x->T, *S = x->S, *B = x->B;
-    int64_t n = B[K_dx].size, m = B[K_s].size, nnz = T[T_pattern_row].size;
+    int64_t n = B[K_dx].size, m = B[K_mu].size, nnz = T[T_pattern_row].size;
     const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
     const double *G = F64(S[S_G]), *zero = F64(S[S_zero]);
     double *s = F64(B[K_s]), *dx = F64(B[K_dx]), *mu = F64(B[K_mu]);
@@ -199,7 +354,7 @@ static void projection_derivative(const sweep_ctx *x, const nc_arr *Wk, const do
     for (int64_t i = 0; i < n; i++)
         dp[i] = dy[i] + dx[i];
     nc_jacobian_times(prow, pslot, nnz, G, dy + n, s, m);
-    constraint_directional(T, X, V, W, dp, V, V, NULL, 0, mu, m, NULL);
+    nc_velocity_directional(T, X, V, W, dp, mu, m);
     for (int64_t r = 0; r < m; r++)                /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
         s[r] = -(s[r] + mu[r]);
     nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
@@ -223,12 +378,10 @@ static int64_t first_stage(const sweep_ctx *x, const nc_arr *Wk, double t, const
         return status;
     memcpy(F64(B[K_a]), K0 + n, n * sizeof(double));
     memcpy(F64(B[K_lam]), F64(x->S[S_lam]), B[K_lam].size * sizeof(double));
-    for (int64_t j = 0; j < c; j++) {
-        const double *d = dy + j * N;
-        double *dK = &AT3(B[K_dK], j, 0, 0);
-        memcpy(dK, d + n, n * sizeof(double));
-        acceleration_derivative(x, Wk, j, y, y + n, W, d, d + n, dK + n);
-    }
+    double *dK = F64(B[K_dK]);
+    for (int64_t j = 0; j < c; j++)
+        memcpy(dK + 7 * N * j, dy + j * N + n, n * sizeof(double));
+    acceleration_derivatives(x, Wk, y, y + n, W, dy, N, dK + n, 7 * N);
     return 0;
 }
 
@@ -338,12 +491,9 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
             memcpy(lam, &AT3(store[FS_lam], i, s - 1, 0), n_lam * sizeof(double));
             nc_arr Ws[WK_COUNT];
             nc_stage_work(Wk, store, i, s - 1, Ws);
-            for (int64_t j = 0; j < c; j++) {
-                const double *d = dys + j * N;
-                double *dKs = dK + (7 * j + s) * N;
-                memcpy(dKs, d + n, n * sizeof(double));
-                acceleration_derivative(x, Ws, j, Y, Y + n, W, d, d + n, dKs + n);
-            }
+            for (int64_t j = 0; j < c; j++)
+                memcpy(dK + (7 * j + s) * N, dys + j * N + n, n * sizeof(double));
+            acceleration_derivatives(x, Ws, Y, Y + n, W, dys, N, dK + s * N + n, 7 * N);
         }
         memcpy(F64(B[K_dynew]), dys, c * N * sizeof(double));     /* dY_6 (A[6] = B) */
         int last = i + 1 == m;
@@ -392,6 +542,11 @@ NC_WRAPPER(advance_swept)
     double eps_floor = v[8].f, drift_tol = v[12].f;
     nc_segments seg = {F64(v[17].arr), F64(v[18].arr), F64(v[19].arr), v[17].arr.shape[0]};
     int64_t N = rec_y->shape[1], cap = rec_t->size - 1, dsize = B[K_dy].size;
+    if (B[K_lanes].size < NC_LANES * (3 * B[K_dx].size + B[K_mu].size)) {
+        PyErr_Format(PyExc_ValueError, "core.advance_swept: Work.lanes must hold %d (3 n + m) "
+                     "entries (compiled_sensitivity.LANES = NC_LANES)", NC_LANES);
+        return NULL;
+    }
     sweep_ctx x = {T, S2, P, D, B};
     nc_progress out = {0};
     int64_t n0 = 0, steps = 0, rejected = 0, swept;

@@ -36,17 +36,28 @@ enum {
     K_dx,
     K_mu,
     K_clock,
+    K_lanes,
     K_COUNT
 };
-#define NC_SWEEP_KINDS "dddddddddddddddd"
-#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,clock"
+#define NC_SWEEP_KINDS "ddddddddddddddddd"
+#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,clock,lanes"
 
 #include "nc_core.h"
 
-/* da of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a] along (dX, dV) (and,
- * D not NULL, the parameter of column j of the Directions D) with K factored in Wk at
- * (X, V, weights W), accelerations A and multipliers lam there; F (n = 12 n_bodies),
- * s and mu (m rows) scratch. Exact for the constraint terms, springs, joint and Cartesian springs and torques. */
+/* da_j (at da + j ldo) of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a]
+ * along the c directions (dX + j ld, dV + j ld) (and, D not NULL, the parameters of the
+ * Directions D's columns j0 + j) with K factored in Wk at (X, V, weights W),
+ * accelerations A and multipliers lam there; F (c, n = 12 n_bodies), s (c, m) and
+ * mu (m) scratch, for c > 1 also lanes (4 (3 n + m)). Exact for the constraint terms,
+ * springs, joint and Cartesian springs and torques. The right-hand sides' shared parts
+ * are computed once for the c columns. */
+void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
+                                 const nc_arr *D, int64_t j0, int64_t c, const double *X,
+                                 const double *V, const double *W, const double *A,
+                                 const double *lam, const double *dX, const double *dV,
+                                 int64_t ld, double *F, int64_t n, double *s, double *mu,
+                                 int64_t m, double *lanes, double *da, int64_t ldo);
+/* nc_acceleration_derivatives of the one column j (F (n), s (m) scratch) */
 void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
                                 const nc_arr *D, int64_t j, const double *X,
                                 const double *V, const double *W, const double *A,
