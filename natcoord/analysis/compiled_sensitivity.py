@@ -73,8 +73,8 @@ Work = namedtuple("Work", [
     "a", "lam", "W", "y", "dK", "dy", "dys", "dyold", "dynew", "dout", "comb",
     "F", "s", "dx", "mu", "clock", "lanes"])
 
-#: directions side by side in the core's directional pass (sensitivity.c, NC_LANES)
-LANES = 4
+#: directions side by side in the core's directional pass (sensitivity.h, NC_LANES)
+LANES = engine.LANES
 
 #: ``Work.clock``: the last step's start, size and end; 1 once the first step is swept
 T_OLD, STEP, T_NEW, STARTED = range(4)

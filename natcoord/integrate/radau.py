@@ -202,7 +202,7 @@ RadauBuffers = namedtuple("RadauBuffers", [
     "ctrl", "counts", "coef", "y", "f", "yold", "Q", "K", "D", "lu", "piv", "luc", "pivc",
     "Z", "W", "F", "dW", "scale", "err", "point", "value", "b", "bc", "ja", "jlam", "jF",
     "js", "jmu", "je", "jzero", "jda", "basis", "Kb", "Db", "KU", "DU", "Mt", "cn", "res", "bw",
-    "weights"])
+    "jlanes", "weights"])
 #: ctrl (float64), as radau.h numbers it
 (T_NOW, H, RTOL, ATOL, PROJ_TOL, MAX_STEP, T_BOUND, NEWTON_TOL, JAC_RATE, H_LU, H_ACC,
  ERR_ACC, FACCON, THETA, T_OLD, H_OLD, ERR, HAVE_J, JAC_CURRENT, HAVE_LU, HAVE_DENSE,
@@ -227,17 +227,18 @@ def make_buffers(model):
                  f"Radau's dense Newton matrices for model {model.name!r} ({N} coordinates)",
                  "their Jacobian (2 N KKT solves) and its stiff basis (O(N² r)) would also "
                  "take hours: integrate with method='dopri5'")
-    z = np.zeros
+    z, L = np.zeros, engine.LANES           # the Jacobian's columns per directional pass
     R = RadauBuffers(ctrl=z(N_CTRL), counts=np.zeros(3, np.int64), coef=COEFFICIENTS.copy(),
                      y=z(2 * N), f=z(2 * N), yold=z(2 * N), Q=z((3, 2 * N)), K=z((N, N)),
                      D=z((N, N)), lu=z((N, N)), piv=np.zeros(N, np.int64),
                      luc=z((2, N, N)), pivc=np.zeros(N, np.int64), Z=z((3, 2 * N)),
                      W=z((3, 2 * N)), F=z((3, 2 * N)), dW=z((3, 2 * N)), scale=z(2 * N),
                      err=z(2 * N), point=z(2 * N), value=z(2 * N), b=z(N), bc=z((2, N)),
-                     ja=z(N), jlam=z(m), jF=z(N), js=z(m), jmu=z(m), je=z(N), jzero=z(N),
-                     jda=z(N), basis=z((N, N)), Kb=z((N, N)), Db=z((N, N)), KU=z((N, N)),
-                     DU=z((N, N)), Mt=z((2 * N, N)), cn=z((2, 2 * N)), res=z((2, N + 1)),
-                     bw=z((4, N)), weights=z((model.n_weights, 3)))
+                     ja=z(N), jlam=z(m), jF=z((L, N)), js=z((L, m)), jmu=z(m), je=z((L, N)),
+                     jzero=z((L, N)), jda=z((L, N)), basis=z((N, N)), Kb=z((N, N)),
+                     Db=z((N, N)), KU=z((N, N)), DU=z((N, N)), Mt=z((2 * N, N)),
+                     cn=z((2, 2 * N)), res=z((2, N + 1)), bw=z((4, N)),
+                     jlanes=z(L * (3 * N + m)), weights=z((model.n_weights, 3)))
     model.tables.weight_table(0.0, R.weights)
     return R
 

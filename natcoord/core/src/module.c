@@ -2,6 +2,7 @@
  * file of the core joined into one module. */
 #include "nc_core.h"
 #include "radau.h"
+#include "sensitivity.h"
 
 static PyObject *py_layout(PyObject *self, PyObject *unused)
 {
@@ -34,6 +35,8 @@ PyMODINIT_FUNC PyInit_engine(void)
     PyObject *name = PyModule_GetNameObject(m);
     PyObject *f = PyCFunction_NewEx(&layout, NULL, name);
     if (f == NULL || PyModule_AddObject(m, "layout", f) < 0)
+        goto fail;
+    if (PyModule_AddIntConstant(m, "LANES", NC_LANES) < 0)
         goto fail;
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
         for (PyMethodDef *def = tables[t]; def->ml_name != NULL; def++) {

@@ -95,10 +95,12 @@ static int64_t call_jacobian(const radau_ctx *x, double t)
     return status == -1 && PyErr_Occurred() ? NC_CALLBACK : status;
 }
 
-/* R.K = ∂a/∂p, R.D = ∂a/∂v at (t, y): column j from the derivative along the unit
- * direction e_j with the KKT matrix factored at y (one solve per column; exact for the
- * constraint terms, springs and torques; without the stabilization of Baumgarte's
- * mode, which only slows Newton down), or from the Python callable. */
+/* R.K = ∂a/∂p, R.D = ∂a/∂v at (t, y): columns j from the derivatives along the unit
+ * directions e_j with the KKT matrix factored at y, NC_LANES directions per pass of
+ * nc_acceleration_derivatives (its shared parts once per pass; a column's arithmetic
+ * is the same alone or beside others), one solve per column; exact for the constraint
+ * terms, springs and torques; without the stabilization of Baumgarte's mode, which only
+ * slows Newton down. Or from the Python callable. */
 static int64_t jacobian(const radau_ctx *x, double t, const double *y)
 {
     const nc_arr *R = x->R;
@@ -115,20 +117,26 @@ static int64_t jacobian(const radau_ctx *x, double t, const double *y)
     int64_t m = S[S_lam].size;
     memcpy(F64(R[R_ja]), F64(R[R_value]) + N, N * sizeof(double));
     memcpy(F64(R[R_jlam]), F64(S[S_lam]), m * sizeof(double));
+    /* e: NC_LANES unit directions as rows (N each), zero: as many zero rows */
     double *e = F64(R[R_je]), *da = F64(R[R_jda]), *K = F64(R[R_K]), *D = F64(R[R_D]);
     const double *zero = F64(R[R_jzero]), *W = F64(R[R_weights]);
-    for (int64_t j = 0; j < N; j++) {
-        e[j] = 1.0;
+    for (int64_t j0 = 0; j0 < N; j0 += NC_LANES) {
+        int64_t c = N - j0 < NC_LANES ? N - j0 : NC_LANES;
+        for (int64_t k = 0; k < c; k++)
+            e[k * N + j0 + k] = 1.0;
         for (int side = 0; side < 2; side++) {
             double *out = side == 0 ? K : D;
-            nc_acceleration_derivative(x->T, x->P, x->Wk, NULL, 0, y, y + N, W, F64(R[R_ja]),
-                                       F64(R[R_jlam]), side == 0 ? e : zero,
-                                       side == 0 ? zero : e, F64(R[R_jF]), N, F64(R[R_js]),
-                                       F64(R[R_jmu]), m, da);
-            for (int64_t i = 0; i < N; i++)
-                out[i * N + j] = da[i];
+            nc_acceleration_derivatives(x->T, x->P, x->Wk, NULL, 0, c, y, y + N, W,
+                                        F64(R[R_ja]), F64(R[R_jlam]), side == 0 ? e : zero,
+                                        side == 0 ? zero : e, N, F64(R[R_jF]), N,
+                                        F64(R[R_js]), F64(R[R_jmu]), m, F64(R[R_jlanes]),
+                                        da, N);
+            for (int64_t k = 0; k < c; k++)
+                for (int64_t i = 0; i < N; i++)
+                    out[i * N + j0 + k] = da[k * N + i];
         }
-        e[j] = 0.0;
+        for (int64_t k = 0; k < c; k++)
+            e[k * N + j0 + k] = 0.0;
     }
     return 0;
 }
@@ -666,9 +674,11 @@ static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
              R[R_Q].size == 6 * N && R[R_f].size == 2 * N && R[R_yold].size == 2 * N &&
              R[R_scale].size == 2 * N && R[R_err].size == 2 * N &&
              R[R_point].size == 2 * N && R[R_value].size == 2 * N && R[R_b].size == N &&
-             R[R_bc].size == 2 * N && R[R_ja].size == N && R[R_jF].size == N &&
-             R[R_je].size == N && R[R_jzero].size == N && R[R_jda].size == N &&
-             R[R_jlam].size == m && R[R_js].size == m && R[R_jmu].size == m &&
+             R[R_bc].size == 2 * N && R[R_ja].size == N && R[R_jF].size == NC_LANES * N &&
+             R[R_je].size == NC_LANES * N && R[R_jzero].size == NC_LANES * N &&
+             R[R_jda].size == NC_LANES * N && R[R_jlam].size == m &&
+             R[R_js].size == NC_LANES * m && R[R_jmu].size == m &&
+             R[R_jlanes].size == NC_LANES * (3 * N + m) &&
              R[R_basis].size == N * N && R[R_Kb].size == N * N && R[R_Db].size == N * N &&
              R[R_KU].size == N * N && R[R_DU].size == N * N && R[R_Mt].size == 2 * N * N &&
              R[R_cn].size == 4 * N && R[R_res].size == 2 * (N + 1) && R[R_bw].size == 4 * N;

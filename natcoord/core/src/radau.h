@@ -12,22 +12,25 @@
  * imaginary parts, dense_lu.h), pivc), the stage
  * increments Z, W = T⁻¹ Z, their right-hand sides F and Newton steps dW (3, 2 N), the
  * error scale and estimate (2 N), the point of the Python Jacobian and the value of the
- * core's (2 N), scratch b (N) and bc (2, N: a complex vector's parts), the Jacobian's a, λ, F, s, μ, direction e_j, zero and da,
+ * core's (2 N), scratch b (N) and bc (2, N: a complex vector's parts), the Jacobian's a, λ,
+ * and per pass of NC_LANES columns F, s (NC_LANES, N | m), μ, unit directions, zero rows
+ * and da (NC_LANES, N),
  * J's stiff subspace (radau.c stiff_basis): its orthonormal basis U as rows u_k (N, N),
  * Uᵀ K and Uᵀ D (N, N), Uᵀ K U and Uᵀ D U (N, N), the basis's scratch: the columns of K
  * and γ D as rows (2 N, N), their squared norms (2, 2 N: now and when last computed
  * in full), the largest remaining column norms
  * of K and D after k basis vectors (2, N + 1), scratch (4, N) for the Woodbury solves,
- * and the weight table (n_weights, 3) */
+ * the directional pass's lanes (NC_LANES (3 N + m)) and the weight table (n_weights, 3) */
 enum {
     R_ctrl, R_counts, R_coef, R_y, R_f, R_yold, R_Q, R_K, R_D, R_lu, R_piv, R_luc, R_pivc,
     R_Z, R_W, R_F, R_dW, R_scale, R_err, R_point, R_value, R_b, R_bc, R_ja, R_jlam, R_jF,
     R_js, R_jmu, R_je, R_jzero, R_jda, R_basis, R_Kb, R_Db, R_KU, R_DU, R_Mt, R_cn, R_res,
-    R_bw, R_weights, R_COUNT
+    R_bw, R_jlanes, R_weights, R_COUNT
 };
-#define NC_RADAU_KINDS "dqddddddddqdqdddddddddddddddddddddddddddd"
+#define NC_RADAU_KINDS "dqddddddddqdqddddddddddddddddddddddddddddd"
 #define NC_RADAU_NAMES "ctrl,counts,coef,y,f,yold,Q,K,D,lu,piv,luc,pivc,Z,W,F,dW,scale," \
-    "err,point,value,b,bc,ja,jlam,jF,js,jmu,je,jzero,jda,basis,Kb,Db,KU,DU,Mt,cn,res,bw,weights"
+    "err,point,value,b,bc,ja,jlam,jF,js,jmu,je,jzero,jda,basis,Kb,Db,KU,DU,Mt,cn,res,bw,jlanes," \
+    "weights"
 
 /* ctrl (float64): time and step, tolerances (rtol, atol, proj_tol), max_step, t_bound,
  * Newton's tolerance κ·Tol, the contraction rate up to which J is kept (RADAU5's THET),

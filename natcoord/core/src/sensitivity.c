@@ -41,10 +41,9 @@ NC_INLINE double dot3(const double *a, const double *b)
 
 /* ------------------------------------------------------------ right-hand sides */
 
-/* directions side by side in the lane layout (nc_acceleration_derivatives): entry q of
- * direction j at L q + j (L = 2 or NC_LANES lanes), so that the directional pass below
- * handles L directions in the vector instructions one direction takes */
-#define NC_LANES 4
+/* the lane layout (nc_acceleration_derivatives): entry q of direction j at L q + j
+ * (L = 2 or NC_LANES lanes, sensitivity.h), so that the directional pass below handles
+ * L directions in the vector instructions one direction takes */
 
 /* x[0] p[0] + x[xs] p[1] + x[2 xs] p[2] (dot3 of an entry stride xs) */
 NC_INLINE double dot3s(const double *x, int64_t xs, const double *p)

@@ -44,6 +44,11 @@ enum {
 
 #include "nc_core.h"
 
+/* directions side by side in nc_acceleration_derivatives' directional pass (its lane
+ * layout, sensitivity.c); Python reads it as natcoord.core.engine.LANES to size the
+ * scratch of the callers that pass several directions (the sweep, Radau's Jacobian) */
+#define NC_LANES 4
+
 /* da_j (at da + j ldo) of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a]
  * along the c directions (dX + j ld, dV + j ld) (and, D not NULL, the parameters of the
  * Directions D's columns j0 + j) with K factored in Wk at (X, V, weights W),
