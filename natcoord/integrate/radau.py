@@ -4,7 +4,10 @@ The three-stage collocation method (Hairer & Wanner, *Solving ODEs II*, IV.5
 and IV.8) integrates ``y' = F(t, y)``, ``y = (p, v)``, ``F = (v, a(t, p, v))``
 (docs/method.md#15-descriptor-form); accepted steps are projected onto the
 position and velocity constraints as DOPRI5's are (VII.2). The step runs in the
-compiled core (natcoord/core/src/radau.c); this module computes the method's
+compiled core (natcoord/core/src/radau.c), and so do many steps per call with their
+outputs, checks and records: DOPRI5's chunked advance loop (``nc_advance_with`` of
+natcoord/core/src/dopri5.c) drives Radau's step through a small table, outputs
+evaluated by the collocation polynomial. This module computes the method's
 coefficients, sets up the buffers and wraps the step as a stepper object. The
 pieces, as in IV.8 (the RADAU5 code):
 
