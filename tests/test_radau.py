@@ -242,6 +242,22 @@ def test_chunks_of_the_core_take_the_steps_of_step():
     assert outputs.stats["steps"] == every.stats["steps"]
 
 
+def test_dense_output_has_one_polynomial_per_step_across_chunks():
+    """``dense_output=True`` over more steps than one chunk of the core keeps (256): one
+    collocation polynomial per accepted step, spanning it, starting at its recorded
+    state and ending at the next but for that state's projection (measured 4e-15)."""
+    model = rod_pendulum().build()
+    sol = nc.simulate(model, 2.0, rtol=1e-10, method="radau", dense_output=True)
+    steps, ys = sol.stats["steps"], np.column_stack([sol.p, sol.v])
+    pieces = sol.sol.pieces
+    assert steps > 256 and len(pieces) == steps
+    np.testing.assert_array_equal([piece.t_old for piece in pieces], sol.t[:-1])
+    np.testing.assert_array_equal([piece.t for piece in pieces], sol.t[1:])
+    for k, piece in enumerate(pieces):
+        np.testing.assert_array_equal(piece(sol.t[k]), ys[k])
+        assert np.abs(piece(sol.t[k + 1]) - ys[k + 1]).max() <= 1e-12
+
+
 def test_an_exception_in_a_called_back_force_keeps_the_steps():
     """Ctrl-C raised in a Python force at t > 0.3 s (called back from the core's advance
     loop) is still a KeyboardInterrupt, with the outputs before it."""

@@ -145,7 +145,10 @@ class Callbacks:
 class CoreStepper(Stepper):
     """What the core's two steppers (:class:`DOPRI5`, :class:`~natcoord.integrate.radau.Radau`)
     share: the core's buffers for ``model`` with the KKT backend ``solver`` and the
-    :class:`Callbacks` of what the core does not compile; the evaluations of ``F``, of
+    :class:`Callbacks` of what the core does not compile; :meth:`advance`, the core's one
+    chunked loop (``nc_advance_with``), each stepper handing it its own call
+    (``_advance``), segments (``_make_segments``, ``_piece``) and previous state
+    (``_previous``); the evaluations of ``F``, of
     an output's projection and of the records (``rhs``, ``project``, ``observe``: the
     core's ``nc_rhs``, ``nc_project``, one implementation for every stepper, model and
     backend), the counters, the dropped rows, and the messages and exceptions of the
