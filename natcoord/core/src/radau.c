@@ -1,4 +1,6 @@
-/* Radau IIA of order 5 with projection: one accepted step per call (Hairer & Wanner,
+/* Radau IIA of order 5 with projection: one accepted step per call (radau_step), or many
+ * with their outputs, checks and records through dopri5.c's chunked advance loop
+ * (radau_advance: nc_advance_with and Radau's stepper table) (Hairer & Wanner,
  * Solving ODEs II, IV.8, the logic of RADAU5; docs/method.md#110-stiff-mechanisms-radau-iia;
  * the Python side, natcoord/integrate/radau.py, sets up the buffers and the constants).
  *
