@@ -216,6 +216,65 @@ def test_stepper_interface():
     assert not stepper.y.flags.writeable and stepper.dropped.size == 0
 
 
+def test_chunks_of_the_core_take_the_steps_of_step():
+    """``simulate``'s chunks (the core's advance loop, DOPRI5's, with Radau's steps) take
+    the steps of one ``step()`` per call, and its ``t_eval`` outputs are the steps'
+    collocation polynomials (``dense_output()``) projected as outputs (``project``)."""
+    model = rod_pendulum().build()
+    t_eval = np.linspace(0.0, 0.5, 26)
+    every = nc.simulate(model, 0.5, rtol=1e-6, method="radau")
+    outputs = nc.simulate(model, 0.5, rtol=1e-6, method="radau", t_eval=t_eval)
+    stepper = Radau(model, t_bound=0.5, rtol=1e-6)
+    ts, ys, expected = [stepper.t], [stepper.y.copy()], [stepper.y.copy()]
+    k = 1
+    while stepper.status == "running":
+        assert stepper.step().status == "accepted"
+        ts.append(stepper.t)
+        ys.append(stepper.y.copy())
+        piece = stepper.dense_output()
+        while k < t_eval.size and t_eval[k] <= stepper.t:
+            expected.append(stepper.project(t_eval[k], piece(t_eval[k])))
+            k += 1
+    assert np.array_equal(every.t, ts) and every.stats["steps"] == stepper.n_steps
+    np.testing.assert_array_equal(np.column_stack([every.p, every.v]), ys)
+    np.testing.assert_allclose(np.column_stack([outputs.p, outputs.v]), expected,
+                               rtol=0, atol=1e-14)
+    assert outputs.stats["steps"] == every.stats["steps"]
+
+
+def test_dense_output_has_one_polynomial_per_step_across_chunks():
+    """``dense_output=True`` over more steps than one chunk of the core keeps (256): one
+    collocation polynomial per accepted step, spanning it, starting at its recorded
+    state and ending at the next but for that state's projection (measured 4e-15)."""
+    model = rod_pendulum().build()
+    sol = nc.simulate(model, 2.0, rtol=1e-10, method="radau", dense_output=True)
+    steps, ys = sol.stats["steps"], np.column_stack([sol.p, sol.v])
+    pieces = sol.sol.pieces
+    assert steps > 256 and len(pieces) == steps
+    np.testing.assert_array_equal([piece.t_old for piece in pieces], sol.t[:-1])
+    np.testing.assert_array_equal([piece.t for piece in pieces], sol.t[1:])
+    for k, piece in enumerate(pieces):
+        np.testing.assert_array_equal(piece(sol.t[k]), ys[k])
+        assert np.abs(piece(sol.t[k + 1]) - ys[k + 1]).max() <= 1e-12
+
+
+def test_an_exception_in_a_called_back_force_keeps_the_steps():
+    """Ctrl-C raised in a Python force at t > 0.3 s (called back from the core's advance
+    loop) is still a KeyboardInterrupt, with the outputs before it."""
+    def force(t, state):
+        if t > 0.3:
+            raise KeyboardInterrupt
+        return np.zeros(3)
+    mech = rod_pendulum()
+    mech.add_force("rod", (LENGTH, 0.0, 0.0), force, local=True)
+    with pytest.raises(KeyboardInterrupt) as err:
+        nc.simulate(mech.build(), 1.0, method="radau", t_eval=np.linspace(0, 1, 11))
+    sol = err.value.solution
+    assert isinstance(err.value, nc.SimulationInterrupted) and not sol.success
+    np.testing.assert_array_equal(sol.t[:-1], [0.0, 0.1, 0.2])
+    assert sol.last_record_is_step and 0.2 < sol.t[-1] <= 0.3
+
+
 def test_unknown_method_is_an_error():
     with pytest.raises(ValueError, match=r"method must be one of \('dopri5', 'radau'\)"):
         nc.simulate(rod_pendulum().build(), 1.0, method="bdf")

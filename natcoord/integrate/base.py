@@ -4,8 +4,10 @@ The options of :func:`~natcoord.integrate.simulate` (``PROJECTIONS``,
 ``METHODS``), its exceptions, the step-size floor and the clipping of the last
 step, the starting step, the stepper interface (:class:`Stepper`: ``step()``
 returning a :class:`StepRecord`, ``dense_output()``, ``project()``, counters,
-and ``advance()`` returning a :class:`Chunk`, by default built from ``step()``
-by :func:`advance_by_steps`).
+and ``advance()`` returning a :class:`Chunk`: the core's chunked loop for both of the
+core's steppers, DOPRI5 and Radau (:class:`~natcoord.integrate.stepper.CoreStepper`),
+built from ``step()`` by :func:`advance_by_steps` for a stepper without one of its own
+(benchmarks/core_speed.py's per-step driver measures the core's loop against it).
 """
 from __future__ import annotations
 
@@ -188,8 +190,8 @@ class Stepper:
     ``project(t, y)`` (an output's projection); counters ``n_steps n_rejected n_rhs
     n_factorizations n_projection_iterations n_active_set_changes``; ``advance()`` →
     :class:`Chunk` (many steps per call; by default :func:`advance_by_steps`, the
-    compiled DOPRI5 runs it in the core). ``compiled``: True when the core runs the
-    steps with nothing called back."""
+    core's DOPRI5 and Radau run it in the core). ``compiled``: True when the core runs
+    the steps with nothing called back."""
 
     compiled = False
 

@@ -4,7 +4,10 @@ The three-stage collocation method (Hairer & Wanner, *Solving ODEs II*, IV.5
 and IV.8) integrates ``y' = F(t, y)``, ``y = (p, v)``, ``F = (v, a(t, p, v))``
 (docs/method.md#15-descriptor-form); accepted steps are projected onto the
 position and velocity constraints as DOPRI5's are (VII.2). The step runs in the
-compiled core (natcoord/core/src/radau.c); this module computes the method's
+compiled core (natcoord/core/src/radau.c), and so do many steps per call with their
+outputs, checks and records: DOPRI5's chunked advance loop (``nc_advance_with`` of
+natcoord/core/src/dopri5.c) drives Radau's step through a small table, outputs
+evaluated by the collocation polynomial. This module computes the method's
 coefficients, sets up the buffers and wraps the step as a stepper object. The
 pieces, as in IV.8 (the RADAU5 code):
 
@@ -129,7 +132,7 @@ from ..dynamics.workspace import Workspace
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..util.resources import check_memory
 from .base import EPS_FLOOR, StepRecord, initial_step
-from .stepper import CoreStepper
+from .stepper import SEGMENTS, CoreStepper
 
 # ------------------------------------------------------------ coefficients (IV.5, Table 5.6)
 S6 = np.sqrt(6.0)
@@ -243,8 +246,17 @@ def make_buffers(model):
     return R
 
 
+def make_segments(model, capacity):
+    """The segments of :meth:`Radau.advance` (``engine.radau_advance``) for ``capacity``
+    steps' collocation polynomials: ``(t_old, h)`` (c, 2), ``y_old`` (c, 1, 2 N) and
+    ``Q`` (c, 3, 2 N)."""
+    n2 = 2 * model.n_coords
+    return np.zeros((capacity, 2)), np.zeros((capacity, 1, n2)), np.zeros((capacity, 3, n2))
+
+
 class DenseOutput:
-    """The collocation polynomial of one Radau step (order 3, IV.8)."""
+    """The collocation polynomial of one Radau step (order 3, IV.8), evaluated by the
+    core (``radau_interpolate``: what the core's outputs evaluate)."""
 
     def __init__(self, t_old, h, y_old, Q):
         self.t_old, self.t, self.h = t_old, t_old + h, h
@@ -252,9 +264,11 @@ class DenseOutput:
 
     def __call__(self, t):
         """``y`` (2 N,) at time ``t``, (k, 2 N) at times (k,) (unprojected; extrapolates
-        outside the step)."""
+        outside the step): ``y_old + Σ θ^(k+1) Q_k``, ``θ = (t − t_old)/h``."""
         theta = (np.asarray(t, float) - self.t_old) / self.h
-        return self.y_old + np.stack([theta, theta**2, theta**3], axis=-1) @ self.Q
+        out = np.empty(theta.shape + self.y_old.shape)
+        engine.radau_interpolate(self.y_old, self.Q, np.ascontiguousarray(theta.reshape(-1)), out)
+        return out
 
 
 def _control(index, doc=None):
@@ -262,13 +276,15 @@ def _control(index, doc=None):
 
 
 class Radau(CoreStepper):
-    """Radau IIA (order 5) with projection, one accepted step per :meth:`step`.
+    """Radau IIA (order 5) with projection, one accepted step per :meth:`step`, many per
+    :meth:`advance` (the core's chunked loop, DOPRI5's).
 
     Arguments as :func:`natcoord.integrate.simulate.simulate` (``solver`` names the KKT
     backend, or is a :class:`~natcoord.linalg.base.KKTSolver` of the model to share);
     ``state``: a consistent initial :class:`~natcoord.model.frozen.State`
     (default ``assemble(model, t=t0).state``). The
-    :class:`~natcoord.integrate.base.Stepper` interface (``advance`` from ``step``):
+    :class:`~natcoord.integrate.base.Stepper` interface (``advance`` the core's, as
+    :class:`~natcoord.integrate.stepper.DOPRI5`'s):
     ``t``, ``y`` ((2 N,) = (p, v), read-only view), ``h``, ``status``, ``message``,
     :meth:`rhs`, :meth:`project`, :meth:`observe` (the core's, with what it does not
     compile called back, as :class:`~natcoord.integrate.stepper.DOPRI5`'s), ``dropped``,
@@ -312,7 +328,7 @@ class Radau(CoreStepper):
         c[NEWTON_TOL] = max(10 * np.finfo(float).eps / rtol, min(0.03, rtol ** 0.5))
         c[JAC_RATE] = jacobian_rate(n, not python_jacobian)
         c[FACCON], c[THETA] = 1.0, c[JAC_RATE]
-        c[T_NOW] = self.t_old = t0
+        c[T_NOW] = c[T_OLD] = t0
         R.y[:n], R.y[n:] = state.p, state.v
         self.n_steps = self.n_rejected = 0
         self.status, self.message, self.failure = "running", "", None
@@ -325,6 +341,7 @@ class Radau(CoreStepper):
 
     # ------------------------------------------------------------ state
     t = _control(T_NOW)
+    t_old = _control(T_OLD, "Start of the last accepted step.")
     h = _control(H, "Step size the next attempt starts from.")
 
     @property
@@ -399,12 +416,37 @@ class Radau(CoreStepper):
         err = float(c[ERR])
         if status == ACCEPTED:
             self.n_steps += 1
-            self.t_old = t
             if self.t >= self.t_bound:
                 self.status = "finished"
             return StepRecord(t, self.t, float(c[H_OLD]), err, rejected, "accepted")
         self._failed(status, max_attempts)
         return StepRecord(t, t, 0.0, err, rejected, "failed", self.message)
+
+    # ------------------------------------------------------------ many steps
+    def _check_sweep(self, sweep):
+        if sweep is not None:
+            raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 "
+                             "stepper")
+
+    def _make_segments(self, steps):
+        return make_segments(self.model, steps)
+
+    def _advance(self, options, dense, capacity, sweep):
+        """``engine.radau_advance``: the chunked loop of DOPRI5 (``nc_advance_with``)
+        with Radau's steps and collocation polynomial."""
+        segments = self._segment_space(min(capacity, SEGMENTS) * dense)
+        *progress, error = engine.radau_advance(
+            *self._packed, self._hooks, self._R_packed, self._mode, self._jacobian, self._W1,
+            *options, *segments)
+        return (*progress, segments, None, error)
+
+    @staticmethod
+    def _piece(seg_t, seg_y, seg_Q, k):
+        return DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
+                           seg_Q[k].copy())
+
+    def _previous(self):
+        return self.t_old, self._R.yold.copy()
 
     def dense_output(self):
         """The collocation polynomial of the last accepted step (a :class:`DenseOutput`)."""

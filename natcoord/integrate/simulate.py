@@ -458,7 +458,8 @@ def _check_step(run, t, y):
 def _drive(run, t_end, t_eval, max_steps, progress):
     """The driver loop of every stepper ``run.stepper``: chunks of accepted steps with
     their records (:meth:`~natcoord.integrate.base.Stepper.advance`: in the core for
-    DOPRI5, from ``step()`` otherwise, each state checked by :func:`_check_step`),
+    DOPRI5 and Radau, which check each state there; from ``step()`` for a stepper
+    without an ``advance`` of its own, each state checked by :func:`_check_step`),
     stored as they come; then what a chunk stopped for (the end, a full buffer, a
     state that failed the core's check, a failure, an exception) and progress."""
     stepper = run.stepper

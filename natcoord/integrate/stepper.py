@@ -145,7 +145,10 @@ class Callbacks:
 class CoreStepper(Stepper):
     """What the core's two steppers (:class:`DOPRI5`, :class:`~natcoord.integrate.radau.Radau`)
     share: the core's buffers for ``model`` with the KKT backend ``solver`` and the
-    :class:`Callbacks` of what the core does not compile; the evaluations of ``F``, of
+    :class:`Callbacks` of what the core does not compile; :meth:`advance`, the core's one
+    chunked loop (``nc_advance_with``), each stepper handing it its own call
+    (``_advance``), segments (``_make_segments``, ``_piece``) and previous state
+    (``_previous``); the evaluations of ``F``, of
     an output's projection and of the records (``rhs``, ``project``, ``observe``: the
     core's ``nc_rhs``, ``nc_project``, one implementation for every stepper, model and
     backend), the counters, the dropped rows, and the messages and exceptions of the
@@ -179,6 +182,8 @@ class CoreStepper(Stepper):
         S.ctrl[cc.ALPHA], S.ctrl[cc.BETA_B] = baumgarte
         S.ctrl[cc.PROJ_TOL] = proj_tol
         self.proj_tol, self.projection = proj_tol, projection
+        self._records, self._used, self._segments = None, 0, None
+        self._no_outputs = np.zeros(0)
         return work
 
     n_rhs = nfev = _counter(cc.N_RHS)
@@ -195,6 +200,90 @@ class CoreStepper(Stepper):
         if self.model.n_weights > 1:
             self.model.tables.weight_table(t, out)
         return out
+
+    @property
+    def output_work(self):
+        """Of the counters, the work of the outputs :meth:`advance` projected:
+        ``[evaluations (0), factorizations, projection iterations]``."""
+        return np.array([0, self._S.counts[cc.OUT_FACT], self._S.counts[cc.OUT_PROJ]])
+
+    # ------------------------------------------------------------ many steps
+    def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
+                capacity=256, dense=False, sweep=None, check=None):
+        """Accepted steps and their records in one call of the core (``nc_advance_with``
+        of natcoord/core/src/dopri5.c, one loop for both steppers, each taking its own
+        steps); the :class:`~natcoord.integrate.base.Stepper` interface.
+
+        Records every accepted step (``t_eval`` None) or the points
+        ``t_eval[next_out:]`` the steps pass (the stepper's dense output, projected
+        from the dropped set of their step); each recorded state is checked first by
+        the core (all rows within the projection tolerance with
+        ``projection="position+velocity"``, else residuals within ``drift_tol``;
+        ``check`` is not needed). Returns a :class:`Chunk`; on a step failure
+        ``status`` becomes ``"failed"`` as in :meth:`step`, a callback's exception is
+        ``Chunk.error``. ``dense``: keep each accepted step's dense output
+        (``Chunk.pieces``). ``sweep``: a
+        :class:`~natcoord.analysis.compiled_sensitivity.Sweep` that differentiates
+        DOPRI5's steps as they are taken (``Chunk.derivatives``; no callbacks).
+        """
+        if self.status != "running":
+            raise RuntimeError(f"advance() on a {self.status} stepper")
+        self._check_sweep(sweep)
+        records = self._record_space(capacity)
+        if self._hooks is not None:
+            self._hooks.failure = ""
+        every = t_eval is None
+        t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
+        options = (max_attempts, EPS_FLOOR, t_eval, next_out, every, drift_tol, *records)
+        status, n, next_out, steps, rejected, m, segments, derivatives, error = \
+            self._advance(options, dense, capacity, sweep)
+        self.n_steps += steps
+        self.n_rejected += rejected
+        self._used += n
+        rec_t, rec_y, rec_obs, rec_kind = records
+        pieces = [self._piece(*segments, k) for k in range(m)] if dense else []
+        obs = rec_obs[:n]
+        if self._potential is not None:
+            obs[:, 0] += [self._potential(y[:self.model.n_coords]) for y in rec_y[:n]]
+        chunk = Chunk(rec_t[:n], rec_y[:n], obs, rec_kind[:n], next_out, steps, rejected,
+                      "ok", pieces=pieces, derivatives=derivatives,
+                      last=(self.t, self.y.copy()))
+        if status == cc.FINISHED:
+            self.status = "finished"
+        elif status == cc.CHECK:
+            chunk.failed = (float(rec_t[n]), rec_y[n].copy(), int(rec_kind[n]))
+            if rec_kind[n] == cc.STEP_RECORD:
+                self.n_steps += 1             # accepted; the caller's check decides
+                chunk.last = self._previous()
+        elif status == cc.CALLBACK:            # a callback's exception, or Ctrl-C
+            chunk.error = error
+            self.status, self.failure = "failed", status
+            self.message = f"{type(error).__name__}: {error}"
+        elif status != cc.FULL and rec_kind[n] == cc.OUTPUT_RECORD:
+            chunk.error = self._error(status, self.t)
+        elif status != cc.FULL:
+            self._failed(status, max_attempts)
+            chunk.status = "failed"
+        return chunk
+
+    def _record_space(self, capacity):
+        """Record arrays for ``capacity`` records and a failing state, in which the core
+        writes them in place: views past the records of earlier calls, so that a
+        :class:`Chunk`'s records (views too) are never overwritten, in a new block
+        when the current one is used up."""
+        if self._records is None or self._records[0].size - self._used < capacity + 1:
+            size, n2 = max(capacity + 1, RECORD_BLOCK), 2 * self.model.n_coords
+            self._records = (np.empty(size), np.empty((size, n2)), np.empty((size, 3)),
+                             np.empty(size, np.int64))
+            self._used = 0
+        return tuple(a[self._used:] for a in self._records)
+
+    def _segment_space(self, steps):
+        """The segments (``_make_segments``) for ``steps`` steps' dense output, kept from
+        call to call while their size does not change."""
+        if self._segments is None or self._segments[0].shape[0] != steps:
+            self._segments = self._make_segments(steps)
+        return self._segments
 
     # ------------------------------------------------------------ evaluations
     #: the step statuses of a failed factorization and the solver's own codes
@@ -340,8 +429,6 @@ class DOPRI5(CoreStepper):
         h = first_step or initial_step(self.rhs, t0, S.y.copy(), S.f.copy(), rtol, atol,
                                         t_bound - t0)
         c[cc.H] = min(h, max_step)
-        self._records, self._used, self._segments = None, 0, None
-        self._no_outputs = np.zeros(0)
         self._no_store = cc.make_store(work, model.n_rows, 0)
         self._y_view = S.y.view()
         self._y_view.flags.writeable = False
@@ -354,12 +441,6 @@ class DOPRI5(CoreStepper):
     @property
     def y(self):
         return self._y_view
-
-    @property
-    def output_work(self):
-        """Of the counters, the work of the outputs :meth:`advance` projected:
-        ``[evaluations (0), factorizations, projection iterations]``."""
-        return np.array([0, self._S.counts[cc.OUT_FACT], self._S.counts[cc.OUT_PROJ]])
 
     # ------------------------------------------------------------ stepping
     def step(self, max_attempts=1_000_000):
@@ -389,90 +470,32 @@ class DOPRI5(CoreStepper):
         return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", self.message)
 
     # ------------------------------------------------------------ many steps
-    def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
-                capacity=256, dense=False, sweep=None, check=None):
-        """Accepted steps and their records in one call of the core (``nc_advance`` of
-        natcoord/core/src/dopri5.c); the :class:`~natcoord.integrate.base.Stepper`
-        interface.
-
-        Records every accepted step (``t_eval`` None) or the points
-        ``t_eval[next_out:]`` the steps pass (dense output, projected); each
-        recorded state is checked first by the core (all rows within the projection
-        tolerance with ``projection="position+velocity"``, else residuals
-        within ``drift_tol``; ``check`` is not needed). Returns a :class:`Chunk`; on a
-        step failure ``status`` becomes ``"failed"`` as in :meth:`step`, a
-        callback's exception is ``Chunk.error``. ``dense``: keep each accepted step's
-        dense output (``Chunk.pieces``). ``sweep``: a
-        :class:`~natcoord.analysis.compiled_sensitivity.Sweep` that differentiates the
-        steps as they are taken (``Chunk.derivatives``; no callbacks).
-        """
-        if self.status != "running":
-            raise RuntimeError(f"advance() on a {self.status} stepper")
+    def _check_sweep(self, sweep):
         if sweep is not None and not self.compiled:
             raise ValueError("the compiled sensitivity sweep needs a model and solver "
                              "without callbacks")
-        records = self._record_space(capacity)
-        if self._hooks is not None:
-            self._hooks.failure = ""
-        every = t_eval is None
-        t_eval = self._no_outputs if every else np.ascontiguousarray(t_eval, float)
-        args = (*self._packed, self._hooks, self._W7, self._W1, self._mode,
-                max_attempts, EPS_FLOOR, t_eval, next_out, every, drift_tol, *records)
-        derivatives = None
-        if sweep is None:
-            steps_kept = min(capacity, SEGMENTS) * dense
-            if self._segments is None or self._segments[0].shape[0] != steps_kept:
-                self._segments = cc.make_segments(self.model, steps_kept)
-            segments = self._segments
-            status, n, next_out, steps, rejected, m, error = engine.advance(
-                *args, *segments, self._no_store)
-        else:                # steps in rounds that fit the sweep's store (pieces: one round)
-            status, n, next_out, steps, rejected, m, segments, derivatives = sweep.advance(
-                args[:4] + args[5:], repeat=not dense)
-            error = None
-        self.n_steps += steps
-        self.n_rejected += rejected
-        self._used += n
-        rec_t, rec_y, rec_obs, rec_kind = records
-        seg_t, seg_y, seg_K = segments
-        pieces = [DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
-                              seg_y[k, 1].copy(), seg_K[k].copy())
-                  for k in range(m)] if dense else []
-        obs = rec_obs[:n]
-        if self._potential is not None:
-            obs[:, 0] += [self._potential(y[:self.model.n_coords]) for y in rec_y[:n]]
-        chunk = Chunk(rec_t[:n], rec_y[:n], obs, rec_kind[:n], next_out, steps, rejected,
-                      "ok", pieces=pieces, derivatives=derivatives,
-                      last=(self.t, self.y.copy()))
-        if status == cc.FINISHED:
-            self.status = "finished"
-        elif status == cc.CHECK:
-            chunk.failed = (float(rec_t[n]), rec_y[n].copy(), int(rec_kind[n]))
-            if rec_kind[n] == cc.STEP_RECORD:
-                self.n_steps += 1             # accepted; the caller's check decides
-                chunk.last = (self.t_old, self._S.yprev.copy())
-        elif status == cc.CALLBACK:            # a callback's exception, or Ctrl-C
-            chunk.error = error
-            self.status, self.failure = "failed", status
-            self.message = f"{type(error).__name__}: {error}"
-        elif status != cc.FULL and rec_kind[n] == cc.OUTPUT_RECORD:
-            chunk.error = self._error(status, self.t)
-        elif status != cc.FULL:
-            self._failed(status, max_attempts)
-            chunk.status = "failed"
-        return chunk
 
-    def _record_space(self, capacity):
-        """Record arrays for ``capacity`` records and a failing state, in which the core
-        writes them in place: views past the records of earlier calls, so that a
-        :class:`Chunk`'s records (views too) are never overwritten, in a new block
-        when the current one is used up."""
-        if self._records is None or self._records[0].size - self._used < capacity + 1:
-            size, n2 = max(capacity + 1, RECORD_BLOCK), 2 * self.model.n_coords
-            self._records = (np.empty(size), np.empty((size, n2)), np.empty((size, 3)),
-                             np.empty(size, np.int64))
-            self._used = 0
-        return tuple(a[self._used:] for a in self._records)
+    def _make_segments(self, steps):
+        return cc.make_segments(self.model, steps)
+
+    def _advance(self, options, dense, capacity, sweep):
+        args = (*self._packed, self._hooks, self._W7, self._W1, self._mode, *options)
+        if sweep is None:
+            segments = self._segment_space(min(capacity, SEGMENTS) * dense)
+            *progress, error = engine.advance(*args, *segments, self._no_store)
+            return (*progress, segments, None, error)
+        # steps in rounds that fit the sweep's store (pieces: one round)
+        *progress, segments, derivatives = sweep.advance(args[:4] + args[5:],
+                                                         repeat=not dense)
+        return (*progress, segments, derivatives, None)
+
+    @staticmethod
+    def _piece(seg_t, seg_y, seg_K, k):
+        return DenseOutput(float(seg_t[k, 0]), float(seg_t[k, 1]), seg_y[k, 0].copy(),
+                           seg_y[k, 1].copy(), seg_K[k].copy())
+
+    def _previous(self):
+        return self.t_old, self._S.yprev.copy()
 
     def dense_output(self):
         """The order-4 interpolant of the last accepted step (a :class:`DenseOutput`)."""

@@ -637,9 +637,34 @@ static int64_t project_output(const nc_arr *T, const nc_arr *S, const nc_arr *P,
     return status;
 }
 
-/* the last accepted step's dense-output data (t_old, h; y_old, y_new; K) at k */
-static void keep_step(const nc_arr *S, int64_t k, const nc_segments *seg)
+/* ------------------------------------------------------------ DOPRI5 as a stepper */
+/* what DOPRI5's table (nc_advance) reads */
+typedef struct {
+    const nc_arr *T, *S, *P, *Wk, *W7, *store;
+    const nc_hooks *hk;
+    int64_t mode;
+} dopri5_ctx;
+
+static int64_t dopri5_step(void *ctx, int64_t max_attempts, double eps_floor, int64_t k,
+                           int64_t *rejected)
 {
+    const dopri5_ctx *x = ctx;
+    return nc_step(x->T, x->S, x->P, x->Wk, x->hk, x->W7, x->mode, max_attempts, eps_floor,
+                   x->store, k, rejected);
+}
+
+static void dopri5_interpolate(void *ctx, double t, double *out)
+{
+    const nc_arr *S = ((const dopri5_ctx *)ctx)->S;
+    const double *c = F64(S[S_ctrl]);
+    nc_interpolate(F64(S[S_yprev]), F64(S[S_ynewacc]), F64(S[S_Kacc]), c[CTRL_H_ACC],
+                   (t - c[CTRL_T_PREV]) / c[CTRL_H_ACC], S[S_y].size, out);
+}
+
+/* the last accepted step's dense-output data (t_old, h; y_old, y_new; K) at k */
+static void dopri5_keep(void *ctx, int64_t k, const nc_segments *seg)
+{
+    const nc_arr *S = ((const dopri5_ctx *)ctx)->S;
     int64_t N = S[S_y].size;
     const double *ctrl = F64(S[S_ctrl]);
     seg->t[2 * k] = ctrl[CTRL_T_PREV];
@@ -649,32 +674,32 @@ static void keep_step(const nc_arr *S, int64_t k, const nc_segments *seg)
     memcpy(seg->K + 7 * k * N, F64(S[S_Kacc]), 7 * N * sizeof(double));
 }
 
-/* Accepted steps (nc_step) and their records: every accepted step if every_step,
- * else the points t_eval[next_out:] the steps pass (dense output, projected as an
+/* Accepted steps (st->step) and their records: every accepted step if every_step,
+ * else the points t_eval[next_out:] the steps pass (st's dense output, projected as an
  * accepted step); every recorded state passes `violated` first. Stops when t_bound is
  * reached and its outputs written (FINISHED), the records or segments are full (FULL;
  * pending outputs are written by the next call), a state fails the check (CHECK:
  * record `records` holds it), an output's projection fails (its status, kind
  * OUTPUT_RECORD), a step fails (its status, kind STEP_RECORD), or `budget` attempts
  * are used (MAX_ATTEMPTS). */
-nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
-                       const nc_hooks *hk, const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
-                       double eps_floor, const double *t_eval, int64_t n_eval,
-                       int64_t next_out, int every_step, double drift_tol,
-                       const nc_records *rec, const nc_segments *seg, const nc_arr *store)
+nc_progress nc_advance_with(const nc_stepper *st, const nc_arr *T, const nc_arr *S,
+                            const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk, double *W1,
+                            int64_t mode, int64_t budget, double eps_floor,
+                            const double *t_eval, int64_t n_eval, int64_t next_out,
+                            int every_step, double drift_tol, const nc_records *rec,
+                            const nc_segments *seg)
 {
-    double *c = F64(S[S_ctrl]), *y = F64(S[S_y]);
+    double *y = st->y, proj_tol = F64(S[S_ctrl])[CTRL_PROJ_TOL];
     int64_t N = S[S_y].size, cap = rec->capacity;
     nc_progress out = {0, 0, next_out, 0, 0, 0};
     for (;;) {
-        while (!every_step && out.next_out < n_eval && t_eval[out.next_out] <= c[CTRL_T_NOW]) {
+        while (!every_step && out.next_out < n_eval && t_eval[out.next_out] <= *st->t) {
             if (out.records == cap) {
                 out.status = NC_FULL;
                 return out;
             }
             double t_out = t_eval[out.next_out], *yk = rec->y + out.records * N;
-            nc_interpolate(F64(S[S_yprev]), F64(S[S_ynewacc]), F64(S[S_Kacc]), c[CTRL_H_ACC],
-                           (t_out - c[CTRL_T_PREV]) / c[CTRL_H_ACC], N, yk);
+            st->interpolate(st->ctx, t_out, yk);
             rec->t[out.records] = t_out;
             rec->kind[out.records] = NC_OUTPUT_RECORD;
             double tops[2];
@@ -683,7 +708,7 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
                 out.status = project_output(T, S, P, Wk, hk, yk, W1, mode, tops);
             if (out.status != 0)
                 return out;
-            if (violated(T, S, yk, W1, mode, c[CTRL_PROJ_TOL], drift_tol,
+            if (violated(T, S, yk, W1, mode, proj_tol, drift_tol,
                          mode <= NC_PROJECT_VELOCITIES,
                          mode == NC_PROJECT_POSITIONS_AND_VELOCITIES ? tops : NULL)) {
                 out.status = NC_CHECK;
@@ -693,7 +718,7 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
             out.records++;
             out.next_out++;
         }
-        if (c[CTRL_T_NOW] >= c[CTRL_T_BOUND]) {
+        if (*st->t >= *st->t_bound) {
             out.status = NC_FINISHED;
             return out;
         }
@@ -713,22 +738,22 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
             return out;
         }
         int64_t rejected;
-        out.status = nc_step(T, S, P, Wk, hk, W7, mode, budget - out.steps - out.rejected,
-                             eps_floor, store, out.stored, &rejected);
+        out.status = st->step(st->ctx, budget - out.steps - out.rejected, eps_floor,
+                              out.stored, &rejected);
         out.rejected += rejected;
         if (out.status != NC_ACCEPTED) {
             rec->kind[out.records] = NC_STEP_RECORD;
             return out;
         }
         if (seg->capacity > 0)
-            keep_step(S, out.stored++, seg);
-        out.status = nc_weights_at(T, hk, c[CTRL_T_NOW], W1);
+            st->keep(st->ctx, out.stored++, seg);
+        out.status = nc_weights_at(T, hk, *st->t, W1);
         if (out.status != 0) {
             rec->kind[out.records] = NC_STEP_RECORD;
             return out;
         }
-        if (violated(T, S, y, W1, mode, c[CTRL_PROJ_TOL], drift_tol, 0, NULL)) {
-            rec->t[out.records] = c[CTRL_T_NOW];
+        if (violated(T, S, y, W1, mode, proj_tol, drift_tol, 0, NULL)) {
+            rec->t[out.records] = *st->t;
             rec->kind[out.records] = NC_STEP_RECORD;
             memcpy(rec->y + out.records * N, y, N * sizeof(double));
             out.status = NC_CHECK;
@@ -736,10 +761,24 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         }
         out.steps++;
         if (every_step) {
-            record(T, S, W1, c[CTRL_T_NOW], y, NC_STEP_RECORD, out.records, rec);
+            record(T, S, W1, *st->t, y, NC_STEP_RECORD, out.records, rec);
             out.records++;
         }
     }
+}
+
+nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
+                       const nc_hooks *hk, const nc_arr *W7, double *W1, int64_t mode, int64_t budget,
+                       double eps_floor, const double *t_eval, int64_t n_eval,
+                       int64_t next_out, int every_step, double drift_tol,
+                       const nc_records *rec, const nc_segments *seg, const nc_arr *store)
+{
+    dopri5_ctx x = {T, S, P, Wk, W7, store, hk, mode};
+    double *c = F64(S[S_ctrl]);
+    nc_stepper st = {&x, dopri5_step, dopri5_interpolate, dopri5_keep, F64(S[S_y]),
+                     &c[CTRL_T_NOW], &c[CTRL_T_BOUND]};
+    return nc_advance_with(&st, T, S, P, Wk, hk, W1, mode, budget, eps_floor, t_eval, n_eval,
+                           next_out, every_step, drift_tol, rec, seg);
 }
 
 /* ------------------------------------------------------------------ wrappers */
@@ -865,12 +904,42 @@ NC_WRAPPER(step)
     return Py_BuildValue("(LL)", (long long)status, (long long)rejected);
 }
 
+int nc_advance_buffers(const nc_value *a, int64_t N, int64_t y_rows, int64_t k_rows,
+                       const char *function, nc_records *rec, nc_segments *seg)
+{
+    int64_t rows = a[0].arr.size, steps = a[4].arr.shape[0];
+    if (require(rows >= 1 && a[1].arr.size == rows * N && a[2].arr.size == 3 * rows &&
+                a[3].arr.size == rows, function,
+                "the records must be (k,), (k, 2 n), (k, 3) and (k,) arrays, k ≥ 1") < 0)
+        return -1;
+    if (a[4].arr.size != 2 * steps || a[5].arr.size != y_rows * N * steps ||
+        a[6].arr.size != k_rows * N * steps) {
+        PyErr_Format(PyExc_ValueError, "core.%s: the segments must be (c, 2), (c, %lld, 2 n) "
+                     "and (c, %lld, 2 n) arrays", function, (long long)y_rows,
+                     (long long)k_rows);
+        return -1;
+    }
+    *rec = (nc_records){F64(a[0].arr), F64(a[1].arr), F64(a[2].arr), I64(a[3].arr), rows - 1};
+    *seg = (nc_segments){F64(a[4].arr), F64(a[5].arr), F64(a[6].arr), steps};
+    return 0;
+}
+
+PyObject *nc_advance_result(nc_progress out)
+{
+    return Py_BuildValue("(LLLLLLN)", (long long)out.status, (long long)out.records,
+                         (long long)out.next_out, (long long)out.steps,
+                         (long long)out.rejected, (long long)out.stored,
+                         nc_py_take_error(out.status));
+}
+
 NC_WRAPPER(advance)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], f[FS_COUNT];
     nc_value b[22] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
     nc_py_hooks ctx;
     const nc_hooks *hk;
+    nc_records rec;
+    nc_segments seg;
     b[21].tuple = f;
     if (nc_parse(args, nargs, "TSPWoddiifdipfdddqdddF", b, "advance") < 0 ||
         nc_py_hooks_from(b[4].obj, &ctx, &hk) < 0)
@@ -880,30 +949,17 @@ NC_WRAPPER(advance)
     memcpy(a + 4, b + 5, 17 * sizeof(nc_value));
     const nc_arr *T = a[0].tuple, *S = a[1].tuple, *P = a[2].tuple, *Wk = a[3].tuple;
     const nc_arr *store = a[20].tuple;
-    int64_t N = S[S_y].size, rows = a[13].arr.size, steps = a[17].arr.shape[0];
-    const nc_arr *seg_t = &a[17].arr, *seg_y = &a[18].arr, *seg_K = &a[19].arr;
     if (buffers(S, "advance") < 0 || weight_table(T, &a[4].arr, 7, "advance") < 0 ||
         weight_table(T, &a[5].arr, 0, "advance") < 0 ||
-        require(rows >= 1 && a[14].arr.size == rows * N && a[15].arr.size == 3 * rows &&
-                a[16].arr.size == rows, "advance",
-                "the records must be (k,), (k, 2 n), (k, 3) and (k,) arrays, k ≥ 1") < 0 ||
-        require(seg_t->size == 2 * steps && seg_y->size == 2 * N * steps &&
-                seg_K->size == 7 * N * steps, "advance",
-                "the segments must be (c, 2), (c, 2, 2 n) and (c, 7, 2 n) arrays") < 0 ||
-        factor_store(store, S, Wk, steps, "advance") < 0 ||
-        require(store[FS_lam].shape[0] == 0 || steps > 0, "advance",
+        nc_advance_buffers(a + 13, S[S_y].size, 2, 7, "advance", &rec, &seg) < 0 ||
+        factor_store(store, S, Wk, seg.capacity, "advance") < 0 ||
+        require(store[FS_lam].shape[0] == 0 || seg.capacity > 0, "advance",
                 "a FactorStore needs segments") < 0)
         return NULL;
-    nc_records rec = {F64(a[13].arr), F64(a[14].arr), F64(a[15].arr), I64(a[16].arr),
-                      rows - 1};
-    nc_segments seg = {F64(*seg_t), F64(*seg_y), F64(*seg_K), steps};
     nc_progress out = nc_advance(T, S, P, Wk, hk, &a[4].arr, F64(a[5].arr), a[6].i, a[7].i,
                                  a[8].f, F64(a[9].arr), a[9].arr.size, a[10].i, (int)a[11].i,
                                  a[12].f, &rec, &seg, store);
-    return Py_BuildValue("(LLLLLLN)", (long long)out.status, (long long)out.records,
-                         (long long)out.next_out, (long long)out.steps,
-                         (long long)out.rejected, (long long)out.stored,
-                         nc_py_take_error(out.status));
+    return nc_advance_result(out);
 }
 
 NC_WRAPPER(factor)

@@ -162,6 +162,27 @@ typedef struct {
     int64_t status, records, next_out, steps, rejected, stored;
 } nc_progress;
 
+/* A stepper nc_advance_with drives, as a table of what differs between DOPRI5 and
+ * Radau (in the style of nc_hooks): the loop, the outputs, their projection, the
+ * checks, the records, the segments' bookkeeping, the budget and Ctrl-C are one.
+ *
+ *  step         one accepted step from (*t, y), at most max_attempts attempts: a step
+ *               status (NC_ACCEPTED, NC_UNDERFLOW, a failure's) and *rejected; k: the
+ *               segment the step will be kept at (DOPRI5's factor store);
+ *  interpolate  the last accepted step's dense output at time t into out (N,), which
+ *               overlaps nothing the stepper keeps;
+ *  keep         the last accepted step's dense-output data as segment k;
+ *  y, t, t_bound  the state (N,), and the current time and end in the stepper's ctrl. */
+typedef struct nc_stepper {
+    void *ctx;
+    int64_t (*step)(void *ctx, int64_t max_attempts, double eps_floor, int64_t k,
+                    int64_t *rejected);
+    void (*interpolate)(void *ctx, double t, double *out);
+    void (*keep)(void *ctx, int64_t k, const nc_segments *seg);
+    double *y;
+    const double *t, *t_bound;
+} nc_stepper;
+
 /* compiled.advance: accepted steps and their records until finished, full, a failed
  * check or step, or `budget` attempts; with store[FS_lam].shape[0] > 0 the stage
  * factorizations of the stored steps are kept in store. */
@@ -170,6 +191,25 @@ nc_progress nc_advance(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
                        double eps_floor, const double *t_eval, int64_t n_eval,
                        int64_t next_out, int every_step, double drift_tol,
                        const nc_records *rec, const nc_segments *seg, const nc_arr *store);
+/* the chunked advance of any stepper (nc_advance's loop, its records and statuses):
+ * st's accepted steps, the outputs t_eval[next_out:] by st's dense output projected
+ * as DOPRI5's (from the dropped set of their step) and every recorded state checked;
+ * W1 (n_weights, 3) the weight table of the checks and outputs */
+nc_progress nc_advance_with(const nc_stepper *st, const nc_arr *T, const nc_arr *S,
+                            const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk, double *W1,
+                            int64_t mode, int64_t budget, double eps_floor,
+                            const double *t_eval, int64_t n_eval, int64_t next_out,
+                            int every_step, double drift_tol, const nc_records *rec,
+                            const nc_segments *seg);
+/* An advance wrapper's record and segment arguments a[0..6] (rec_t, rec_y, rec_obs,
+ * rec_kind, seg_t, seg_y, seg_K) checked against the state size N, with y_rows and
+ * k_rows rows of N per segment in seg_y and seg_K: 0, or −1 with a ValueError naming
+ * `function` */
+int nc_advance_buffers(const nc_value *a, int64_t N, int64_t y_rows, int64_t k_rows,
+                       const char *function, nc_records *rec, nc_segments *seg);
+/* the tuple an advance wrapper returns: (status, records, next_out, steps, rejected,
+ * stored, error) */
+PyObject *nc_advance_result(nc_progress out);
 
 /* ------------------------------------------------------------------ callbacks.c */
 /* The hooks of a Python Callbacks object (natcoord.integrate.stepper.Callbacks) for one

@@ -1,4 +1,6 @@
-/* Radau IIA of order 5 with projection: one accepted step per call (Hairer & Wanner,
+/* Radau IIA of order 5 with projection: one accepted step per call (radau_step), or many
+ * with their outputs, checks and records through dopri5.c's chunked advance loop
+ * (radau_advance: nc_advance_with and Radau's stepper table) (Hairer & Wanner,
  * Solving ODEs II, IV.8, the logic of RADAU5; docs/method.md#110-stiff-mechanisms-radau-iia;
  * the Python side, natcoord/integrate/radau.py, sets up the buffers and the constants).
  *
@@ -663,6 +665,47 @@ static int64_t radau_step(const radau_ctx *x, int64_t max_attempts, double eps_f
     return NC_MAX_ATTEMPTS;
 }
 
+/* ------------------------------------------------------------ many steps */
+/* the collocation polynomial of a step at θ: out (N2) = y_old + θ Q_0 + θ² Q_1 + θ³ Q_2
+ * (u(t_old + θ h) = y_old + Σ θ^(k+1) Q_k, order 3 uniformly: IV.8); out may not
+ * overlap y_old or Q */
+static void collocation(const double *y_old, const double *Q, double theta, int64_t N2,
+                        double *out)
+{
+    double w[3] = {theta, theta * theta, theta * theta * theta};
+    for (int64_t i = 0; i < N2; i++)
+        out[i] = y_old[i] + (w[0] * Q[i] + w[1] * Q[N2 + i] + w[2] * Q[2 * N2 + i]);
+}
+
+/* Radau's entries of the stepper table that nc_advance_with (dopri5.c) drives: the same
+ * loop, outputs, projection of outputs, checks and records as DOPRI5's */
+static int64_t advance_step(void *ctx, int64_t max_attempts, double eps_floor, int64_t k,
+                            int64_t *rejected)
+{
+    (void)k;                                /* no factor store: DOPRI5's sensitivity sweep */
+    return radau_step(ctx, max_attempts, eps_floor, rejected);
+}
+
+static void advance_interpolate(void *ctx, double t, double *out)
+{
+    const nc_arr *R = ((const radau_ctx *)ctx)->R;
+    const double *ctrl = F64(R[R_ctrl]);
+    collocation(F64(R[R_yold]), F64(R[R_Q]), (t - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD],
+                R[R_y].size, out);
+}
+
+/* the last accepted step's polynomial as segment k: (t_old, h), y_old (1 row), Q (3) */
+static void advance_keep(void *ctx, int64_t k, const nc_segments *seg)
+{
+    const nc_arr *R = ((const radau_ctx *)ctx)->R;
+    const double *ctrl = F64(R[R_ctrl]);
+    int64_t N2 = R[R_y].size;
+    seg->t[2 * k] = ctrl[RC_T_OLD];
+    seg->t[2 * k + 1] = ctrl[RC_H_OLD];
+    memcpy(seg->y + k * N2, F64(R[R_yold]), N2 * sizeof(double));
+    memcpy(seg->K + 3 * k * N2, F64(R[R_Q]), 3 * N2 * sizeof(double));
+}
+
 /* ------------------------------------------------------------------ wrappers */
 static int fits(const nc_arr *R, int64_t N, int64_t m, const char *function)
 {
@@ -740,6 +783,50 @@ NC_WRAPPER(radau_jacobian)
     return status == NC_CALLBACK ? NULL : PyLong_FromLongLong(status);
 }
 
+NC_WRAPPER(radau_advance)
+{
+    nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], r[R_COUNT];
+    nc_value a[22] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}, {.tuple = NULL}, {.tuple = r}};
+    nc_py_hooks ctx;
+    radau_ctx x;
+    nc_records rec;
+    nc_segments seg;
+    if (nc_parse(args, nargs, "TSPWoRiodifdipfdddqddd", a, "radau_advance") < 0 ||
+        context(a, a[7].obj, &ctx, &x, "radau_advance") < 0)
+        return NULL;
+    const nc_arr *W1 = &a[8].arr, *R = x.R;
+    if (W1->ndim != 2 || W1->size != R[R_weights].size || W1->shape[1] != 3) {
+        PyErr_SetString(PyExc_ValueError, "core.radau_advance: the weight table W1 must have "
+                        "shape (n_weights, 3)");
+        return NULL;
+    }
+    if (nc_advance_buffers(a + 15, R[R_y].size, 1, 3, "radau_advance", &rec, &seg) < 0)
+        return NULL;
+    double *ctrl = F64(R[R_ctrl]);
+    nc_stepper st = {&x, advance_step, advance_interpolate, advance_keep, F64(R[R_y]),
+                     &ctrl[RC_T_NOW], &ctrl[RC_T_BOUND]};
+    nc_progress out = nc_advance_with(&st, x.T, x.S, x.P, x.Wk, x.hk, F64(*W1), x.mode, a[9].i,
+                                      a[10].f, F64(a[11].arr), a[11].arr.size, a[12].i,
+                                      (int)a[13].i, a[14].f, &rec, &seg);
+    return nc_advance_result(out);
+}
+
+NC_WRAPPER(radau_interpolate)
+{
+    nc_value a[4];
+    if (nc_parse(args, nargs, "dddd", a, "radau_interpolate") < 0)
+        return NULL;
+    int64_t N2 = a[0].arr.size, k = a[2].arr.size;
+    if (a[1].arr.size != 3 * N2 || a[3].arr.size != k * N2) {
+        PyErr_SetString(PyExc_ValueError, "core.radau_interpolate: y_old must be (N,), Q "
+                        "(3, N), theta (k,) and out (k, N)");
+        return NULL;
+    }
+    for (int64_t j = 0; j < k; j++)
+        collocation(F64(a[0].arr), F64(a[1].arr), F64(a[2].arr)[j], N2, F64(a[3].arr) + j * N2);
+    Py_RETURN_NONE;
+}
+
 /* the dense LU's test entry (dense_lu.h nc_lu_variant): A (n, n) real or (2, n, n) real
  * and imaginary parts, factored in place; b (n,) or (2, n) solved in place */
 NC_WRAPPER(dense_lu_solve)
@@ -777,6 +864,16 @@ PyMethodDef nc_radau_methods[] = {
               "step-size underflow). hooks: a Callbacks object or None, as for step; "
               "jacobian: None (the core's) or jacobian(t) -> status filling R.K and R.D at "
               "(t, R.point). A callback's exception propagates."),
+    NC_METHOD(radau_advance, "radau_advance(T, S, P, Wk, hooks, R, mode, jacobian, W1, budget, "
+              "eps_floor, t_eval, next_out, every_step, drift_tol, rec_t, rec_y, rec_obs, "
+              "rec_kind, seg_t, seg_y, seg_K) -> (status, records, next_out, steps, rejected, "
+              "stored, error): advance (dopri5.c's nc_advance_with) with Radau's steps: "
+              "accepted steps and their checked records (every step, or the t_eval points by "
+              "the collocation polynomial, projected) until finished, full, a failure or "
+              "budget attempts; segments (c, 2), (c, 1, 2 n): y_old, (c, 3, 2 n): Q."),
+    NC_METHOD(radau_interpolate, "radau_interpolate(y_old, Q, theta, out): the collocation "
+              "polynomial of a Radau step, y_old + Σ θ^(k+1) Q_k, at the fractions theta (k,) "
+              "into out (k, N)."),
     NC_METHOD(radau_jacobian, "radau_jacobian(T, S, P, Wk, hooks, R, mode, t, jacobian) -> "
               "status: R.K = ∂a/∂p and R.D = ∂a/∂v at (t, R.point), as radau_step computes "
               "them."),
