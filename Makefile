@@ -127,6 +127,7 @@ data: venv extras
 	$(BIN)/python benchmarks/sensitivity_cost.py
 	$(BIN)/python benchmarks/peers.py
 	$(BIN)/python benchmarks/robot_speed.py
+	$(BIN)/python benchmarks/corpus_table.py
 	$(BIN)/python paper/figures.py
 
 clean:
