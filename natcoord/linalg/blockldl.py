@@ -135,9 +135,12 @@ class BlockPlan:
         trans = bnode > jnode                               # block is 6 × m_j
         local = self.row_local[self.jp_row - 6 * n]
         # entry (r, a) of the block in the flat buffer: base + a·stride, a = 0..5;
-        # the origin slot adds to a = 0..2, an axis slot (e_k × g) to a = 3..5
-        self.jp_stride = np.where(trans, 6, 1)
-        self.jp_base = jp_block * 36 + np.where(trans, local, 6 * local) \
+        # the origin slot adds to a = 0..2, an axis slot (e_k × g) to a = 3..5.
+        # Couplings are stored transposed (blockldl.c): entry (i, c) of A_qk at
+        # 36 block + 6 c + i, so the joint's row r is the column of a 6 × m_j block
+        # (trans) and the row of an m_j × 6 one; fixed per model, not per call
+        self.jp_stride = np.where(trans, 1, 6)
+        self.jp_base = jp_block * 36 + np.where(trans, 6 * local, local) \
             + np.where(self.jp_slot % 4 == 0, 0, 3 * self.jp_stride)
         # solve: only the axis slots meet a_p and the multipliers μ; by body
         axis = np.flatnonzero(self.jp_slot % 4 != 0)
