@@ -42,7 +42,7 @@ typedef struct {
     const int64_t *e_index, *body_node, *size, *col_ptr, *col_node, *upd_ptr, *upd_q,
         *upd_p, *upd_t, *node_row0, *jp, *jp_ptr, *jp_row, *jp_slot, *jp_base, *jp_stride,
         *jp_axis, *jp_z, *body_axis_ptr, *row_z, *side_block, *side_body, *side_trans,
-        *side_row0, *side_size;
+        *side_row0, *side_size, *jp_e;
     const double *sign;
     int64_t n_jp, n_side, n_row_z;
     double *B, *inv, *E, *F, *Gj, *floor, *bound, *z, *ap;
@@ -66,7 +66,7 @@ static ldl ldl_of(const nc_arr *P, const nc_arr *Wk)
         .body_axis_ptr = I64(P[P_body_axis_ptr]), .row_z = I64(P[P_row_z]),
         .side_block = I64(P[P_side_block]), .side_body = I64(P[P_side_body]),
         .side_trans = I64(P[P_side_trans]), .side_row0 = I64(P[P_side_row0]),
-        .side_size = I64(P[P_side_size]), .sign = F64(P[P_sign]),
+        .side_size = I64(P[P_side_size]), .jp_e = I64(P[P_jp_e]), .sign = F64(P[P_sign]),
         .n_jp = P[P_jp].size, .n_side = P[P_side_block].size, .n_row_z = P[P_row_z].size,
         .B = F64(Wk[WK_B]), .inv = F64(Wk[WK_inv]), .E = F64(Wk[WK_E]), .F = F64(Wk[WK_F]),
         .Gj = F64(Wk[WK_Gj]), .floor = F64(Wk[WK_floor]), .bound = F64(Wk[WK_bound]),
@@ -362,11 +362,10 @@ NC_INLINE int64_t assemble(const double *G, const ldl *s)
     for (int64_t t = 0; t < s->n_jp; t++) {
         const double *g = G + 3 * s->jp[t];
         double g0 = g[0], g1 = g[1], g2 = g[2];
-        const uint64_t slot = (uint64_t)s->jp_slot[t], k = slot % 4;
-        const int64_t o = s->jp_base[t], st = s->jp_stride[t];
-        if (k) {                            /* an axis block: the solve reads it in Gj */
+        const int64_t o = s->jp_base[t], st = s->jp_stride[t], ek = s->jp_e[t];
+        if (ek >= 0) {                      /* an axis block: the solve reads it in Gj */
             s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
-            const double *e = E + 9 * (slot / 4) + 3 * (k - 1);
+            const double *e = E + ek;
             g0 = e[1] * g[2] - e[2] * g[1];
             g1 = e[2] * g[0] - e[0] * g[2];
             g2 = e[0] * g[1] - e[1] * g[0];
