@@ -5,9 +5,10 @@ Three experiments, one run, one CSV (``data/peers.csv``), one figure:
 (a) ``call``: one forward-dynamics evaluation of ``chain(n)`` (docs/benchmarks.md:
     rods 1 kg, 0.5 m, square section 0.05 m, revolute axes alternating x, y,
     joint angles 0.1 rad, gravity −z): natcoord ``accelerations`` with a
-    reused Workspace and its bare numeric phase (factor + solve; both timed by
-    :func:`natcoord_bench.scaling.measure`), the compiled right-hand
-    side that ``simulate`` evaluates (``natcoord-forward``), Pinocchio's ABA
+    reused Workspace, its bare numeric phase (factor + solve) and
+    ``nc.forward(model, data)``, the compiled right-hand side that
+    ``simulate`` evaluates (``natcoord-forward``; the three timed by
+    :func:`natcoord_bench.scaling.measure`), Pinocchio's ABA
     (``pin.aba``) and MuJoCo's ``mj_forward``. The peers' models are built
     here from the same rod data (MuJoCo from an MJCF string; past the XML
     parser's nesting limit the same model through ``mujoco.MjSpec``). Before
@@ -45,7 +46,6 @@ import time
 
 import numpy as np
 
-import natcoord as nc
 from natcoord import models
 from natcoord.model.body import rod_inertia
 from natcoord.dynamics.workspace import accelerations
@@ -221,15 +221,6 @@ def chain_cross_check(n, peers, seed=0):
     return diffs, float(np.abs(qdd).max())
 
 
-def forward_call(model):
-    """One ``nc.forward(model, data)`` — the core's right-hand side on per-run data, the
-    counterpart of ``mj_forward(m, d)`` and ``pin.aba`` — at the state of
-    :func:`scaling.measure`."""
-    v = 0.1 * np.random.default_rng(0).standard_normal(model.n_coords)
-    data = nc.Data(model, State(0.0, model.p_reference, v))
-    return lambda: nc.forward(model, data)
-
-
 def call_rows(ns, peers, repeat, max_seconds, bar):
     """Experiment (a): time per forward-dynamics call at each n."""
     rows, done = [], {}
@@ -238,13 +229,13 @@ def call_rows(ns, peers, repeat, max_seconds, bar):
         model = models.chain(n).build()
         common = dict(experiment="call", n=n, knob="", knob_value=np.nan, t_end=np.nan,
                       repeat=repeat, error_m=np.nan, steps=np.nan)
-        (numeric, numeric_min), (call, call_min), _ = scaling.measure(model, "block", repeat)
+        (numeric, numeric_min), (call, call_min), (forward, forward_min), _ = scaling.measure(
+            model, "block", repeat)
         nc_check = f"natcoord q̈ up to {scale:.3g} rad/s²"
         rows.append(dict(common, tool="natcoord", method="accelerations (block, Workspace)",
                          time_median_s=call, time_min_s=call_min, check=0.0, note=nc_check))
         rows.append(dict(common, tool="natcoord-numeric", method="block factor + solve",
                          time_median_s=numeric, time_min_s=numeric_min, check=0.0, note=""))
-        forward, forward_min = _timed_median(forward_call(model), repeat)
         rows.append(dict(common, tool="natcoord-forward", method="nc.forward(model, data) "
                          "(the core's right-hand side, as simulate evaluates it)",
                          time_median_s=forward, time_min_s=forward_min, check=0.0, note=""))

@@ -7,7 +7,10 @@ and ``chain(n, loops=4)`` — with every backend in the same run. Each model is
 built and its :class:`~natcoord.dynamics.workspace.Workspace` created (and warmed up)
 before timing, so the symbolic phase is excluded. Two medians of ``--repeat``
 runs are recorded: the numeric phase (``factor`` + ``solve``, ``g, G, γ, f``
-already evaluated) and the whole ``nc.accelerations`` call. A backend is not
+already evaluated) and the whole ``nc.accelerations`` call; for the block solver
+also ``nc.forward(model, data)`` (``forward_s``: the compiled core's right-hand
+side on per-run data, constraints and forces included, the call ``simulate``
+evaluates; issue 22's per-body target is on it). A backend is not
 run at an n where its call would take longer than ``--max-seconds`` (its
 time extrapolated with the growth measured at the last two sizes). The block
 solver's floating-point operations per evaluation (factor + solve, counted
@@ -31,6 +34,7 @@ import numpy as np
 
 from natcoord import models
 from natcoord.dynamics.workspace import Workspace, accelerations
+from natcoord.integrate.data import Data, forward
 from natcoord.linalg import available_solvers
 from natcoord.linalg.blockldl import block_plan
 from natcoord.linalg.symbolic import structure
@@ -42,8 +46,9 @@ FAMILIES = ("chain", "tree", "loops")
 LOOPS = 4
 DEFAULT_N = (100, 200, 500, 1000, 2000, 5000, 10000, 20000)
 COLUMNS = ("family", "n_bodies", "n_rows", "solver", "repeat", "numeric_s", "numeric_min_s",
-           "call_s", "call_min_s", "call_us_per_body", "block_flops", "fill_blocks",
-           "dropped", "machine", "versions", "date")
+           "call_s", "call_min_s", "call_us_per_body", "forward_s", "forward_min_s",
+           "forward_us_per_body", "block_flops", "fill_blocks", "dropped", "machine",
+           "versions", "date")
 
 
 def configure(parser):
@@ -75,16 +80,18 @@ def _timed(function, inner):
 
 
 def measure(model, solver, repeat, sample_seconds=0.02):
-    """Median and minimum times [s] of the numeric phase and of the whole call.
+    """Median and minimum times [s] of the numeric phase, of the whole call and (block
+    solver; else NaN) of ``nc.forward``.
 
-    The two are timed alternately (load changes hit both alike); each sample
+    They are timed alternately (load changes hit them alike); each sample
     averages enough evaluations to last about ``sample_seconds``.
     """
     rng = np.random.default_rng(0)
     state = State(0.0, model.p_reference.copy(), 0.1 * rng.standard_normal(model.n_coords))
     ws = Workspace(model, solver)
-    accelerations(model, state, workspace=ws)                  # warm-up (compilation)
+    accelerations(model, state, workspace=ws)                  # warm-up
     f, gamma = ws.forces(state.t, state.p, state.v).copy(), ws.gamma.copy()
+    data = Data(model, state) if solver == "block" else None
 
     def numeric():
         ws.factor()
@@ -93,17 +100,24 @@ def measure(model, solver, repeat, sample_seconds=0.02):
     def call():
         accelerations(model, state, workspace=ws)
 
+    def forward_call():
+        forward(model, data)
+
     inner = max(1, int(sample_seconds / _timed(call, 1)))
-    numeric_times, call_times = [], []
+    numeric_times, call_times, forward_times = [], [], []
     gc.disable()
     try:
         for _ in range(repeat):
             numeric_times.append(_timed(numeric, inner))
             call_times.append(_timed(call, inner))
+            if data is not None:
+                forward_times.append(_timed(forward_call, inner))
     finally:
         gc.enable()
+    forward_times = forward_times or [np.nan]
     return ((float(np.median(numeric_times)), min(numeric_times)),
-            (float(np.median(call_times)), min(call_times)), ws.dropped.size)
+            (float(np.median(call_times)), min(call_times)),
+            (float(np.median(forward_times)), min(forward_times)), ws.dropped.size)
 
 
 def predicted_time(rows, family, solver, n):
@@ -147,17 +161,21 @@ def run(args):
             for solver in solvers:
                 if predicted_time(rows, family, solver, model.n_bodies) > args.max_seconds:
                     continue
-                (numeric, numeric_min), (call, call_min), dropped = measure(
+                (numeric, numeric_min), (call, call_min), (fwd, fwd_min), dropped = measure(
                     model, solver, args.repeat)
                 rows.append(dict(family=family, n_bodies=model.n_bodies, n_rows=model.n_rows,
                                  solver=solver, repeat=args.repeat, numeric_s=numeric,
                                  numeric_min_s=numeric_min, call_s=call, call_min_s=call_min,
                                  call_us_per_body=1e6 * call / model.n_bodies,
+                                 forward_s=fwd, forward_min_s=fwd_min,
+                                 forward_us_per_body=1e6 * fwd / model.n_bodies,
                                  block_flops=flops, fill_blocks=fill, dropped=dropped,
                                  **common))
                 print(f"{family:6s} n={model.n_bodies:6d} {solver:8s} numeric "
                       f"{1e6 * numeric / model.n_bodies:8.2f} µs/body, call "
-                      f"{1e6 * call / model.n_bodies:8.2f} µs/body", flush=True)
+                      f"{1e6 * call / model.n_bodies:8.2f} µs/body"
+                      + (f", nc.forward {1e6 * fwd / model.n_bodies:8.2f} µs/body"
+                         if solver == "block" else ""), flush=True)
     out = Path(args.out)
     write_rows(out, rows, replace_families=args.family)
     print(f"rows merged into {out}")
@@ -224,6 +242,8 @@ def summary(rows):
                 r = at[solver]
                 text += (f"; at n={near}: numeric {1e6 * r['numeric_s'] / near:.2f} µs/body, "
                          f"call {1e6 * r['call_s'] / near:.2f} µs/body")
+                if solver == "block" and np.isfinite(r.get("forward_s", np.nan)):
+                    text += f", nc.forward {1e6 * r['forward_s'] / near:.2f} µs/body"
                 if solver != "block" and "block" in at:
                     text += f", {r['call_s'] / at['block']['call_s']:.1f}× block's call"
             lines.append(text)
@@ -258,6 +278,11 @@ def plot_scaling(csv_path, png_path):
                 _, numeric = _series(rows, family, solver, "numeric_s")
                 ax.loglog(n, numeric, "s--", color=colours[solver], ms=3,
                           label=_label("block factor+solve", n, numeric))
+                n_fwd, fwd = _series(rows, family, solver, "forward_s")
+                known = np.isfinite(fwd)          # rows of runs before the column: NaN
+                if known.any():
+                    ax.loglog(n_fwd[known], fwd[known], "^:", color=colours[solver], ms=3,
+                              label=_label("block nc.forward", n_fwd[known], fwd[known]))
         ax.set(title=titles[family], xlabel="bodies n", ylabel="time per evaluation [s]")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)

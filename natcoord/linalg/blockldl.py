@@ -74,7 +74,7 @@ PlanArrays = namedtuple("PlanArrays", [
     "sign", "col_ptr", "col_node", "upd_ptr", "upd_q", "upd_p", "upd_t", "node_row0", "jp",
     "jp_ptr", "jp_row", "jp_slot", "jp_base", "jp_stride", "jp_axis", "jp_z",
     "body_axis_ptr", "row_z", "side_block", "side_body", "side_trans", "side_row0",
-    "side_size"])
+    "side_size", "jp_e"])
 #: Per-solver buffers of the numeric phase (see :func:`make_work`).
 WorkBuffers = namedtuple("WorkBuffers", [
     "B", "inv", "E", "F", "Gj", "floor", "bound", "dropped", "decided", "I6", "y", "S3", "z", "ap"])
@@ -135,10 +135,16 @@ class BlockPlan:
         trans = bnode > jnode                               # block is 6 × m_j
         local = self.row_local[self.jp_row - 6 * n]
         # entry (r, a) of the block in the flat buffer: base + a·stride, a = 0..5;
-        # the origin slot adds to a = 0..2, an axis slot (e_k × g) to a = 3..5
-        self.jp_stride = np.where(trans, 6, 1)
-        self.jp_base = jp_block * 36 + np.where(trans, local, 6 * local) \
+        # the origin slot adds to a = 0..2, an axis slot (e_k × g) to a = 3..5.
+        # Couplings are stored transposed (blockldl.c): entry (i, c) of A_qk at
+        # 36 block + 6 c + i, so the joint's row r is the column of a 6 × m_j block
+        # (trans) and the row of an m_j × 6 one; fixed per model, not per call
+        self.jp_stride = np.where(trans, 1, 6)
+        self.jp_base = jp_block * 36 + np.where(trans, 6 * local, local) \
             + np.where(self.jp_slot % 4 == 0, 0, 3 * self.jp_stride)
+        # an axis block's e_k in the (n, 9) axes, read by its twist form; −1: an origin
+        k = self.jp_slot % 4
+        self.jp_e = np.where(k == 0, -1, 9 * body + 3 * (k - 1))
         # solve: only the axis slots meet a_p and the multipliers μ; by body
         axis = np.flatnonzero(self.jp_slot % 4 != 0)
         self.jp_axis = axis[np.argsort(body[axis], kind="stable")]
@@ -166,7 +172,7 @@ class BlockPlan:
             jp_z=self.jp_z, body_axis_ptr=self.body_axis_ptr, row_z=self.row_z,
             side_block=self.side_block, side_body=self.side_body,
             side_trans=self.side_trans, side_row0=self.side_row0,
-            side_size=self.side_size)
+            side_size=self.side_size, jp_e=self.jp_e)
 
     def block_of(self, q, k):
         """Block index of ``A_qk`` (q ≥ k)."""

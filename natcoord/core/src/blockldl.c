@@ -8,7 +8,7 @@
  * so that the kernels' inner loops run over contiguous 6-vectors: the coupling solve
  * V ← V L⁻ᵀ updates a column of V at a time, the Schur update T −= σ X Yᵀ adds outer
  * products of two columns, the forward substitution z_q −= σ V z_k sums columns. The
- * plan (Python) addresses couplings row-major: assembly swaps the offset's digits. A joint
+ * plan (Python) addresses couplings in this stored layout (jp_base, jp_stride). A joint
  * pivot and its couplings use their leading d rows and columns; the padding stays
  * exactly +0 and the kernels skip it (see "Padding" below). The upper triangle of a
  * diagonal block is scratch (the Schur update writes it; nothing reads it).
@@ -42,7 +42,7 @@ typedef struct {
     const int64_t *e_index, *body_node, *size, *col_ptr, *col_node, *upd_ptr, *upd_q,
         *upd_p, *upd_t, *node_row0, *jp, *jp_ptr, *jp_row, *jp_slot, *jp_base, *jp_stride,
         *jp_axis, *jp_z, *body_axis_ptr, *row_z, *side_block, *side_body, *side_trans,
-        *side_row0, *side_size;
+        *side_row0, *side_size, *jp_e;
     const double *sign;
     int64_t n_jp, n_side, n_row_z;
     double *B, *inv, *E, *F, *Gj, *floor, *bound, *z, *ap;
@@ -66,7 +66,7 @@ static ldl ldl_of(const nc_arr *P, const nc_arr *Wk)
         .body_axis_ptr = I64(P[P_body_axis_ptr]), .row_z = I64(P[P_row_z]),
         .side_block = I64(P[P_side_block]), .side_body = I64(P[P_side_body]),
         .side_trans = I64(P[P_side_trans]), .side_row0 = I64(P[P_side_row0]),
-        .side_size = I64(P[P_side_size]), .sign = F64(P[P_sign]),
+        .side_size = I64(P[P_side_size]), .jp_e = I64(P[P_jp_e]), .sign = F64(P[P_sign]),
         .n_jp = P[P_jp].size, .n_side = P[P_side_block].size, .n_row_z = P[P_row_z].size,
         .B = F64(Wk[WK_B]), .inv = F64(Wk[WK_inv]), .E = F64(Wk[WK_E]), .F = F64(Wk[WK_F]),
         .Gj = F64(Wk[WK_Gj]), .floor = F64(Wk[WK_floor]), .bound = F64(Wk[WK_bound]),
@@ -362,19 +362,14 @@ NC_INLINE int64_t assemble(const double *G, const ldl *s)
     for (int64_t t = 0; t < s->n_jp; t++) {
         const double *g = G + 3 * s->jp[t];
         double g0 = g[0], g1 = g[1], g2 = g[2];
-        int64_t k = s->jp_slot[t] % 4, st = s->jp_stride[t];
-        if (k) {                            /* an axis block: the solve reads it in Gj */
+        const int64_t o = s->jp_base[t], st = s->jp_stride[t], ek = s->jp_e[t];
+        if (ek >= 0) {                      /* an axis block: the solve reads it in Gj */
             s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
-            const double *e = E + 9 * (s->jp_slot[t] / 4) + 3 * (k - 1);
+            const double *e = E + ek;
             g0 = e[1] * g[2] - e[2] * g[1];
             g1 = e[2] * g[0] - e[0] * g[2];
             g2 = e[0] * g[1] - e[1] * g[0];
         }
-        /* the plan's offset o = 36 block + 6 row + column is into a row-major block; the
-         * couplings are stored transposed: its two digits in base 6 swap */
-        uint64_t u = (uint64_t)s->jp_base[t], rem = u % 36, hi = rem / 6;
-        int64_t o = (int64_t)(u + 5 * (rem - 6 * hi) - 5 * hi);
-        st = 7 - st;
         if (o != run || st != run_st) {
             if (run >= 0)
                 B[run] = a0, B[run + run_st] = a1, B[run + 2 * run_st] = a2;
@@ -829,7 +824,7 @@ NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_
         for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {  /* − G_Jᵀ λ_J */
             int64_t t = s.jp_axis[u];
             const double l = lam[s.jp_row[t]], *g = Gj + 3 * t;
-            switch (s.jp_slot[t] % 4) {     /* constant indices: S3 stays in registers */
+            switch ((uint64_t)s.jp_slot[t] % 4) {   /* constant indices: S3 in registers */
             case 1:
                 S3[0] = S3[0] - g[0] * l, S3[1] = S3[1] - g[1] * l, S3[2] = S3[2] - g[2] * l;
                 break;

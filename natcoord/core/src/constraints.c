@@ -40,28 +40,46 @@ NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const doubl
     const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
     const int64_t *qw = I64(T[T_quad_w]), *ga = I64(T[T_quad_ga]), *gb = I64(T[T_quad_gb]);
     const double *qc = F64(T[T_quad_c]);
+    /* Most terms carry weight row 0, the constant (1, 0, 0): for them w c = c, 2 w v·v =
+     * 2 v·v and the ẇ terms vanish, the same operations with the factors 1 and 0 left
+     * out (x·1 and y + 0·z round to x and y, up to the sign of a zero sum), and W is
+     * not read. Checked, not assumed: a table whose row 0 is not (1, 0, 0) takes the
+     * general path. */
+    const int unit0 = W[0] == 1.0 && W[1] == 0.0 && W[2] == 0.0;
     for (int64_t k = 0; k < T[T_quad_row].size; k++) {
         SWITCH_ROW(row[k])
         /* operands in locals: the stores into G would make the compiler load them again */
         const double *pa = X + 3 * qa[k], *pb = X + 3 * qb[k];
-        const double *ua = V + 3 * qa[k], *ub = V + 3 * qb[k], *w = W + 3 * qw[k];
+        const double *ua = V + 3 * qa[k], *ub = V + 3 * qb[k];
         const double xa[3] = {pa[0], pa[1], pa[2]}, xb[3] = {pb[0], pb[1], pb[2]};
         const double va[3] = {ua[0], ua[1], ua[2]}, vb[3] = {ub[0], ub[1], ub[2]};
-        const double w0 = w[0], w1 = w[1], w2 = w[2];
-        const double c = qc[k], xx = dot3(xa, xb), vv = dot3(va, vb), wc = w0 * c;
-        sg += wc * xx;
-        sgam -= c * (2.0 * w0 * vv + w2 * xx);
-        if (w1 != 0.0) {
-            double xv = 0.0;
-            for (int j = 0; j < 3; j++)
-                xv += xa[j] * vb[j] + xb[j] * va[j];
-            st += w1 * c * xx;
-            sgam -= 2.0 * w1 * c * xv;
+        const double c = qc[k], xx = dot3(xa, xb), vv = dot3(va, vb);
+        double wc = c;
+        if (unit0 && qw[k] == 0) {
+            sg += c * xx;
+            sgam -= c * (2.0 * vv);
+        } else {
+            const double *w = W + 3 * qw[k], w0 = w[0], w1 = w[1], w2 = w[2];
+            wc = w0 * c;
+            sg += wc * xx;
+            sgam -= c * (2.0 * w0 * vv + w2 * xx);
+            if (w1 != 0.0) {
+                double xv = 0.0;
+                for (int j = 0; j < 3; j++)
+                    xv += xa[j] * vb[j] + xb[j] * va[j];
+                st += w1 * c * xx;
+                sgam -= 2.0 * w1 * c * xv;
+            }
         }
         double *Ga = G + 3 * ga[k], *Gb = G + 3 * gb[k];
-        for (int j = 0; j < 3; j++) {
-            Ga[j] += wc * xb[j];
-            Gb[j] += wc * xa[j];
+        if (Ga == Gb) {                 /* x_a·x_a: both sums in registers, a then b */
+            for (int j = 0; j < 3; j++)
+                Ga[j] = (Ga[j] + wc * xb[j]) + wc * xa[j];
+        } else {
+            for (int j = 0; j < 3; j++) {
+                Ga[j] += wc * xb[j];
+                Gb[j] += wc * xa[j];
+            }
         }
     }
     const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
@@ -69,13 +87,21 @@ NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const doubl
     const double *ld = F64(T[T_lin_d]);
     for (int64_t k = 0; k < T[T_lin_row].size; k++) {
         SWITCH_ROW(lrow[k])
-        const double *pd = ld + 3 * k, *w = W + 3 * lw[k];
-        const double d[3] = {pd[0], pd[1], pd[2]}, w0 = w[0], w1 = w[1], w2 = w[2];
-        double dx = dot3(d, X + 3 * la[k]), dv = dot3(d, V + 3 * la[k]);
+        const double *pd = ld + 3 * k;
+        const double d[3] = {pd[0], pd[1], pd[2]};
+        double dx = dot3(d, X + 3 * la[k]);
+        double *Gk = G + 3 * lg[k];
+        if (unit0 && lw[k] == 0) {      /* weight (1, 0, 0): g_t and γ receive 0 */
+            sg += dx;
+            for (int j = 0; j < 3; j++)
+                Gk[j] += d[j];
+            continue;
+        }
+        const double *w = W + 3 * lw[k], w0 = w[0], w1 = w[1], w2 = w[2];
+        double dv = dot3(d, V + 3 * la[k]);
         sg += w0 * dx;
         st += w1 * dx;
         sgam -= 2.0 * w1 * dv + w2 * dx;
-        double *Gk = G + 3 * lg[k];
         for (int j = 0; j < 3; j++)
             Gk[j] += w0 * d[j];
     }
@@ -83,6 +109,10 @@ NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const doubl
     const double *cc = F64(T[T_const_c]);
     for (int64_t k = 0; k < T[T_const_row].size; k++) {
         SWITCH_ROW(crow[k])
+        if (unit0 && cw[k] == 0) {
+            sg += cc[k];
+            continue;
+        }
         const double *w = W + 3 * cw[k];
         sg += w[0] * cc[k];
         st += w[1] * cc[k];

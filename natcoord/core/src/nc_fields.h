@@ -141,10 +141,11 @@ enum {
     P_side_trans,
     P_side_row0,
     P_side_size,
+    P_jp_e,
     P_COUNT
 };
-#define NC_PLAN_KINDS "ddddfqqqdqqqqqqqqqqqqqqqqqqqqqq"
-#define NC_PLAN_NAMES "J4,J4_min,unit_J4,unit_J4_min,mass_ratio,e_index,body_node,size,sign,col_ptr,col_node,upd_ptr,upd_q,upd_p,upd_t,node_row0,jp,jp_ptr,jp_row,jp_slot,jp_base,jp_stride,jp_axis,jp_z,body_axis_ptr,row_z,side_block,side_body,side_trans,side_row0,side_size"
+#define NC_PLAN_KINDS "ddddfqqqdqqqqqqqqqqqqqqqqqqqqqqq"
+#define NC_PLAN_NAMES "J4,J4_min,unit_J4,unit_J4_min,mass_ratio,e_index,body_node,size,sign,col_ptr,col_node,upd_ptr,upd_q,upd_p,upd_t,node_row0,jp,jp_ptr,jp_row,jp_slot,jp_base,jp_stride,jp_axis,jp_z,body_axis_ptr,row_z,side_block,side_body,side_trans,side_row0,side_size,jp_e"
 
 enum {
     WK_B,
