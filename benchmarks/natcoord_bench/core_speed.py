@@ -1,4 +1,4 @@
-"""Speed of the compiled core: the kernels, one right-hand side, and whole runs per driver,
+"""Speed of the compiled core: the kernels, one right-hand side, and whole runs,
 as issue 22's targets state them (ratios in one run).
 
 ``rhs``: one right-hand side of the compiled core (``engine.rhs``: constraints, forces,
@@ -19,17 +19,15 @@ and solve (``BlockPlan.flops()``, the count of ``scaling.py``'s ``block_flops``)
 GFlop/s.
 
 ``simulate``: wall time of :func:`natcoord.simulate` (median of ``--repeat``) for the
-six-bar, 10 s at ``--rtol`` (1e-8), every step and 1001 outputs, and the driven hexapod,
-10 s at ``--hexapod-rtol`` (1e-6) with 1001 outputs, under two drivers in the same
-process: ``chunked`` (compiled chunks of steps, outputs and checks,
-:meth:`~natcoord.integrate.stepper.DOPRI5.advance`; the default) and ``per-step`` (one
-compiled step per Python call, outputs and checks in Python:
-:func:`~natcoord.integrate.base.advance_by_steps`, the driver of steppers without an
-``advance`` of their own); and the six-bar with 1001 outputs and a torque given as a
-Python callable (``six-bar+python-torque``, chunked: the core calls it back at every
-stage). ``ratio`` is the per-step wall time over the row's, ``realtime`` simulated over
-wall time, ``core_ms`` the part of a chunked run spent in the core's ``advance`` (the
-rest is Python: set-up, records, solution).
+six-bar, 10 s at ``--rtol`` (1e-8), every step and 1001 outputs, the driven hexapod,
+10 s at ``--hexapod-rtol`` (1e-6) with 1001 outputs, and the six-bar with 1001 outputs
+and a torque given as a Python callable (``six-bar+python-torque``: the core calls it
+back at every stage); ``driver`` is ``chunked``: the core's advance loop (many steps,
+outputs and checks per call, :meth:`~natcoord.integrate.stepper.CoreStepper.advance`),
+the only driver since the Python per-step loop was removed (its last measurement, in
+data/core_speed.csv of 2026-11-25 15:23: 4.6× slower on the six-bar with 1001
+outputs). ``realtime`` is simulated over wall time, ``core_ms`` the part of a run spent
+in the core's ``advance`` (the rest is Python: set-up, records, solution).
 Writes ``data/core_speed.csv``.
 """
 from __future__ import annotations
@@ -43,12 +41,11 @@ import numpy as np
 
 import natcoord as nc
 from natcoord.core import engine
-from natcoord.integrate.base import Stepper
 from natcoord.integrate.simulate import simulate
+from natcoord.integrate.stepper import DOPRI5
 from natcoord.linalg.blockldl import block_plan
 from natcoord.model.frozen import State
 from natcoord.models import chain, hexapod, six_bar
-from natcoord.integrate.stepper import DOPRI5
 from natcoord.study.records import write_csv
 
 COLUMNS = ("measure", "model", "outputs", "driver", "value", "unit", "ratio", "steps", "rhs",
@@ -122,18 +119,6 @@ def forward_rows(n, repeat):
 
 
 @contextmanager
-def driver(name):
-    """Run :func:`simulate` under driver ``name`` (see the module docstring)."""
-    saved = DOPRI5.advance
-    try:
-        if name == "per-step":
-            DOPRI5.advance = Stepper.advance
-        yield
-    finally:
-        DOPRI5.advance = saved
-
-
-@contextmanager
 def core_clock():
     """Seconds spent in ``engine.advance`` while inside (a list: [seconds])."""
     spent, advance = [0.0], engine.advance
@@ -151,18 +136,17 @@ def core_clock():
         engine.advance = advance
 
 
-def wall_time(model, t_end, rtol, t_eval, name, repeat):
+def wall_time(model, t_end, rtol, t_eval, repeat):
     """``(median wall time [s], median core time [s], solution)`` of ``repeat`` runs after
     an untimed one."""
-    with driver(name):
-        simulate(model, min(t_end, 0.05), rtol=rtol)
-        times, cores = [], []
-        for _ in range(repeat):
-            with core_clock() as spent:
-                t0 = time.perf_counter()
-                sol = simulate(model, t_end, rtol=rtol, t_eval=t_eval)
-                times.append(time.perf_counter() - t0)
-            cores.append(spent[0])
+    simulate(model, min(t_end, 0.05), rtol=rtol)
+    times, cores = [], []
+    for _ in range(repeat):
+        with core_clock() as spent:
+            t0 = time.perf_counter()
+            sol = simulate(model, t_end, rtol=rtol, t_eval=t_eval)
+            times.append(time.perf_counter() - t0)
+        cores.append(spent[0])
     return statistics.median(times), statistics.median(cores), sol
 
 
@@ -173,9 +157,6 @@ def configure(parser):
                         help="the driven hexapod's tolerance")
     parser.add_argument("--outputs", type=int, default=1001, help="t_eval points")
     parser.add_argument("--repeat", type=int, default=5, help="runs; the median is reported")
-    parser.add_argument("--drivers", type=lambda s: s.split(","),
-                        default=["chunked", "per-step"],
-                        help="comma separated, from chunked, per-step")
     parser.add_argument("--out", default="data/core_speed.csv", help="CSV file")
 
 
@@ -203,31 +184,23 @@ def run(args):
                          flops=flops, gflops=flops / us * 1e-3))
         print(f"factor+solve {name}: {us:.2f} µs, {flops} flops, {flops / us * 1e-3:.2f} GFlop/s")
     t_eval = np.linspace(0, args.t_end, args.outputs)
-    cases = [("six-bar", six, args.rtol, None, args.drivers),
-             ("six-bar", six, args.rtol, t_eval, args.drivers),
-             ("six-bar+python-torque", six_python, args.rtol, t_eval, ["chunked"]),
-             ("hexapod-driven", hexd, args.hexapod_rtol, t_eval, args.drivers)]
-    for name, model, rtol, outputs, drivers in cases:
-        times = {}
-        for d in drivers:
-            seconds, core, sol = wall_time(model, args.t_end, rtol, outputs, d, args.repeat)
-            times[d] = seconds
-            rows.append(dict(measure="simulate", model=name,
-                             outputs="steps" if outputs is None else outputs.size, driver=d,
-                             value=seconds * 1e3, unit="ms", steps=sol.stats["steps"],
-                             rhs=sol.stats["rhs"], realtime=args.t_end / seconds,
-                             core_ms=core * 1e3 if d == "chunked" else ""))
-        for row in rows[-len(drivers):]:
-            if "per-step" in times:
-                row["ratio"] = times["per-step"] / (row["value"] * 1e-3)
-            print(f"simulate {name} (rtol {rtol:g}, {row['outputs']} outputs) {row['driver']}: "
-                  f"{row['value']:.1f} ms, {row['realtime']:.0f}× real time"
-                  + (f", {row['ratio']:.2f}× per-step" if row.get("ratio") else "")
-                  + (f", {row['core_ms']:.1f} ms in the core" if row["core_ms"] != "" else ""))
+    cases = [("six-bar", six, args.rtol, None), ("six-bar", six, args.rtol, t_eval),
+             ("six-bar+python-torque", six_python, args.rtol, t_eval),
+             ("hexapod-driven", hexd, args.hexapod_rtol, t_eval)]
+    for name, model, rtol, outputs in cases:
+        seconds, core, sol = wall_time(model, args.t_end, rtol, outputs, args.repeat)
+        row = dict(measure="simulate", model=name,
+                   outputs="steps" if outputs is None else outputs.size, driver="chunked",
+                   value=seconds * 1e3, unit="ms", steps=sol.stats["steps"],
+                   rhs=sol.stats["rhs"], realtime=args.t_end / seconds, core_ms=core * 1e3)
+        rows.append(row)
+        print(f"simulate {name} (rtol {rtol:g}, {row['outputs']} outputs): "
+              f"{row['value']:.1f} ms, {row['realtime']:.0f}× real time, "
+              f"{row['core_ms']:.1f} ms in the core")
     path = write_csv(args.out, [{c: r.get(c, "") for c in COLUMNS} for r in rows], COLUMNS,
                      f"python benchmarks/core_speed.py --t-end {args.t_end:g} --rtol "
                      f"{args.rtol:g} --hexapod-rtol {args.hexapod_rtol:g} --outputs "
-                     f"{args.outputs} --repeat {args.repeat} --drivers {','.join(args.drivers)}")
+                     f"{args.outputs} --repeat {args.repeat}")
     print(f"written to {path}")
     return 0
 

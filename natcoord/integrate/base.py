@@ -5,9 +5,7 @@ The options of :func:`~natcoord.integrate.simulate` (``PROJECTIONS``,
 step, the starting step, the stepper interface (:class:`Stepper`: ``step()``
 returning a :class:`StepRecord`, ``dense_output()``, ``project()``, counters,
 and ``advance()`` returning a :class:`Chunk`: the core's chunked loop for both of the
-core's steppers, DOPRI5 and Radau (:class:`~natcoord.integrate.stepper.CoreStepper`),
-built from ``step()`` by :func:`advance_by_steps` for a stepper without one of its own
-(benchmarks/core_speed.py's per-step driver measures the core's loop against it).
+core's steppers, DOPRI5 and Radau (:class:`~natcoord.integrate.stepper.CoreStepper`).
 """
 from __future__ import annotations
 
@@ -119,69 +117,6 @@ def initial_step(rhs, t, y, f0, rtol, atol, direction_end):
     return min(100 * h0, h1, direction_end)
 
 
-def _work(stepper):
-    return np.array([stepper.n_rhs, stepper.n_factorizations,
-                     stepper.n_projection_iterations], np.int64)
-
-
-def advance_by_steps(stepper, t_eval=None, next_out=0, max_attempts=1_000_000,
-                     drift_tol=np.inf, capacity=256, dense=False, sweep=None, check=None):
-    """:meth:`Stepper.advance` of a stepper from its ``step()``, ``dense_output()`` and
-    ``project()``: accepted steps until ``capacity`` records, the end, a failure or
-    ``max_attempts`` attempts; each step state and each output (``dense_output()``
-    at ``t_eval[next_out:]``, projected) passes ``check(t, y)`` (which raises on a
-    bad state; ``drift_tol`` is the checker's business) before it counts. An
-    exception (a failed check or projection, a callback's, Ctrl-C) ends the chunk
-    as its ``error``, after the records before it."""
-    if sweep is not None:
-        raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 stepper")
-    ts, ys, kinds, pieces = [], [], [], []
-    steps = rejected = 0
-    status, error = "ok", None
-    last = (stepper.t, stepper.y.copy())
-    output_work = np.zeros(3, np.int64)
-    try:
-        while stepper.status == "running" and len(ts) < capacity \
-                and steps + rejected < max_attempts:
-            record = stepper.step(max_attempts=max_attempts - steps - rejected)
-            rejected += record.rejected
-            if record.status != "accepted":
-                status = "failed"
-                break
-            y = stepper.y.copy()
-            if check is not None:
-                check(record.t, y)
-            steps += 1
-            last = (record.t, y)
-            piece = stepper.dense_output()
-            if dense:
-                pieces.append(piece)
-            if t_eval is None:
-                ts.append(record.t)
-                ys.append(y)
-                kinds.append(STEP_RECORD)
-                continue
-            while next_out < t_eval.size and t_eval[next_out] <= record.t:
-                t_out = t_eval[next_out]
-                before = _work(stepper)
-                try:
-                    y_out = stepper.project(t_out, piece(t_out))
-                finally:
-                    output_work += _work(stepper) - before
-                if check is not None:
-                    check(t_out, y_out)
-                ts.append(t_out)
-                ys.append(y_out)
-                kinds.append(OUTPUT_RECORD)
-                next_out += 1
-    except (Exception, KeyboardInterrupt) as exc:      # the run's: after the records
-        error = exc
-    n2 = last[1].size
-    return Chunk(np.array(ts, float), np.array(ys, float).reshape(len(ys), n2), None,
-                 np.array(kinds, np.int64), next_out, steps, rejected, status,
-                 error=error, pieces=pieces, last=last, output_work=output_work)
-
-
 class Stepper:
     """The stepper interface :func:`~natcoord.integrate.simulate.simulate`'s one driver
     loop runs (like ``scipy.integrate.OdeSolver``): ``t``, ``y`` (2 N,), ``status``
@@ -189,13 +124,12 @@ class Stepper:
     :class:`StepRecord`; ``dense_output()`` (the last step's interpolant);
     ``project(t, y)`` (an output's projection); counters ``n_steps n_rejected n_rhs
     n_factorizations n_projection_iterations n_active_set_changes``; ``advance()`` →
-    :class:`Chunk` (many steps per call; by default :func:`advance_by_steps`, the
-    core's DOPRI5 and Radau run it in the core). ``compiled``: True when the core runs
-    the steps with nothing called back."""
+    :class:`Chunk` (many steps per call, with the outputs at ``t_eval`` and the checks:
+    the driver loop calls nothing else per step; DOPRI5 and Radau run it in the core).
+    ``compiled``: True when the core runs the steps with nothing called back."""
 
     compiled = False
 
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
                 capacity=256, dense=False, sweep=None, check=None):
-        return advance_by_steps(self, t_eval, next_out, max_attempts, drift_tol, capacity,
-                                dense, sweep, check)
+        raise NotImplementedError(f"{type(self).__name__} does not implement advance()")
