@@ -185,3 +185,17 @@ def test_coincident_spring_ends_are_named():
     p[:3] = 0.0                                          # the ball's centre at the anchor
     with pytest.raises(NonFiniteValue, match="spring 'spring': its end points coincide"):
         nc.accelerations(model, nc.State(0.0, p, np.zeros_like(p)))
+
+
+def test_the_cores_force_functions_refuse_arrays_of_another_size():
+    """Arrays that are not the model's 4 n × 3 slot vectors are refused by name before
+    the core reads them (the six-bar: 5 moving bodies, 60 entries)."""
+    from natcoord.core import engine
+    from natcoord.model.core_tables import packed_tables
+    T, short, right = packed_tables(nc.models.six_bar().build()), np.zeros(3), np.zeros(60)
+    with pytest.raises(ValueError, match=r"core.energy: X and V must have 60 entries"):
+        engine.energy(T, short, short)
+    with pytest.raises(ValueError, match=r"core.generalized_forces: X, V and F must have 60"):
+        engine.generalized_forces(T, right, right, short)
+    with pytest.raises(ValueError, match=r"core.force_derivative: X, V, dX, dV and F must"):
+        engine.force_derivative(T, right, right, right, short, right)

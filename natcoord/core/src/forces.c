@@ -423,20 +423,34 @@ double nc_energy(const nc_arr *T, const double *X, const double *V)
 }
 
 /* ------------------------------------------------------------------ wrappers */
+/* The wrappers' arguments: the tables T and `count` arrays of 4 n × 3 entries each,
+ * named `names` in the error; 0, or -1 with an exception set. */
+static int parse_slot_arrays(PyObject *const *args, Py_ssize_t nargs, nc_value *a, int count,
+                             const char *function, const char *names)
+{
+    char kinds[8] = "T";
+    for (int k = 1; k <= count; k++)
+        kinds[k] = 'd';
+    kinds[count + 1] = '\0';
+    if (nc_parse(args, nargs, kinds, a, function) < 0)
+        return -1;
+    int64_t size = a[0].tuple[T_gravity_force].size;
+    for (int k = 1; k <= count; k++)
+        if (a[k].arr.size != size) {
+            PyErr_Format(PyExc_ValueError, "core.%s: %s must have %lld entries (4 n x 3)",
+                         function, names, (long long)size);
+            return -1;
+        }
+    return 0;
+}
+
 NC_WRAPPER(generalized_forces)
 {
     nc_arr t[T_COUNT];
     nc_value a[4] = {{.tuple = t}};
-    if (nc_parse(args, nargs, "Tddd", a, "generalized_forces") < 0)
+    if (parse_slot_arrays(args, nargs, a, 3, "generalized_forces", "X, V and F") < 0)
         return NULL;
-    const nc_arr *T = a[0].tuple;
-    int64_t size = T[T_gravity_force].size;
-    if (a[1].arr.size != size || a[2].arr.size != size || a[3].arr.size != size) {
-        PyErr_Format(PyExc_ValueError, "core.generalized_forces: X, V and F must have %lld "
-                     "entries (4 n × 3)", (long long)size);
-        return NULL;
-    }
-    nc_generalized_forces(T, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr));
+    nc_generalized_forces(a[0].tuple, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr));
     Py_RETURN_NONE;
 }
 
@@ -444,32 +458,19 @@ NC_WRAPPER(energy)
 {
     nc_arr t[T_COUNT];
     nc_value a[3] = {{.tuple = t}};
-    if (nc_parse(args, nargs, "Tdd", a, "energy") < 0)
+    if (parse_slot_arrays(args, nargs, a, 2, "energy", "X and V") < 0)
         return NULL;
-    const nc_arr *T = a[0].tuple;
-    int64_t size = T[T_gravity_force].size;
-    if (a[1].arr.size != size || a[2].arr.size != size) {
-        PyErr_Format(PyExc_ValueError, "core.energy: X and V must have %lld entries (4 n × 3)",
-                     (long long)size);
-        return NULL;
-    }
-    return PyFloat_FromDouble(nc_energy(T, F64(a[1].arr), F64(a[2].arr)));
+    return PyFloat_FromDouble(nc_energy(a[0].tuple, F64(a[1].arr), F64(a[2].arr)));
 }
 
 NC_WRAPPER(force_derivative)
 {
     nc_arr t[T_COUNT];
     nc_value a[6] = {{.tuple = t}};
-    if (nc_parse(args, nargs, "Tddddd", a, "force_derivative") < 0)
+    if (parse_slot_arrays(args, nargs, a, 5, "force_derivative", "X, V, dX, dV and F") < 0)
         return NULL;
     const nc_arr *T = a[0].tuple;
     int64_t size = T[T_gravity_force].size;
-    for (int k = 1; k < 6; k++)
-        if (a[k].arr.size != size) {
-            PyErr_Format(PyExc_ValueError, "core.force_derivative: X, V, dX, dV and F must "
-                         "have %lld entries (4 n × 3)", (long long)size);
-            return NULL;
-        }
     nc_force_derivative(T, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
                         F64(a[5].arr), size);
     Py_RETURN_NONE;
