@@ -194,11 +194,6 @@ def _motion_cross(V, W):
                            _cross(w, W[..., 3:]) + _cross(v, W[..., :3])], -1)
 
 
-def _apply(Xi, x):
-    """``Ξ x``: (..., 6, d) times (..., d)."""
-    return np.einsum("...ij,...j->...i", Xi, x)
-
-
 # ---------------------------------------------------------------- the tree
 @dataclass(frozen=True, eq=False)
 class TreeJoint:
@@ -286,19 +281,60 @@ class JointSpace:
             [j.q.start + k for j in moving for k in angles.get(j.kind, ())]
             + [j.q.start + k for j in moving for k, d in enumerate(j.dofs) if d.kind == "hinge"],
             np.int64)
-        #: the joints' rates are independent given the bodies' twists (``_rates``): the
-        #: joints of one kind (compound joints one by one) as one batched TreeJoint
-        #: (:func:`_batched`) and their q̇ columns
-        self._rate_groups = [(j, j.v) for j in moving if j.kind == "compound"] + [
-            (_batched(group), np.array([np.arange(j.v.start, j.v.stop) for j in group]))
-            for kind in dict.fromkeys(j.kind for j in moving if j.kind != "compound")
-            for group in [[j for j in moving if j.kind == kind]]]
+        self._dof_tables(moving)
         self.quaternion_columns = np.array([j.q.stop - 4 for j in moving
                                             if j.kind in ("spherical", "free")], np.int64)
 
     def __repr__(self):
         return (f"<natcoord.JointSpace: {len(self.joints)} joints, nq = {self.nq}, "
                 f"nv = {self.nv}, cut joints {list(self.cut_joints)}>")
+
+    def _dof_tables(self, moving):
+        """Index tables of the DOF (one per q̇ column), built once, so that the twists,
+        the least squares and the bias of every joint are a few NumPy operations over
+        all DOF at once (:meth:`twists`, :meth:`_rates`), not a loop over joints.
+
+        A DOF of a joint that is not compound is the unit twist of an axis fixed in
+        one body turning about a point fixed in one body, or sliding along it:
+        ``axis_body``/``axis`` (reference world), ``point_body``/``point``, ``turn``
+        (:meth:`twists`). Compound joints' twists depend on their coordinates
+        (:func:`_compound_twists`); their columns are filled joint by joint.
+        """
+        axis_body, axis, point_body, point, turn, simple = [], [], [], [], [], []
+        for j in moving:
+            if j.kind == "compound":
+                continue
+            for body, u, on, turning in _dof_geometry(j):
+                axis_body.append(body)
+                axis.append(u)
+                point_body.append(on)
+                point.append(j.point)
+                turn.append(turning)
+            simple.extend(range(j.v.start, j.v.stop))
+        self._simple = np.array(simple, np.int64)
+        self._axis_body = np.array(axis_body, np.int64)
+        self._axis = np.array(axis, float).reshape(-1, 3)
+        self._point_body = np.array(point_body, np.int64)
+        self._point = np.array(point, float).reshape(-1, 3)
+        self._turn = np.array(turn, bool)[:, None]
+        self._compound = tuple(j for j in moving if j.kind == "compound")
+        #: per DOF: its joint (index into ``moving``), whose bodies a and b it moves
+        joint_of = np.array([i for i, j in enumerate(moving) for _ in range(j.nv)], np.int64)
+        self._joint_a = np.array([j.a for j in moving], np.int64)
+        self._joint_b = np.array([j.b for j in moving], np.int64)
+        self._dof_joint = joint_of
+        #: ``Ξ_j q̇_j`` summed per joint: the incidence (joints, nv)
+        self._incidence = (joint_of[None, :] == np.arange(len(moving))[:, None]).astype(float)
+        #: the joints' normal equations are the blocks of one (nv, nv) matrix
+        self._block = joint_of[:, None] == joint_of[None, :]
+        #: pairs (i, k), i < k, of DOF of one joint whose later axis turns with the
+        #: earlier (universal and compound joints, :func:`_bias`), and their joint
+        pairs = [(j.v.start + i, j.v.start + k, n) for n, j in enumerate(moving)
+                 if j.kind in ("universal", "compound")
+                 for k in range(1, j.nv) for i in range(k)]
+        self._pairs = np.array(pairs, np.int64).reshape(-1, 3).T
+        self._pair_incidence = (self._pairs[2][None, :]
+                                == np.arange(len(moving))[:, None]).astype(float)
 
     def neutral(self):
         """``q`` (nq,) of the reference configuration: zeros, identity quaternions."""
@@ -429,77 +465,40 @@ class JointSpace:
             return A @ quaternion_matrix(qj[..., 3:]) @ A.T, _mv(A, qj[..., :3])
         return eye, zero
 
-    def _twists(self, j, D, d, qj=None):
-        """``Ξ`` (..., 6, nv_j): the world unit twists (ω, v_O) of the joint's DOF.
+    def twists(self, D, d, q=None):
+        """``Ξ`` (..., nv, 6): the world unit twists (ω, v_O) of every DOF (row per q̇
+        column) between bodies placed by ``(D, d)`` (:meth:`placements`).
 
-        A compound joint's twists depend on its coordinates ``qj`` (..., nv_j)
-        (read from the placements when not given): DOF k's reference twist ξ_k
-        (a hinge ``(u, c × u)``, a slide ``(0, u)``) carried by body a's
-        placement and the DOF before it, ``Ad(Φ_a ∘ E_1 ∘ … ∘ E_{k−1}) ξ_k``
-        (the product of exponentials, Murray, Li & Sastry 1994, §3.2)."""
-        if j.kind == "compound":
-            if qj is None:
-                qj = self._joint_positions(j, D, d)
-            Da, da = D[..., j.a, :, :], d[..., j.a, :]
-            cols = []
-            for dof, (Dk, tk) in zip(j.dofs, _chain(j, qj)):
-                DG, tG = Da @ Dk, _mv(Da, tk) + da
-                if dof.kind == "hinge":
-                    w = _mv(DG, dof.axis)
-                    v = _mv(DG, _cross(dof.point, dof.axis)) + _cross(tG, w)
-                else:
-                    v = _mv(DG, dof.axis)
-                    w = np.zeros_like(v)
-                cols.append(np.concatenate([w, v], -1))
-            return np.stack(cols, -1)
-        Da = D[..., j.a, :, :]
-        c = _mv(Da, j.point) + d[..., j.a, :]        # the joint point, on body a
+        A turning DOF about axis ``w`` through the point ``c``: ``(w, c × w)``; a
+        sliding one ``(0, w)``, ``w`` and ``c`` carried from the reference by their
+        bodies' placements (:meth:`_dof_tables`), all DOF in one pass. A compound
+        joint's twists depend on its coordinates (``q``, or read from the
+        placements when not given): :func:`_compound_twists`."""
+        w = np.einsum("...kij,kj->...ki", D[..., self._axis_body, :, :], self._axis)
+        c = (np.einsum("...kij,kj->...ki", D[..., self._point_body, :, :], self._point)
+             + d[..., self._point_body, :])
+        Xi = np.empty(D.shape[:-3] + (self.nv, 6))
+        Xi[..., self._simple, :3] = np.where(self._turn, w, 0.0)
+        Xi[..., self._simple, 3:] = np.where(self._turn, _cross(c, w), w)
+        for j in self._compound:
+            qj = (self._joint_positions(j, D, d) if q is None
+                  else np.asarray(q, float)[..., j.q])
+            Xi[..., j.v, :] = _compound_twists(j, D, d, qj)
+        return Xi
 
-        def turning(w):
-            return np.concatenate([w, -_cross(w, c)], -1)
-
-        def sliding(u):
-            return np.concatenate([np.zeros_like(u), u], -1)
-
-        if j.kind == "revolute":
-            cols = [turning(_mv(Da, j.axes[0]))]
-        elif j.kind == "prismatic":
-            cols = [sliding(_mv(Da, j.axes[0]))]
-        elif j.kind == "cylindrical":
-            u = _mv(Da, j.axes[0])
-            cols = [sliding(u), turning(u)]
-        elif j.kind == "universal":
-            cols = [turning(_mv(Da, j.axes[0])), turning(_mv(D[..., j.b, :, :], j.axes[1]))]
-        elif j.kind in ("spherical", "free"):
-            # turning about body b's axes R (columns) through x: (R, x × R), at once
-            R = D[..., j.b, :, :] @ j.frame
-            if j.kind == "free":
-                c = _mv(D[..., j.b, :, :], j.point) + d[..., j.b, :]      # point = origin
-            Rt = np.swapaxes(R, -1, -2)
-            turns = np.concatenate([R, np.swapaxes(_cross(c[..., None, :], Rt), -1, -2)], -2)
-            if j.kind == "spherical":
-                return turns
-            return np.concatenate([np.concatenate([np.zeros_like(R), R], -2), turns], -1)
-        else:
-            return np.zeros(D.shape[:-3] + (6, 0))
-        return np.stack(cols, -1)
-
-    @staticmethod
-    def _bias(j, Xi, qdj):
-        """``Ξ̇_rel q̇`` (..., 6): a DOF's axis turns with the DOF before it in a series,
-        ``Σ_{i<k} q̇_i q̇_k Ξ_i ×ₘ Ξ_k`` — the universal joint's second axis with the
-        first (a rotation ``θ̇a θ̇b ω_a × ω_b`` about the joint point), each DOF of a
-        compound joint with those before it; zero for the other kinds (the
-        spherical and free joints' axes are body b's, which turn with the joint's
-        own ω: ``ω × ω = 0``)."""
-        if j.kind not in ("universal", "compound"):
+    def _bias(self, Xi, qd):
+        """``Ξ̇_rel q̇`` (..., joints, 6) of every joint: a DOF's axis turns with the DOF
+        before it in a series, ``Σ_{i<k} q̇_i q̇_k Ξ_i ×ₘ Ξ_k`` — the universal joint's
+        second axis with the first (a rotation ``θ̇a θ̇b ω_a × ω_b`` about the joint
+        point), each DOF of a compound joint with those before it; zero for the
+        other kinds (the spherical and free joints' axes are body b's, which turn
+        with the joint's own ω: ``ω × ω = 0``). 0 when no joint has such pairs."""
+        i, k, _ = self._pairs
+        if not i.size:
             return 0.0
-        out = 0.0
-        for k in range(1, Xi.shape[-1]):
-            for i in range(k):
-                out = out + ((qdj[..., i] * qdj[..., k])[..., None]
-                             * _motion_cross(Xi[..., :, i], Xi[..., :, k]))
-        return out
+        terms = (qd[..., i] * qd[..., k])[..., None] * _motion_cross(Xi[..., i, :],
+                                                                     Xi[..., k, :])
+        return self._pair_incidence @ terms
 
     def forward(self, q, qd=None, qdd=None):
         """Natural coordinates ``(p, v, a)`` (..., 12 n) of joint-space ``(q, q̇, q̈)``.
@@ -517,26 +516,26 @@ class JointSpace:
         if qdd is not None:
             qdd = np.asarray(qdd, float)
             A = np.zeros(lead + (self.n_bodies + 1, 6))
+        Xi = self.twists(D, d, q)
+        # every joint's relative twist Ξ q̇, and the parts of its relative acceleration
+        # that need no parent's motion, Ξ q̈ + Ξ̇_rel q̇, at once (per joint)
+        rel = self._incidence @ (Xi * qd[..., :, None])
+        if A is not None:
+            own = self._incidence @ (Xi * qdd[..., :, None]) + self._bias(Xi, qd)
+        n = 0
         for j in self.tree:
+            parent = j.b if j.reversed else j.a
             if j.nv == 0:
-                parent = j.b if j.reversed else j.a
                 V[..., j.child, :] = V[..., parent, :]
                 if A is not None:
                     A[..., j.child, :] = A[..., parent, :]
                 continue
-            Xi = self._twists(j, D, d, q[..., j.q])
-            rel = _apply(Xi, qd[..., j.v])
-            if not j.reversed:
-                V[..., j.b, :] = V[..., j.a, :] + rel
-            else:
-                V[..., j.a, :] = V[..., j.b, :] - rel
+            sign = -1.0 if j.reversed else 1.0
+            V[..., j.child, :] = V[..., parent, :] + sign * rel[..., n, :]
             if A is not None:
-                change = (_motion_cross(V[..., j.a, :], rel) + _apply(Xi, qdd[..., j.v])
-                          + self._bias(j, Xi, qd[..., j.v]))
-                if not j.reversed:
-                    A[..., j.b, :] = A[..., j.a, :] + change
-                else:
-                    A[..., j.a, :] = A[..., j.b, :] - change
+                change = _motion_cross(V[..., j.a, :], rel[..., n, :]) + own[..., n, :]
+                A[..., j.child, :] = A[..., parent, :] + sign * change
+            n += 1
         X = self._coordinates(D, d)
         out = (X.reshape(X.shape[:-2] + (-1,)),
                _natural_velocity(X, V[..., :-1, :]).reshape(lead + (-1,)))
@@ -665,19 +664,22 @@ class JointSpace:
             A = np.zeros_like(V)
             A[..., :-1, :] = _body_accelerations(X, Vn, np.asarray(a, float).reshape(X.shape),
                                                  V[..., :-1, :3])
-        qd = np.zeros(lead + (self.nv,))
-        qdd = np.zeros(lead + (self.nv,)) if a is not None else None
-        for j, columns in self._rate_groups:
-            Xi = self._twists(j, D, d)
-            if j.kind == "compound":
-                _check_regular(j, Xi)
-            rel = V[..., j.b, :] - V[..., j.a, :]
-            qd[..., columns] = qdj = _least_squares(Xi, rel)
-            if a is not None:
-                rhs = (A[..., j.b, :] - A[..., j.a, :]
-                       - _motion_cross(V[..., j.a, :], _apply(Xi, qdj)) - self._bias(j, Xi, qdj))
-                qdd[..., columns] = _least_squares(Xi, rhs)
-        return qd, qdd
+        Xi = self.twists(D, d)
+        for j in self._compound:
+            _check_regular(j, Xi[..., j.v, :])
+        # q̇_j = Ξ_j⁺ (V_b − V_a): the rows of every Ξ_j⁺ = (Ξ_jᵀ Ξ_j)⁻¹ Ξ_jᵀ at once, as the
+        # solve of the block-diagonal normal equations (the joints' blocks of Ξ Ξᵀ)
+        P = np.linalg.solve(np.where(self._block, Xi @ np.swapaxes(Xi, -1, -2), 0.0), Xi)
+        ja, jb = self._joint_a, self._joint_b
+        per_dof = self._dof_joint
+        qd = np.einsum("...ki,...ki->...k", P, (V[..., jb, :] - V[..., ja, :])[..., per_dof, :])
+        if a is None:
+            return qd, None
+        # Ξ q̈ = A_b − A_a − V_a ×ₘ Ξ q̇ − Ξ̇_rel q̇ (module docstring)
+        rel = self._incidence @ (Xi * qd[..., :, None])
+        rhs = (A[..., jb, :] - A[..., ja, :] - _motion_cross(V[..., ja, :], rel)
+               - self._bias(Xi, qd))
+        return qd, np.einsum("...ki,...ki->...k", P, rhs[..., per_dof, :])
 
     # ------------------------------------------------------------ loops and dynamics
     def retract(self, q, dv):
@@ -711,28 +713,31 @@ class JointSpace:
         W[:-1, 3:] = Yb[:, 0]
         W[:-1, :3] = _cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + _cross(B[:, 0], Yb[:, 0])
         D, d = self._poses(X)
-        tau = np.zeros(self.nv)
         for j in reversed(self.tree):
-            if j.nv:
-                Xi = self._twists(j, D, d)
-                tau[j.v] = (-1.0 if j.reversed else 1.0) * (Xi.T @ W[j.child])
             W[j.b if j.reversed else j.a] += W[j.child]
-        return tau
+        child = np.array([j.child for j in self.joints], np.int64)
+        sign = np.array([-1.0 if j.reversed else 1.0 for j in self.joints])
+        per_dof = self._dof_joint
+        return sign[per_dof] * np.einsum("ki,ki->k", self.twists(D, d), W[child[per_dof]])
 
 
-def _batched(joints):
-    """One :class:`TreeJoint` standing for tree joints of one kind (not compound): its
-    body indices, points and frames stacked along a leading joint axis (k,), its
-    axes (n_axes, k, 3), so that ``axes[0]`` is every joint's first axis. The
-    kinematics (:meth:`JointSpace._twists`, ``_bias``) broadcast over leading axes,
-    so they evaluate all k joints in one pass of NumPy calls instead of k."""
-    def indices(field):
-        return np.array([getattr(j, field) for j in joints], np.int64)
-    return replace(joints[0], name=tuple(j.name for j in joints), index=indices("index"),
-                   a=indices("a"), b=indices("b"), child=indices("child"),
-                   point=np.array([j.point for j in joints]),
-                   axes=np.stack([j.axes for j in joints], 1),
-                   frame=np.array([j.frame for j in joints]), q=None, v=None)
+def _dof_geometry(j):
+    """``(axis body, axis, point body, turning)`` of each DOF of a tree joint j that is
+    not compound, in q̇ order: the axis (reference world) is fixed in the axis body,
+    the point it turns about (``j.point``) in the point body."""
+    if j.kind == "revolute":
+        return [(j.a, j.axes[0], j.a, True)]
+    if j.kind == "prismatic":
+        return [(j.a, j.axes[0], j.a, False)]
+    if j.kind == "cylindrical":
+        return [(j.a, j.axes[0], j.a, False), (j.a, j.axes[0], j.a, True)]
+    if j.kind == "universal":
+        return [(j.a, j.axes[0], j.a, True), (j.b, j.axes[1], j.a, True)]
+    body_axes = list(j.frame.T)                 # body b's reference axes
+    if j.kind == "spherical":
+        return [(j.b, u, j.a, True) for u in body_axes]
+    # free: the origin's velocity along, then the rotations about, body b's axes
+    return [(j.b, u, j.b, False) for u in body_axes] + [(j.b, u, j.b, True) for u in body_axes]
 
 
 def _mv(M, x):
@@ -768,6 +773,26 @@ def _chain(j, qj):
             t = _mv(D, qj[..., k:k + 1] * dof.axis) + t
         out.append((D, t))
     return out
+
+
+def _compound_twists(j, D, d, qj):
+    """A compound joint's unit twists (..., n, 6) at coordinates qj (..., n) between
+    bodies placed by ``(D, d)``: DOF k's reference twist ξ_k (a hinge ``(u, c × u)``,
+    a slide ``(0, u)``) carried by body a's placement and the DOF before it,
+    ``Ad(Φ_a ∘ E_1 ∘ … ∘ E_{k−1}) ξ_k`` (the product of exponentials, Murray, Li &
+    Sastry 1994, §3.2)."""
+    Da, da = D[..., j.a, :, :], d[..., j.a, :]
+    rows = []
+    for dof, (Dk, tk) in zip(j.dofs, _chain(j, qj)):
+        DG, tG = Da @ Dk, _mv(Da, tk) + da
+        if dof.kind == "hinge":
+            w = _mv(DG, dof.axis)
+            v = _mv(DG, _cross(dof.point, dof.axis)) + _cross(tG, w)
+        else:
+            v = _mv(DG, dof.axis)
+            w = np.zeros_like(v)
+        rows.append(np.concatenate([w, v], -1))
+    return np.stack(rows, -2)
 
 
 def _signed_angle(u, v, w):
@@ -873,7 +898,7 @@ def _compound_coordinates(j, Drel, shift):
 
 
 def _check_regular(j, Xi):
-    """``ValueError`` where a compound joint's twists are dependent (gimbal lock of its
+    """``ValueError`` where a compound joint's twists Xi (..., n, 6) are dependent (gimbal lock of its
     angles, or a singular slide arrangement): its rates are not defined there."""
     s = np.linalg.svd(Xi, compute_uv=False)
     scale = np.maximum(s[..., 0], 1.0)
@@ -911,18 +936,6 @@ def _universal_angles(ua, ub, Drel):
     sb = _mv(Drel, ub)
     sa = _mv(np.swapaxes(Drel, -1, -2), ua)
     return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)], -1)
-
-
-def _least_squares(Xi, rhs):
-    """``Ξ⁺ rhs`` (..., d) by the normal equations (Ξ has full column rank)."""
-    if Xi.shape[-1] == 0:
-        return np.zeros(rhs.shape[:-1] + (0,))
-    if Xi.shape[-1] == 1:       # one DOF: a quotient (LAPACK's call costs more than it)
-        x = Xi[..., 0]
-        return (np.einsum("...i,...i->...", x, rhs)
-                / np.einsum("...i,...i->...", x, x))[..., None]
-    XtX = np.swapaxes(Xi, -1, -2) @ Xi
-    return np.linalg.solve(XtX, np.einsum("...ji,...j->...i", Xi, rhs)[..., None])[..., 0]
 
 
 def _body_twists(X, V):
@@ -1256,8 +1269,9 @@ class JointTorques:
         B = X.reshape(-1, 4, 3)
         Y = F.reshape(-1, 4, 3)
         k = 0
+        twists = js.twists(D, d)
         for j in self.joints:
-            Xi = js._twists(j, D, d)
+            Xi = twists[j.v].T
             tj, k = tau[k:k + j.nv], k + j.nv
             turning = np.linalg.norm(Xi[:3], axis=0) > 0.5
             force = Xi[3:, ~turning] @ tj[~turning]
