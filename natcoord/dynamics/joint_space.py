@@ -188,10 +188,24 @@ def matrix_quaternion(R):
 
 
 def _motion_cross(V, W):
-    """Motion cross product ``V ×ₘ W`` of twists ``(ω, v_O)`` (..., 6)."""
-    w, v = V[..., :3], V[..., 3:]
-    return np.concatenate([_cross(w, W[..., :3]),
-                           _cross(w, W[..., 3:]) + _cross(v, W[..., :3])], -1)
+    """Motion cross product ``V ×ₘ W = (ω × ω', ω × v' + v × ω')`` of twists
+    ``(ω, v_O)`` (..., 6): the three products in one :func:`_cross` call."""
+    lead = np.broadcast_shapes(V.shape[:-1], W.shape[:-1])
+    left = np.broadcast_to(V, lead + (6,)).reshape(lead + (2, 3))[..., _OMEGA_OMEGA_V, :]
+    right = np.broadcast_to(W, lead + (6,)).reshape(lead + (2, 3))[..., _OMEGA_V_OMEGA, :]
+    c = _cross(left, right)
+    out = np.empty(lead + (6,))
+    out[..., :3] = c[..., 0, :]
+    out[..., 3:] = c[..., 1, :] + c[..., 2, :]
+    return out
+
+
+_OMEGA_OMEGA_V, _OMEGA_V_OMEGA = np.array([0, 0, 1]), np.array([0, 1, 0])
+
+
+#: ground's slot vectors: origin 0, the world axes
+_GROUND_SLOTS = np.vstack([np.zeros(3), np.eye(3)])
+_GROUND_SLOTS.setflags(write=False)
 
 
 # ---------------------------------------------------------------- the tree
@@ -295,27 +309,25 @@ class JointSpace:
         all DOF at once (:meth:`twists`, :meth:`_rates`), not a loop over joints.
 
         A DOF of a joint that is not compound is the unit twist of an axis fixed in
-        one body turning about a point fixed in one body, or sliding along it:
-        ``axis_body``/``axis`` (reference world), ``point_body``/``point``, ``turn``
-        (:meth:`twists`). Compound joints' twists depend on their coordinates
+        one body turning about a point fixed in one body, or sliding along it
+        (:func:`_dof_geometry`); axis and point in their bodies' axes (:meth:`_local`)
+        make them sums of the bodies' slot vectors (:meth:`twists`). Compound joints' twists depend on their coordinates
         (:func:`_compound_twists`); their columns are filled joint by joint.
         """
-        axis_body, axis, point_body, point, turn, simple = [], [], [], [], [], []
+        rows, turn, simple = [], [], []
         for j in moving:
             if j.kind == "compound":
                 continue
             for body, u, on, turning in _dof_geometry(j):
-                axis_body.append(body)
-                axis.append(u)
-                point_body.append(on)
-                point.append(j.point)
+                rows.append((body, np.concatenate([[0.0], self._local(body, u)])))
+                rows.append((on, np.concatenate([[1.0], self._local(on, j.point, True)])))
                 turn.append(turning)
             simple.extend(range(j.v.start, j.v.stop))
         self._simple = np.array(simple, np.int64)
-        self._axis_body = np.array(axis_body, np.int64)
-        self._axis = np.array(axis, float).reshape(-1, 3)
-        self._point_body = np.array(point_body, np.int64)
-        self._point = np.array(point, float).reshape(-1, 3)
+        #: each DOF's axis w and point c are combinations of its body's slots
+        #: (origin, e_1, e_2, e_3): rows (axis, point) per DOF, body and weights
+        self._slot_body = np.array([body for body, _ in rows], np.int64)
+        self._slot_weights = np.array([w for _, w in rows], float).reshape(-1, 4)
         self._turn = np.array(turn, bool)[:, None]
         self._compound = tuple(j for j in moving if j.kind == "compound")
         #: per DOF: its joint (index into ``moving``), whose bodies a and b it moves
@@ -335,6 +347,14 @@ class JointSpace:
         self._pairs = np.array(pairs, np.int64).reshape(-1, 3).T
         self._pair_incidence = (self._pairs[2][None, :]
                                 == np.arange(len(moving))[:, None]).astype(float)
+
+    def _local(self, body, x, point=False):
+        """A reference-world direction (or ``point``) x (3,) in the reference axes of
+        ``body`` (relative to its origin): ``Aᵀ (x − o_ref)``; ground's axes are the
+        world's."""
+        if body < 0:
+            return np.asarray(x, float)
+        return self.frames[body].T @ (x - self.origins[body] if point else x)
 
     def neutral(self):
         """``q`` (nq,) of the reference configuration: zeros, identity quaternions."""
@@ -465,25 +485,39 @@ class JointSpace:
             return A @ quaternion_matrix(qj[..., 3:]) @ A.T, _mv(A, qj[..., :3])
         return eye, zero
 
-    def twists(self, D, d, q=None):
+    def _slots(self, Z, ground):
+        """Slot vectors (or their rates) Z (..., 12 n) or (..., 4 n, 3) as (..., n + 1,
+        4, 3), ground's ``ground`` last (index −1, as the joints' body −1)."""
+        Z = np.asarray(Z, float)
+        lead = Z.shape[:-1] if Z.shape[-1] != 3 else Z.shape[:-2]
+        out = np.empty(lead + (self.n_bodies + 1, 4, 3))
+        out[..., :-1, :, :] = Z.reshape(lead + (self.n_bodies, 4, 3))
+        out[..., -1, :, :] = ground
+        return out
+
+    def twists(self, X, q=None):
         """``Ξ`` (..., nv, 6): the world unit twists (ω, v_O) of every DOF (row per q̇
-        column) between bodies placed by ``(D, d)`` (:meth:`placements`).
+        column) at slot vectors X (..., 4 n, 3).
 
         A turning DOF about axis ``w`` through the point ``c``: ``(w, c × w)``; a
-        sliding one ``(0, w)``, ``w`` and ``c`` carried from the reference by their
-        bodies' placements (:meth:`_dof_tables`), all DOF in one pass. A compound
-        joint's twists depend on its coordinates (``q``, or read from the
-        placements when not given): :func:`_compound_twists`."""
-        w = np.einsum("...kij,kj->...ki", D[..., self._axis_body, :, :], self._axis)
-        c = (np.einsum("...kij,kj->...ki", D[..., self._point_body, :, :], self._point)
-             + d[..., self._point_body, :])
-        Xi = np.empty(D.shape[:-3] + (self.nv, 6))
+        sliding one ``(0, w)``. Fixed in their bodies, ``w = Σ ℓ_k e_k`` and
+        ``c = o + Σ ℓ'_k e_k`` with the reference coordinates ℓ, ℓ' in the body's axes
+        (:meth:`_dof_tables`): one weighted sum for all DOF. A compound joint's twists
+        depend on its coordinates (``q``, or read from X when not given):
+        :func:`_compound_twists`."""
+        lead = X.shape[:-2]
+        slots = self._slots(X, _GROUND_SLOTS)
+        wc = np.einsum("...kmj,km->...kj", slots[..., self._slot_body, :, :], self._slot_weights)
+        w, c = wc[..., 0::2, :], wc[..., 1::2, :]
+        Xi = np.empty(lead + (self.nv, 6))
         Xi[..., self._simple, :3] = np.where(self._turn, w, 0.0)
         Xi[..., self._simple, 3:] = np.where(self._turn, _cross(c, w), w)
-        for j in self._compound:
-            qj = (self._joint_positions(j, D, d) if q is None
-                  else np.asarray(q, float)[..., j.q])
-            Xi[..., j.v, :] = _compound_twists(j, D, d, qj)
+        if self._compound:
+            D, d = self._poses(X)
+            for j in self._compound:
+                qj = (self._joint_positions(j, D, d) if q is None
+                      else np.asarray(q, float)[..., j.q])
+                Xi[..., j.v, :] = _compound_twists(j, D, d, qj)
         return Xi
 
     def _bias(self, Xi, qd):
@@ -516,7 +550,8 @@ class JointSpace:
         if qdd is not None:
             qdd = np.asarray(qdd, float)
             A = np.zeros(lead + (self.n_bodies + 1, 6))
-        Xi = self.twists(D, d, q)
+        X = self._coordinates(D, d)
+        Xi = self.twists(X, q)
         # every joint's relative twist Ξ q̇, and the parts of its relative acceleration
         # that need no parent's motion, Ξ q̈ + Ξ̇_rel q̇, at once (per joint)
         rel = self._incidence @ (Xi * qd[..., :, None])
@@ -536,7 +571,6 @@ class JointSpace:
                 change = _motion_cross(V[..., j.a, :], rel[..., n, :]) + own[..., n, :]
                 A[..., j.child, :] = A[..., parent, :] + sign * change
             n += 1
-        X = self._coordinates(D, d)
         out = (X.reshape(X.shape[:-2] + (-1,)),
                _natural_velocity(X, V[..., :-1, :]).reshape(lead + (-1,)))
         if A is not None:
@@ -655,16 +689,10 @@ class JointSpace:
 
     def _rates(self, p, v, a=None):
         X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
-        lead = X.shape[:-2]
-        Vn = np.asarray(v, float).reshape(X.shape)
-        D, d = self._poses(X)
-        V = np.zeros(lead + (self.n_bodies + 1, 6))
-        V[..., :-1, :] = _body_twists(X, Vn)
-        if a is not None:
-            A = np.zeros_like(V)
-            A[..., :-1, :] = _body_accelerations(X, Vn, np.asarray(a, float).reshape(X.shape),
-                                                 V[..., :-1, :3])
-        Xi = self.twists(D, d)
+        # bodies' twists and accelerations, ground's (zero) last
+        V, A = _body_motion(self._slots(X, _GROUND_SLOTS), self._slots(v, 0.0),
+                            None if a is None else self._slots(a, 0.0))
+        Xi = self.twists(X)
         for j in self._compound:
             _check_regular(j, Xi[..., j.v, :])
         # q̇_j = Ξ_j⁺ (V_b − V_a): the rows of every Ξ_j⁺ = (Ξ_jᵀ Ξ_j)⁻¹ Ξ_jᵀ at once, as the
@@ -712,13 +740,12 @@ class JointSpace:
         W = np.zeros((self.n_bodies + 1, 6))
         W[:-1, 3:] = Yb[:, 0]
         W[:-1, :3] = _cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + _cross(B[:, 0], Yb[:, 0])
-        D, d = self._poses(X)
         for j in reversed(self.tree):
             W[j.b if j.reversed else j.a] += W[j.child]
         child = np.array([j.child for j in self.joints], np.int64)
         sign = np.array([-1.0 if j.reversed else 1.0 for j in self.joints])
         per_dof = self._dof_joint
-        return sign[per_dof] * np.einsum("ki,ki->k", self.twists(D, d), W[child[per_dof]])
+        return sign[per_dof] * np.einsum("ki,ki->k", self.twists(X), W[child[per_dof]])
 
 
 def _dof_geometry(j):
@@ -938,24 +965,38 @@ def _universal_angles(ua, ub, Drel):
     return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)], -1)
 
 
-def _body_twists(X, V):
-    """Twists ``(ω, v_O)`` (..., n, 6) of the bodies: ``ω = ½ Σ e_k × ė_k``,
-    ``v_O = ȯ − ω × o``."""
-    lead = X.shape[:-2]
-    B, Bv = X.reshape(lead + (-1, 4, 3)), V.reshape(lead + (-1, 4, 3))
-    w = 0.5 * _cross(B[..., 1:, :], Bv[..., 1:, :]).sum(axis=-2)
-    return np.concatenate([w, Bv[..., 0, :] - _cross(w, B[..., 0, :])], -1)
+def _body_motion(B, Bv, Ba=None):
+    """Twists ``(ω, v_O)`` and, given slot accelerations, spatial accelerations
+    ``(α, a_O)`` (..., m, 6) of bodies with slots B, Bv, Ba (..., m, 4, 3):
+    ``ω = ½ Σ e_k × ė_k``, ``v_O = ȯ − ω × o``, ``α = ½ Σ e_k × ë_k``,
+    ``a_O = ö − α × o − ω × ȯ`` (docs/method.md#11-coordinates).
+
+    ``Σ_k e_k × ė_k`` is the axial vector of ``Sᵀ − S``, ``S = Σ_k ė_k e_kᵀ`` (one
+    matrix product per body); the products with o and ȯ are one :func:`_cross`.
+    """
+    E = B[..., None, 1:, :]                                   # (..., m, 1, 3, 3)
+    rates = (Bv if Ba is None else np.stack([Bv, Ba], -3))[..., 1:, :]
+    S = (np.swapaxes(rates.reshape(B.shape[:-2] + (-1, 3, 3)), -1, -2) @ E)
+    S = S.reshape(S.shape[:-2] + (9,))
+    spin = 0.5 * (S[..., _AXIAL_PLUS] - S[..., _AXIAL_MINUS])  # (..., m, 1 or 2, 3): ω (, α)
+    o, od = B[..., 0, :], Bv[..., 0, :]
+    if Ba is None:
+        V = np.empty(B.shape[:-2] + (6,))
+        V[..., :3] = spin[..., 0, :]
+        V[..., 3:] = od - _cross(spin[..., 0, :], o)
+        return V, None
+    # ω × o, α × o, ω × ȯ
+    c = _cross(spin[..., _OMEGA_ALPHA_OMEGA, :], np.stack([o, o, od], -2))
+    V, A = np.empty(B.shape[:-2] + (6,)), np.empty(B.shape[:-2] + (6,))
+    V[..., :3], A[..., :3] = spin[..., 0, :], spin[..., 1, :]
+    V[..., 3:] = od - c[..., 0, :]
+    A[..., 3:] = Ba[..., 0, :] - c[..., 1, :] - c[..., 2, :]
+    return V, A
 
 
-def _body_accelerations(X, V, A, w):
-    """Spatial accelerations ``(α, a_O)`` (..., n, 6) of bodies with angular velocities
-    ``w`` (..., n, 3; :func:`_body_twists`): ``α = ½ Σ e_k × ë_k``,
-    ``a_O = ö − α × o − ω × ȯ``."""
-    lead = X.shape[:-2]
-    B, Bv, Ba = (Z.reshape(lead + (-1, 4, 3)) for Z in (X, V, A))
-    alpha = 0.5 * _cross(B[..., 1:, :], Ba[..., 1:, :]).sum(axis=-2)
-    a_O = Ba[..., 0, :] - _cross(alpha, B[..., 0, :]) - _cross(w, Bv[..., 0, :])
-    return np.concatenate([alpha, a_O], -1)
+#: ``S[2,1] − S[1,2], S[0,2] − S[2,0], S[1,0] − S[0,1]`` of a flattened 3×3 S
+_AXIAL_PLUS, _AXIAL_MINUS = np.array([7, 2, 3]), np.array([5, 6, 1])
+_OMEGA_ALPHA_OMEGA = np.array([0, 1, 0])
 
 
 def _natural_velocity(X, T):
@@ -1269,7 +1310,7 @@ class JointTorques:
         B = X.reshape(-1, 4, 3)
         Y = F.reshape(-1, 4, 3)
         k = 0
-        twists = js.twists(D, d)
+        twists = js.twists(X)
         for j in self.joints:
             Xi = twists[j.v].T
             tj, k = tau[k:k + j.nv], k + j.nv
