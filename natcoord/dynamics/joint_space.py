@@ -190,11 +190,9 @@ def matrix_quaternion(R):
 def _motion_cross(V, W):
     """Motion cross product ``V ×ₘ W = (ω × ω', ω × v' + v × ω')`` of twists
     ``(ω, v_O)`` (..., 6): the three products in one :func:`_cross` call."""
-    lead = np.broadcast_shapes(V.shape[:-1], W.shape[:-1])
-    left = np.broadcast_to(V, lead + (6,)).reshape(lead + (2, 3))[..., _OMEGA_OMEGA_V, :]
-    right = np.broadcast_to(W, lead + (6,)).reshape(lead + (2, 3))[..., _OMEGA_V_OMEGA, :]
-    c = _cross(left, right)
-    out = np.empty(lead + (6,))
+    c = _cross(V.reshape(V.shape[:-1] + (2, 3)).take(_OMEGA_OMEGA_V, -2),
+               W.reshape(W.shape[:-1] + (2, 3)).take(_OMEGA_V_OMEGA, -2))
+    out = np.empty(c.shape[:-2] + (6,))
     out[..., :3] = c[..., 0, :]
     out[..., 3:] = c[..., 1, :] + c[..., 2, :]
     return out
@@ -323,12 +321,15 @@ class JointSpace:
                 rows.append((on, np.concatenate([[1.0], self._local(on, j.point, True)])))
                 turn.append(turning)
             simple.extend(range(j.v.start, j.v.stop))
-        self._simple = np.array(simple, np.int64)
+        #: the q̇ columns of the joints that are not compound (all: a slice)
+        self._simple = (slice(None) if len(simple) == self.nv
+                        else np.array(simple, np.int64))
         #: each DOF's axis w and point c are combinations of its body's slots
         #: (origin, e_1, e_2, e_3): rows (axis, point) per DOF, body and weights
         self._slot_body = np.array([body for body, _ in rows], np.int64)
-        self._slot_weights = np.array([w for _, w in rows], float).reshape(-1, 4)
-        self._turn = np.array(turn, bool)[:, None]
+        self._slot_weights = np.array([w for _, w in rows], float).reshape(-1, 1, 4)
+        self._turn = np.array(turn, float)[:, None]
+        self._slide = 1.0 - self._turn
         self._compound = tuple(j for j in moving if j.kind == "compound")
         #: per DOF: its joint (index into ``moving``), whose bodies a and b it moves
         joint_of = np.array([i for i, j in enumerate(moving) for _ in range(j.nv)], np.int64)
@@ -338,7 +339,8 @@ class JointSpace:
         #: ``Ξ_j q̇_j`` summed per joint: the incidence (joints, nv)
         self._incidence = (joint_of[None, :] == np.arange(len(moving))[:, None]).astype(float)
         #: the joints' normal equations are the blocks of one (nv, nv) matrix
-        self._block = joint_of[:, None] == joint_of[None, :]
+        self._block = (joint_of[:, None] == joint_of[None, :]).astype(float)
+        self._dof_a, self._dof_b = self._joint_a[joint_of], self._joint_b[joint_of]
         #: pairs (i, k), i < k, of DOF of one joint whose later axis turns with the
         #: earlier (universal and compound joints, :func:`_bias`), and their joint
         pairs = [(j.v.start + i, j.v.start + k, n) for n, j in enumerate(moving)
@@ -507,11 +509,12 @@ class JointSpace:
         :func:`_compound_twists`."""
         lead = X.shape[:-2]
         slots = self._slots(X, _GROUND_SLOTS)
-        wc = np.einsum("...kmj,km->...kj", slots[..., self._slot_body, :, :], self._slot_weights)
+        # (take: a gather that costs a quarter of fancy indexing on arrays this small)
+        wc = (self._slot_weights @ slots.take(self._slot_body, -3))[..., 0, :]
         w, c = wc[..., 0::2, :], wc[..., 1::2, :]
         Xi = np.empty(lead + (self.nv, 6))
-        Xi[..., self._simple, :3] = np.where(self._turn, w, 0.0)
-        Xi[..., self._simple, 3:] = np.where(self._turn, _cross(c, w), w)
+        Xi[..., self._simple, :3] = w * self._turn
+        Xi[..., self._simple, 3:] = _cross(c, w) * self._turn + w * self._slide
         if self._compound:
             D, d = self._poses(X)
             for j in self._compound:
@@ -530,8 +533,8 @@ class JointSpace:
         i, k, _ = self._pairs
         if not i.size:
             return 0.0
-        terms = (qd[..., i] * qd[..., k])[..., None] * _motion_cross(Xi[..., i, :],
-                                                                     Xi[..., k, :])
+        terms = ((qd.take(i, -1) * qd.take(k, -1))[..., None]
+                 * _motion_cross(Xi.take(i, -2), Xi.take(k, -2)))
         return self._pair_incidence @ terms
 
     def forward(self, q, qd=None, qdd=None):
@@ -697,17 +700,17 @@ class JointSpace:
             _check_regular(j, Xi[..., j.v, :])
         # q̇_j = Ξ_j⁺ (V_b − V_a): the rows of every Ξ_j⁺ = (Ξ_jᵀ Ξ_j)⁻¹ Ξ_jᵀ at once, as the
         # solve of the block-diagonal normal equations (the joints' blocks of Ξ Ξᵀ)
-        P = np.linalg.solve(np.where(self._block, Xi @ np.swapaxes(Xi, -1, -2), 0.0), Xi)
-        ja, jb = self._joint_a, self._joint_b
-        per_dof = self._dof_joint
-        qd = np.einsum("...ki,...ki->...k", P, (V[..., jb, :] - V[..., ja, :])[..., per_dof, :])
-        if a is None:
+        P = np.linalg.solve(self._block * (Xi @ np.swapaxes(Xi, -1, -2)), Xi)
+        a_, b_ = self._dof_a, self._dof_b          # each DOF's joint's bodies
+        qd = (P * (V.take(b_, -2) - V.take(a_, -2))).sum(-1)
+        if A is None:
             return qd, None
-        # Ξ q̈ = A_b − A_a − V_a ×ₘ Ξ q̇ − Ξ̇_rel q̇ (module docstring)
-        rel = self._incidence @ (Xi * qd[..., :, None])
-        rhs = (A[..., jb, :] - A[..., ja, :] - _motion_cross(V[..., ja, :], rel)
-               - self._bias(Xi, qd))
-        return qd, np.einsum("...ki,...ki->...k", P, rhs[..., per_dof, :])
+        # Ξ q̈ = A_b − A_a − V_a ×ₘ Ξ q̇ − Ξ̇_rel q̇ (module docstring), at each DOF its joint's
+        rel = self._block @ (Xi * qd[..., :, None])
+        rhs = A.take(b_, -2) - A.take(a_, -2) - _motion_cross(V.take(a_, -2), rel)
+        if self._pairs.size:
+            rhs -= self._bias(Xi, qd).take(self._dof_joint, -2)
+        return qd, (P * rhs).sum(-1)
 
     # ------------------------------------------------------------ loops and dynamics
     def retract(self, q, dv):
@@ -978,7 +981,7 @@ def _body_motion(B, Bv, Ba=None):
     rates = (Bv if Ba is None else np.stack([Bv, Ba], -3))[..., 1:, :]
     S = (np.swapaxes(rates.reshape(B.shape[:-2] + (-1, 3, 3)), -1, -2) @ E)
     S = S.reshape(S.shape[:-2] + (9,))
-    spin = 0.5 * (S[..., _AXIAL_PLUS] - S[..., _AXIAL_MINUS])  # (..., m, 1 or 2, 3): ω (, α)
+    spin = 0.5 * (S.take(_AXIAL_PLUS, -1) - S.take(_AXIAL_MINUS, -1))  # (..., m, 1 or 2, 3): ω (, α)
     o, od = B[..., 0, :], Bv[..., 0, :]
     if Ba is None:
         V = np.empty(B.shape[:-2] + (6,))
@@ -986,7 +989,9 @@ def _body_motion(B, Bv, Ba=None):
         V[..., 3:] = od - _cross(spin[..., 0, :], o)
         return V, None
     # ω × o, α × o, ω × ȯ
-    c = _cross(spin[..., _OMEGA_ALPHA_OMEGA, :], np.stack([o, o, od], -2))
+    right = np.empty(o.shape[:-1] + (3, 3))
+    right[..., :2, :], right[..., 2, :] = o[..., None, :], od
+    c = _cross(spin.take(_OMEGA_ALPHA_OMEGA, -2), right)
     V, A = np.empty(B.shape[:-2] + (6,)), np.empty(B.shape[:-2] + (6,))
     V[..., :3], A[..., :3] = spin[..., 0, :], spin[..., 1, :]
     V[..., 3:] = od - c[..., 0, :]
