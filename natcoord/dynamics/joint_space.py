@@ -974,30 +974,34 @@ def _body_motion(B, Bv, Ba=None):
     ``ω = ½ Σ e_k × ė_k``, ``v_O = ȯ − ω × o``, ``α = ½ Σ e_k × ë_k``,
     ``a_O = ö − α × o − ω × ȯ`` (docs/method.md#11-coordinates).
 
-    With ``[a × b]× = b aᵀ − a bᵀ``, ``[ω]× = ½ (S − Sᵀ)`` for ``S = Σ_k ė_k e_kᵀ``
-    (and ``[α]×`` alike from ë): one matrix product per body gives both, and the
-    cross products with o and ȯ are products with these matrices.
+    ``Σ_k e_k × ė_k`` is the axial vector of ``Sᵀ − S``, ``S = Σ_k ė_k e_kᵀ`` (one
+    matrix product per body); the products with o and ȯ are one :func:`_cross`.
     """
-    E = B[..., None, 1:, :]                                   # (..., m, 1, 3, 3): e_k
-    rates = Bv if Ba is None else np.stack([Bv, Ba], -3)
-    rates = rates[..., 1:, :].reshape(E.shape[:-3] + (-1, 3, 3))   # ė_k (, ë_k)
-    S = np.swapaxes(rates, -1, -2) @ E
-    K = 0.5 * (S - np.swapaxes(S, -1, -2))                    # [ω]× (, [α]×)
-    spin = K.reshape(K.shape[:-2] + (9,)).take(_AXIAL, -1)     # ω (, α)
+    E = B[..., None, 1:, :]                                   # (..., m, 1, 3, 3)
+    rates = (Bv if Ba is None else np.stack([Bv, Ba], -3))[..., 1:, :]
+    S = (np.swapaxes(rates.reshape(B.shape[:-2] + (-1, 3, 3)), -1, -2) @ E)
+    S = S.reshape(S.shape[:-2] + (9,))
+    spin = 0.5 * (S.take(_AXIAL_PLUS, -1) - S.take(_AXIAL_MINUS, -1))  # (..., m, 1 or 2, 3): ω (, α)
     o, od = B[..., 0, :], Bv[..., 0, :]
-    turn_o = (K @ o[..., None, :, None])[..., 0]              # ω × o (, α × o)
-    V = np.empty(B.shape[:-2] + (6,))
-    V[..., :3], V[..., 3:] = spin[..., 0, :], od - turn_o[..., 0, :]
     if Ba is None:
+        V = np.empty(B.shape[:-2] + (6,))
+        V[..., :3] = spin[..., 0, :]
+        V[..., 3:] = od - _cross(spin[..., 0, :], o)
         return V, None
-    A = np.empty(V.shape)
-    A[..., :3] = spin[..., 1, :]
-    A[..., 3:] = Ba[..., 0, :] - turn_o[..., 1, :] - (K[..., 0, :, :] @ od[..., None])[..., 0]
+    # ω × o, α × o, ω × ȯ
+    right = np.empty(o.shape[:-1] + (3, 3))
+    right[..., :2, :], right[..., 2, :] = o[..., None, :], od
+    c = _cross(spin.take(_OMEGA_ALPHA_OMEGA, -2), right)
+    V, A = np.empty(B.shape[:-2] + (6,)), np.empty(B.shape[:-2] + (6,))
+    V[..., :3], A[..., :3] = spin[..., 0, :], spin[..., 1, :]
+    V[..., 3:] = od - c[..., 0, :]
+    A[..., 3:] = Ba[..., 0, :] - c[..., 1, :] - c[..., 2, :]
     return V, A
 
 
-#: the axial vector ``(K[2,1], K[0,2], K[1,0])`` of a flattened skew 3×3 K
-_AXIAL = np.array([7, 2, 3])
+#: ``S[2,1] − S[1,2], S[0,2] − S[2,0], S[1,0] − S[0,1]`` of a flattened 3×3 S
+_AXIAL_PLUS, _AXIAL_MINUS = np.array([7, 2, 3]), np.array([5, 6, 1])
+_OMEGA_ALPHA_OMEGA = np.array([0, 1, 0])
 
 
 def _natural_velocity(X, T):
