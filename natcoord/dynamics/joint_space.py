@@ -341,6 +341,7 @@ class JointSpace:
         #: the joints' normal equations are the blocks of one (nv, nv) matrix
         self._block = (joint_of[:, None] == joint_of[None, :]).astype(float)
         self._dof_a, self._dof_b = self._joint_a[joint_of], self._joint_b[joint_of]
+        self._one_dof = all(j.nv == 1 for j in moving)
         #: pairs (i, k), i < k, of DOF of one joint whose later axis turns with the
         #: earlier (universal and compound joints, :func:`_bias`), and their joint
         pairs = [(j.v.start + i, j.v.start + k, n) for n, j in enumerate(moving)
@@ -699,8 +700,12 @@ class JointSpace:
         for j in self._compound:
             _check_regular(j, Xi[..., j.v, :])
         # q̇_j = Ξ_j⁺ (V_b − V_a): the rows of every Ξ_j⁺ = (Ξ_jᵀ Ξ_j)⁻¹ Ξ_jᵀ at once, as the
-        # solve of the block-diagonal normal equations (the joints' blocks of Ξ Ξᵀ)
-        P = np.linalg.solve(self._block * (Xi @ np.swapaxes(Xi, -1, -2)), Xi)
+        # solve of the block-diagonal normal equations (the joints' blocks of Ξ Ξᵀ);
+        # diagonal when every joint has one DOF: a quotient (LAPACK's call costs more)
+        if self._one_dof:
+            P = Xi / (Xi * Xi).sum(-1)[..., None]
+        else:
+            P = np.linalg.solve(self._block * (Xi @ np.swapaxes(Xi, -1, -2)), Xi)
         a_, b_ = self._dof_a, self._dof_b          # each DOF's joint's bodies
         qd = (P * (V.take(b_, -2) - V.take(a_, -2))).sum(-1)
         if A is None:
@@ -974,34 +979,31 @@ def _body_motion(B, Bv, Ba=None):
     ``ω = ½ Σ e_k × ė_k``, ``v_O = ȯ − ω × o``, ``α = ½ Σ e_k × ë_k``,
     ``a_O = ö − α × o − ω × ȯ`` (docs/method.md#11-coordinates).
 
-    ``Σ_k e_k × ė_k`` is the axial vector of ``Sᵀ − S``, ``S = Σ_k ė_k e_kᵀ`` (one
-    matrix product per body); the products with o and ȯ are one :func:`_cross`.
+    ``Σ_k e_k × ė_k`` is the axial vector of ``Sᵀ − S``, ``S = Σ_k ė_k e_kᵀ``
+    (``[a × b]× = b aᵀ − a bᵀ``): one matrix product per body gives S for ė and ë
+    together; the rest is elementwise, as fast per state over a trajectory's
+    leading axis as for one state.
     """
-    E = B[..., None, 1:, :]                                   # (..., m, 1, 3, 3)
-    rates = (Bv if Ba is None else np.stack([Bv, Ba], -3))[..., 1:, :]
-    S = (np.swapaxes(rates.reshape(B.shape[:-2] + (-1, 3, 3)), -1, -2) @ E)
-    S = S.reshape(S.shape[:-2] + (9,))
-    spin = 0.5 * (S.take(_AXIAL_PLUS, -1) - S.take(_AXIAL_MINUS, -1))  # (..., m, 1 or 2, 3): ω (, α)
+    E = B[..., 1:, :]                                          # (..., m, 3, 3): rows e_k
+    rates = Bv[..., 1:, :] if Ba is None else np.concatenate([Bv[..., 1:, :],
+                                                              Ba[..., 1:, :]], -1)
+    S = np.swapaxes(rates, -1, -2) @ E                         # (..., m, 3 or 6, 3)
+    S = S.reshape(S.shape[:-2] + (-1, 3, 3))                   # S of ė (, of ë)
+    spin = np.empty(S.shape[:-1])                              # ω (, α)
+    spin[..., 0] = S[..., 2, 1] - S[..., 1, 2]
+    spin[..., 1] = S[..., 0, 2] - S[..., 2, 0]
+    spin[..., 2] = S[..., 1, 0] - S[..., 0, 1]
+    spin *= 0.5
     o, od = B[..., 0, :], Bv[..., 0, :]
+    turn_o = _cross(spin, o[..., None, :])                     # ω × o (, α × o)
+    V = np.empty(B.shape[:-2] + (6,))
+    V[..., :3], V[..., 3:] = spin[..., 0, :], od - turn_o[..., 0, :]
     if Ba is None:
-        V = np.empty(B.shape[:-2] + (6,))
-        V[..., :3] = spin[..., 0, :]
-        V[..., 3:] = od - _cross(spin[..., 0, :], o)
         return V, None
-    # ω × o, α × o, ω × ȯ
-    right = np.empty(o.shape[:-1] + (3, 3))
-    right[..., :2, :], right[..., 2, :] = o[..., None, :], od
-    c = _cross(spin.take(_OMEGA_ALPHA_OMEGA, -2), right)
-    V, A = np.empty(B.shape[:-2] + (6,)), np.empty(B.shape[:-2] + (6,))
-    V[..., :3], A[..., :3] = spin[..., 0, :], spin[..., 1, :]
-    V[..., 3:] = od - c[..., 0, :]
-    A[..., 3:] = Ba[..., 0, :] - c[..., 1, :] - c[..., 2, :]
+    A = np.empty(V.shape)
+    A[..., :3] = spin[..., 1, :]
+    A[..., 3:] = Ba[..., 0, :] - turn_o[..., 1, :] - _cross(spin[..., 0, :], od)
     return V, A
-
-
-#: ``S[2,1] − S[1,2], S[0,2] − S[2,0], S[1,0] − S[0,1]`` of a flattened 3×3 S
-_AXIAL_PLUS, _AXIAL_MINUS = np.array([7, 2, 3]), np.array([5, 6, 1])
-_OMEGA_ALPHA_OMEGA = np.array([0, 1, 0])
 
 
 def _natural_velocity(X, T):
