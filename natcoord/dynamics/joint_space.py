@@ -75,7 +75,7 @@ the cut joints' multipliers ``λ_c`` and with them the loop-closure reactions.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -309,8 +309,9 @@ class JointSpace:
         A DOF of a joint that is not compound is the unit twist of an axis fixed in
         one body turning about a point fixed in one body, or sliding along it
         (:func:`_dof_geometry`); axis and point in their bodies' axes (:meth:`_local`)
-        make them sums of the bodies' slot vectors (:meth:`twists`). Compound joints' twists depend on their coordinates
-        (:func:`_compound_twists`); their columns are filled joint by joint.
+        make them sums of the bodies' slot vectors (:meth:`twists`). Compound joints'
+        twists depend on their coordinates (:func:`_compound_twists`); their columns
+        are filled joint by joint.
         """
         rows, turn, simple = [], [], []
         for j in moving:
@@ -342,6 +343,10 @@ class JointSpace:
         self._block = (joint_of[:, None] == joint_of[None, :]).astype(float)
         self._dof_a, self._dof_b = self._joint_a[joint_of], self._joint_b[joint_of]
         self._one_dof = all(j.nv == 1 for j in moving)
+        #: per DOF: the body its joint places, and −1 where the tree reaches the
+        #: joint from its body b (``subtree_forces``)
+        self._dof_child = np.array([j.child for j in moving], np.int64)[joint_of]
+        self._dof_sign = np.array([-1.0 if j.reversed else 1.0 for j in moving])[joint_of]
         #: pairs (i, k), i < k, of DOF of one joint whose later axis turns with the
         #: earlier (universal and compound joints, :func:`_bias`), and their joint
         pairs = [(j.v.start + i, j.v.start + k, n) for n, j in enumerate(moving)
@@ -489,10 +494,9 @@ class JointSpace:
         return eye, zero
 
     def _slots(self, Z, ground):
-        """Slot vectors (or their rates) Z (..., 12 n) or (..., 4 n, 3) as (..., n + 1,
-        4, 3), ground's ``ground`` last (index −1, as the joints' body −1)."""
-        Z = np.asarray(Z, float)
-        lead = Z.shape[:-1] if Z.shape[-1] != 3 else Z.shape[:-2]
+        """Slot vectors (or their rates) Z (..., 4 n, 3) as (..., n + 1, 4, 3), ground's
+        ``ground`` last (index −1, as the joints' body −1)."""
+        lead = Z.shape[:-2]
         out = np.empty(lead + (self.n_bodies + 1, 4, 3))
         out[..., :-1, :, :] = Z.reshape(lead + (self.n_bodies, 4, 3))
         out[..., -1, :, :] = ground
@@ -694,13 +698,14 @@ class JointSpace:
     def _rates(self, p, v, a=None):
         X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
         # bodies' twists and accelerations, ground's (zero) last
-        V, A = _body_motion(self._slots(X, _GROUND_SLOTS), self._slots(v, 0.0),
-                            None if a is None else self._slots(a, 0.0))
+        V, A = _body_motion(self._slots(X, _GROUND_SLOTS),
+                            self._slots(np.reshape(v, X.shape), 0.0),
+                            None if a is None else self._slots(np.reshape(a, X.shape), 0.0))
         Xi = self.twists(X)
         for j in self._compound:
             _check_regular(j, Xi[..., j.v, :])
-        # q̇_j = Ξ_j⁺ (V_b − V_a): the rows of every Ξ_j⁺ = (Ξ_jᵀ Ξ_j)⁻¹ Ξ_jᵀ at once, as the
-        # solve of the block-diagonal normal equations (the joints' blocks of Ξ Ξᵀ);
+        # q̇_j = Ξ_j⁺ (V_b − V_a): the rows of every Ξ_j⁺ = (Ξ_jᵀ Ξ_j)⁻¹ Ξ_jᵀ at once, as
+        # the solve of the block-diagonal normal equations (the joints' blocks of Ξ Ξᵀ);
         # diagonal when every joint has one DOF: a quotient (LAPACK's call costs more)
         if self._one_dof:
             P = Xi / (Xi * Xi).sum(-1)[..., None]
@@ -710,7 +715,7 @@ class JointSpace:
         qd = (P * (V.take(b_, -2) - V.take(a_, -2))).sum(-1)
         if A is None:
             return qd, None
-        # Ξ q̈ = A_b − A_a − V_a ×ₘ Ξ q̇ − Ξ̇_rel q̇ (module docstring), at each DOF its joint's
+        # Ξ q̈ = A_b − A_a − V_a ×ₘ Ξ q̇ − Ξ̇_rel q̇ (module docstring), each DOF its joint's
         rel = self._block @ (Xi * qd[..., :, None])
         rhs = A.take(b_, -2) - A.take(a_, -2) - _motion_cross(V.take(a_, -2), rel)
         if self._pairs.size:
@@ -750,10 +755,7 @@ class JointSpace:
         W[:-1, :3] = _cross(B[:, 1:], Yb[:, 1:]).sum(axis=1) + _cross(B[:, 0], Yb[:, 0])
         for j in reversed(self.tree):
             W[j.b if j.reversed else j.a] += W[j.child]
-        child = np.array([j.child for j in self.joints], np.int64)
-        sign = np.array([-1.0 if j.reversed else 1.0 for j in self.joints])
-        per_dof = self._dof_joint
-        return sign[per_dof] * np.einsum("ki,ki->k", self.twists(X), W[child[per_dof]])
+        return self._dof_sign * np.einsum("ki,ki->k", self.twists(X), W[self._dof_child])
 
 
 def _dof_geometry(j):
@@ -933,8 +935,9 @@ def _compound_coordinates(j, Drel, shift):
 
 
 def _check_regular(j, Xi):
-    """``ValueError`` where a compound joint's twists Xi (..., n, 6) are dependent (gimbal lock of its
-    angles, or a singular slide arrangement): its rates are not defined there."""
+    """``ValueError`` where a compound joint's twists Xi (..., n, 6) are dependent
+    (gimbal lock of its angles, or a singular slide arrangement): its rates are not
+    defined there."""
     s = np.linalg.svd(Xi, compute_uv=False)
     scale = np.maximum(s[..., 0], 1.0)
     if np.any(s[..., -1] < 1e-9 * scale):
