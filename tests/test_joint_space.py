@@ -192,6 +192,28 @@ def test_every_kind_inverse_dynamics_of_the_free_motion_is_zero():
                                S.T @ (model.mass_matrix @ (S @ extra)), atol=1e-11)
 
 
+def test_every_kind_run_joint_accelerations_need_no_torque_at_any_output():
+    """``sol.qd`` and ``sol.qdd`` of a passive run, read back for all outputs at once
+    (the leading time axis): at every output the motion needs no joint force, and
+    ``sol.qd`` is the derivative of the trajectory's ``q`` (central differences of
+    the revolute angle)."""
+    model = every_kind()
+    js = nc.joint_space(model)
+    rng = np.random.default_rng(5)
+    start = nc.joint_state(model, js.retract(js.neutral(), rng.uniform(-1, 1, js.nv)),
+                           rng.standard_normal(js.nv))
+    t = np.linspace(0.0, 0.2, 41)
+    sol = nc.simulate(model, 0.2, rtol=1e-10, initial_state=start, t_eval=t)
+    q, qd, qdd = sol.q, sol.qd, sol.qdd
+    assert qd.shape == qdd.shape == (41, js.nv)
+    for k in range(0, 41, 8):
+        tau = nc.inverse_dynamics(model, q[k], qd[k], qdd[k], t=t[k])
+        assert np.abs(tau).max() < 1e-7 * max(1.0, np.abs(qdd[k]).max())
+    i = js.q_names.index("rev")
+    rate = (q[2:, i] - q[:-2, i]) / (t[2:] - t[:-2])
+    np.testing.assert_allclose(rate, qd[1:-1, i], atol=1e-3 * max(1.0, np.abs(qd[:, i]).max()))
+
+
 # ------------------------------------------------------------ loops
 def driven_four_bar():
     """A crank–rocker four-bar with the crank driven: θ(t) = 2t + t²/2."""
