@@ -10,7 +10,8 @@ hits both alike:
   means of ``--count`` calls [µs];
 * ``forward+qdd``: the same followed by ``data.qdd`` (joint accelerations: the
   comparable output to ABA's) [µs];
-* ``aba``: ``pinocchio.aba(model, data, q, v, 0)`` [µs].
+* ``aba``: ``pinocchio.aba(model, data, q, v, τ)`` with the URDF joint dampers' torque
+  ``τ = −c q̇`` (which natcoord models and ``aba`` leaves out) [µs].
 
 ``ratio`` is natcoord's time over ABA's (issue 22's target: ``forward`` ≤ 3).
 Each state's joint accelerations are also compared (``max_rel``: ‖q̈_nc − q̈_aba‖∞ /
@@ -57,7 +58,10 @@ def measure(pin, name, path, floating, states, count, repeat, seed):
     worst = 0.0
     for _ in range(states):
         q = pin.integrate(pm, pin.neutral(pm), rng.uniform(-1.0, 1.0, pm.nv))
-        qd, tau = rng.standard_normal(pm.nv), np.zeros(pm.nv)
+        qd = rng.standard_normal(pm.nv)
+        # natcoord models the URDF's <dynamics damping> (a joint damper); Pinocchio reads
+        # it into model.damping, which aba leaves out: give aba the damper's torque
+        tau = -np.asarray(pm.damping) * qd
         data = nc.Data(model, nc.joint_state(model, q, qd))
         nc.forward(model, data)
         expected = pin.aba(pm, pd, q, qd, tau)
