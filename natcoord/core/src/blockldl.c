@@ -81,12 +81,14 @@ static ldl ldl_of(const nc_arr *P, const nc_arr *Wk)
 }
 
 /* ------------------------------------------------------------ small kernels */
-/* out[0:3] += a × b, out's and a's entries at strides os and as (1, or the lanes) */
-static inline void cross_add(double *out, int os, const double *a, int as, const double *b)
+/* out[0:3] += a × b, the entries of out, a and b at strides os, as and bs (1, or the
+ * lanes of the solve) */
+static inline void cross_add(double *out, int os, const double *a, int as, const double *b,
+                             int bs)
 {
-    out[0] += a[as] * b[2] - a[2 * as] * b[1];
-    out[os] += a[2 * as] * b[0] - a[0] * b[2];
-    out[2 * os] += a[0] * b[1] - a[as] * b[0];
+    out[0] += a[as] * b[2 * bs] - a[2 * as] * b[bs];
+    out[os] += a[2 * as] * b[0] - a[0] * b[2 * bs];
+    out[2 * os] += a[0] * b[bs] - a[as] * b[0];
 }
 
 /* E[k] = e_{k+1} of body i: the Jacobian blocks of ½(e_k·e_k − 1) */
@@ -212,7 +214,7 @@ static int64_t twist_row(const double *G, const ldl *s, int64_t *t, int64_t stop
         if (k == 0)
             y[0] += g[0], y[1] += g[1], y[2] += g[2];
         else
-            cross_add(y + 3, 1, E + 3 * (k - 1), 1, g);
+            cross_add(y + 3, 1, E + 3 * (k - 1), 1, g, 1);
     }
     return body;
 }
@@ -735,6 +737,15 @@ NC_INLINE void coupling_transpose_times(const double *restrict Vt, const double 
     }
 }
 
+/* S −= g lᵀ: S (3 rows of nl lanes) of the joint reaction on one axis, g (3,), l (nl) */
+NC_INLINE void minus_outer(double *restrict S, const double *restrict g,
+                           const double *restrict l, const int nl)
+{
+    for (int a = 0; a < 3; a++)
+        for (int j = 0; j < nl; j++)
+            S[nl * a + j] = S[nl * a + j] - g[a] * l[j];
+}
+
 /* (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk for nl right-hand
  * sides in the lane layout (r and x must not overlap; λ may be s, read before λ is
  * written; Wk's z and ap hold nl lanes): the rigid-body rows by a particular solution
@@ -751,53 +762,65 @@ NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
     for (int64_t row = 0; row < s.n_row_z; row++)
         for (int j = 0; j < nl; j++)
             z[nl * s.row_z[row] + j] = s_[nl * (6 * n + row) + j];
-    for (int64_t i = 0; i < n; i++)
-        for (int j = 0; j < nl; j++) {
-            /* particular solution of the rigid-body rows: δe_l = Σ_k S_kl f_k */
-            const double *si = s_ + nl * 6 * i + j, *Fi = F + 9 * i, *J = s.J4 + 16 * i;
-            const double *ri = r + nl * 12 * i + j;
-            double *api = ap + nl * 12 * i + j, *zi = z + nl * 6 * s.body_node[i] + j;
-            double Sk[9], S3[3];
-            for (int k = 0; k < 3; k++)
-                for (int l = 0; l < 3; l++)
-                    Sk[3 * k + l] = k == l ? si[nl * k] : 0.5 * si[nl * (2 + k + l)];
+    for (int64_t i = 0; i < n; i++) {
+        /* particular solution of the rigid-body rows: δe_l = Σ_k S_kl f_k */
+        const double *si = s_ + nl * 6 * i, *Fi = F + 9 * i, *J = s.J4 + 16 * i;
+        const double *ri = r + nl * 12 * i;
+        double *api = ap + nl * 12 * i, *zi = z + nl * 6 * s.body_node[i];
+        double Sk[9 * NC_LANES], S3[3 * NC_LANES], acc[NC_LANES];
+        for (int k = 0; k < 3; k++)
             for (int l = 0; l < 3; l++)
-                for (int a = 0; a < 3; a++) {
-                    double acc = 0.0;
-                    for (int k = 0; k < 3; k++)
-                        acc += Sk[3 * k + l] * Fi[3 * k + a];
-                    api[nl * (3 * (1 + l) + a)] = acc;
-                }
-            api[0] = api[nl] = api[2 * nl] = 0.0;
-            /* reduced right-hand side Tᵀ (r − M a_p) */
-            for (int p = 0; p < 4; p++) {
-                for (int a = 0; a < 3; a++) {
-                    double acc = ri[nl * (3 * p + a)];
-                    for (int q = 1; q < 4; q++)
-                        acc -= J[4 * p + q] * api[nl * (3 * q + a)];
-                    S3[a] = acc;
-                }
-                if (p == 0)
-                    zi[0] = S3[0], zi[nl] = S3[1], zi[2 * nl] = S3[2];
-                else
-                    cross_add(zi + 3 * nl, nl, E + 9 * i + 3 * (p - 1), 1, S3);
+                for (int j = 0; j < nl; j++)
+                    Sk[nl * (3 * k + l) + j] = k == l ? si[nl * k + j]
+                                                      : 0.5 * si[nl * (2 + k + l) + j];
+        for (int l = 0; l < 3; l++)
+            for (int a = 0; a < 3; a++) {
+                for (int j = 0; j < nl; j++)
+                    acc[j] = 0.0;
+                for (int k = 0; k < 3; k++)
+                    for (int j = 0; j < nl; j++)
+                        acc[j] += Sk[nl * (3 * k + l) + j] * Fi[3 * k + a];
+                for (int j = 0; j < nl; j++)
+                    api[nl * (3 * (1 + l) + a) + j] = acc[j];
             }
-            int64_t cur = -1;              /* − G_J a_p, a run of one entry in a register */
-            double zc = 0.0;
-            for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {
-                int64_t t = s.jp_axis[u];
-                const double *v = ap + nl * 3 * s.jp_slot[t] + j, *g = Gj + 3 * t;
-                if (s.jp_z[u] != cur) {
-                    if (cur >= 0)
-                        z[nl * cur + j] = zc;
-                    cur = s.jp_z[u];
-                    zc = z[nl * cur + j];
-                }
-                zc -= g[0] * v[0] + g[1] * v[nl] + g[2] * v[2 * nl];
+        for (int j = 0; j < 3 * nl; j++)
+            api[j] = 0.0;
+        /* reduced right-hand side Tᵀ (r − M a_p) */
+        for (int p = 0; p < 4; p++) {
+            for (int a = 0; a < 3; a++) {
+                for (int j = 0; j < nl; j++)
+                    acc[j] = ri[nl * (3 * p + a) + j];
+                for (int q = 1; q < 4; q++)
+                    for (int j = 0; j < nl; j++)
+                        acc[j] -= J[4 * p + q] * api[nl * (3 * q + a) + j];
+                for (int j = 0; j < nl; j++)
+                    S3[nl * a + j] = acc[j];
             }
-            if (cur >= 0)
-                z[nl * cur + j] = zc;
+            if (p == 0)
+                for (int j = 0; j < 3 * nl; j++)
+                    zi[j] = S3[j];
+            else
+                for (int j = 0; j < nl; j++)
+                    cross_add(zi + 3 * nl + j, nl, E + 9 * i + 3 * (p - 1), 1, S3 + j, nl);
         }
+        int64_t cur = -1;                  /* − G_J a_p, a run of one entry in registers */
+        double zc[NC_LANES] = {0.0};
+        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {
+            int64_t t = s.jp_axis[u];
+            const double *v = ap + nl * 3 * s.jp_slot[t], *g = Gj + 3 * t;
+            if (s.jp_z[u] != cur) {
+                for (int j = 0; j < nl && cur >= 0; j++)
+                    z[nl * cur + j] = zc[j];
+                cur = s.jp_z[u];
+                for (int j = 0; j < nl; j++)
+                    zc[j] = z[nl * cur + j];
+            }
+            for (int j = 0; j < nl; j++)
+                zc[j] -= g[0] * v[j] + g[1] * v[nl + j] + g[2] * v[2 * nl + j];
+        }
+        for (int j = 0; j < nl && cur >= 0; j++)
+            z[nl * cur + j] = zc[j];
+    }
     const double *C = B + 36 * N;
     for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */
         const int dk = (int)s.size[k];
@@ -833,48 +856,55 @@ NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
     for (int64_t row = 0; row < s.n_row_z; row++)
         for (int j = 0; j < nl; j++)
             lam[nl * (6 * n + row) + j] = z[nl * s.row_z[row] + j];
-    for (int64_t i = 0; i < n; i++)
-        for (int j = 0; j < nl; j++) {
-            const double *xi = z + nl * 6 * s.body_node[i] + j, *Fi = F + 9 * i;
-            const double *J = s.J4 + 16 * i, *ri = r + nl * 12 * i + j;
-            const double *api = ap + nl * 12 * i + j;
-            double *A = x + nl * 12 * i + j, S3[9];
-            A[0] = xi[0], A[nl] = xi[nl], A[2 * nl] = xi[2 * nl];
-            for (int k = 0; k < 3; k++) {
-                double *Ak = A + nl * 3 * (1 + k);
-                const double *apk = api + nl * 3 * (1 + k);
-                Ak[0] = apk[0], Ak[nl] = apk[nl], Ak[2 * nl] = apk[2 * nl];
-                cross_add(Ak, nl, xi + 3 * nl, nl, E + 9 * i + 3 * k);
-            }
-            for (int p = 1; p < 4; p++)
-                for (int a = 0; a < 3; a++) {
-                    double acc = ri[nl * (3 * p + a)];
-                    for (int q = 0; q < 4; q++)
-                        acc -= J[4 * p + q] * A[nl * (3 * q + a)];
-                    S3[3 * (p - 1) + a] = acc;
-                }
-            for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) { /* − G_Jᵀ λ_J */
-                int64_t t = s.jp_axis[u];
-                const double l = lam[nl * s.jp_row[t] + j], *g = Gj + 3 * t;
-                switch ((uint64_t)s.jp_slot[t] % 4) {   /* constant indices: S3 in registers */
-                case 1:
-                    S3[0] = S3[0] - g[0] * l, S3[1] = S3[1] - g[1] * l, S3[2] = S3[2] - g[2] * l;
-                    break;
-                case 2:
-                    S3[3] = S3[3] - g[0] * l, S3[4] = S3[4] - g[1] * l, S3[5] = S3[5] - g[2] * l;
-                    break;
-                default:
-                    S3[6] = S3[6] - g[0] * l, S3[7] = S3[7] - g[1] * l, S3[8] = S3[8] - g[2] * l;
-                }
-            }
-            for (int k = 0; k < 3; k++)
-                for (int l = k; l < 3; l++) {       /* μ_kl = ½ (f_k · z_l + f_l · z_k) */
-                    double fz = 0.0;
-                    for (int a = 0; a < 3; a++)
-                        fz += Fi[3 * k + a] * S3[3 * l + a] + Fi[3 * l + a] * S3[3 * k + a];
-                    lam[nl * (k == l ? 6 * i + k : 6 * i + 2 + k + l) + j] = 0.5 * fz;
-                }
+    for (int64_t i = 0; i < n; i++) {
+        const double *xi = z + nl * 6 * s.body_node[i], *Fi = F + 9 * i;
+        const double *J = s.J4 + 16 * i, *ri = r + nl * 12 * i, *api = ap + nl * 12 * i;
+        double *A = x + nl * 12 * i, S3[9 * NC_LANES], acc[NC_LANES];
+        for (int j = 0; j < 3 * nl; j++)
+            A[j] = xi[j];
+        for (int k = 0; k < 3; k++) {
+            double *Ak = A + nl * 3 * (1 + k);
+            for (int j = 0; j < 3 * nl; j++)
+                Ak[j] = api[nl * 3 * (1 + k) + j];
+            for (int j = 0; j < nl; j++)
+                cross_add(Ak + j, nl, xi + 3 * nl + j, nl, E + 9 * i + 3 * k, 1);
         }
+        for (int p = 1; p < 4; p++)
+            for (int a = 0; a < 3; a++) {
+                for (int j = 0; j < nl; j++)
+                    acc[j] = ri[nl * (3 * p + a) + j];
+                for (int q = 0; q < 4; q++)
+                    for (int j = 0; j < nl; j++)
+                        acc[j] -= J[4 * p + q] * A[nl * (3 * q + a) + j];
+                for (int j = 0; j < nl; j++)
+                    S3[nl * (3 * (p - 1) + a) + j] = acc[j];
+            }
+        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) { /* − G_Jᵀ λ_J */
+            int64_t t = s.jp_axis[u];
+            const double *l = lam + nl * s.jp_row[t], *g = Gj + 3 * t;
+            switch ((uint64_t)s.jp_slot[t] % 4) {   /* constant indices: S3 in registers */
+            case 1:
+                minus_outer(S3, g, l, nl);
+                break;
+            case 2:
+                minus_outer(S3 + 3 * nl, g, l, nl);
+                break;
+            default:
+                minus_outer(S3 + 6 * nl, g, l, nl);
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            for (int l = k; l < 3; l++) {       /* μ_kl = ½ (f_k · z_l + f_l · z_k) */
+                for (int j = 0; j < nl; j++)
+                    acc[j] = 0.0;
+                for (int a = 0; a < 3; a++)
+                    for (int j = 0; j < nl; j++)
+                        acc[j] += Fi[3 * k + a] * S3[nl * (3 * l + a) + j]
+                                  + Fi[3 * l + a] * S3[nl * (3 * k + a) + j];
+                for (int j = 0; j < nl; j++)
+                    lam[nl * (k == l ? 6 * i + k : 6 * i + 2 + k + l) + j] = 0.5 * acc[j];
+            }
+    }
 }
 
 NC_INLINE void nc_solve_kernel_body(const double *r, const double *s, const nc_arr *P,
