@@ -646,13 +646,11 @@ NC_INLINE void forward_d(const double *restrict L, const double *restrict inv,
         for (int c = 0; c < r; c++)
             for (int j = 0; j < nl; j++)
                 t[j] -= L[6 * r + c] * v[nl * c + j];
+        /* x[r] is read only above: stored with v (a copy loop after this one became a
+         * memcpy call for a variable d, slowing the single solve) */
         for (int j = 0; j < nl; j++)
-            v[nl * r + j] = t[j] * inv[r];
+            x[nl * r + j] = v[nl * r + j] = t[j] * inv[r];
     }
-#pragma GCC unroll 6
-    for (int r = 0; r < d; r++)
-        for (int j = 0; j < nl; j++)
-            x[nl * r + j] = v[nl * r + j];
 }
 
 /* x ← σ L⁻ᵀ x over the node's d rows (σ = ±1, the node's sign) */
@@ -669,13 +667,11 @@ NC_INLINE void backward_d(const double *restrict L, const double *restrict inv,
         for (int i = r + 1; i < d; i++)
             for (int j = 0; j < nl; j++)
                 t[j] -= L[6 * i + r] * v[nl * i + j];
-        for (int j = 0; j < nl; j++)
+        for (int j = 0; j < nl; j++) {       /* as in forward_d */
             v[nl * r + j] = t[j] * inv[r];
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < d; r++)
-        for (int j = 0; j < nl; j++)
             x[nl * r + j] = v[nl * r + j] * sigma;
+        }
+    }
 }
 
 NC_INLINE void forward(const double *restrict L, const double *restrict inv,
@@ -701,10 +697,26 @@ NC_INLINE void backward(const double *restrict L, const double *restrict inv, do
 }
 
 /* z_q −= σ V z_k for a coupling stored transposed, over the column node's dk entries
- * (vectorized over the rows, or for nl > 1 over the lanes) */
+ * (vectorized over the rows for one lane, as before the lanes (faster there than the
+ * lane loops), over the lanes for more; the same operations either way) */
 NC_INLINE void coupling_times(const double *restrict Vt, const double *restrict zk,
                               double sigma, double *restrict zq, int dk, const int nl)
 {
+#ifdef NC_VECTOR
+    if (nl == 1) {                  /* a row of V is a 6-vector: 4 + 2 lanes (nc_simd.h) */
+        v4 acc4 = {0.0, 0.0, 0.0, 0.0};
+        v2 acc2 = {0.0, 0.0};
+#pragma GCC unroll 6
+        for (int c = 0; c < dk; c++) {
+            const double zc = zk[c];
+            acc4 += LD4(Vt + 6 * c) * BC4(zc);
+            acc2 += LD2(Vt + 6 * c + 4) * BC2(zc);
+        }
+        ST4(zq, LD4(zq) - BC4(sigma) * acc4);
+        ST2(zq + 4, LD2(zq + 4) - BC2(sigma) * acc2);
+        return;
+    }
+#endif
     double acc[6 * NC_LANES] = {0.0};
 #pragma GCC unroll 6
     for (int c = 0; c < dk; c++)
