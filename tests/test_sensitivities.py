@@ -222,6 +222,22 @@ def test_the_compiled_sweep_carries_over_chunks_and_rounds(options, monkeypatch)
         assert np.array_equal(compiled.solution.sol(t), plain.sol(t))
 
 
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_a_column_does_not_depend_on_the_columns_beside_it(four_bar, count):
+    """The compiled sweep takes its columns four at a time (``engine.LANES``): their
+    constraint terms and their KKT solves in one pass each, side by side (a last two
+    in two lanes, a last three in four with an idle one, a last one alone). Every
+    column keeps its own operations in their order, so it equals, bit for bit, the
+    sweep of its parameter alone."""
+    model, _ = four_bar
+    params = FOUR_BAR_PARAMS[:count]
+    together = nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, **FIXED)
+    assert together.stats["compiled"]
+    for name in params:
+        alone = nc.sensitivities(model, T_END, params=[name], t_eval=T_EVAL, **FIXED)
+        assert np.array_equal(computed(together, name), computed(alone, name))
+
+
 def test_a_failed_run_keeps_the_sensitivities_it_reached(monkeypatch):
     """``max_steps`` ends the run at t = 0.3: the exception's ``.sensitivities`` are
     those of the complete run at every record reached, the last accepted state

@@ -248,7 +248,10 @@ def make_work(plan: BlockPlan) -> WorkBuffers:
         floor=np.zeros(N),
         bound=np.zeros(m_joint), dropped=np.zeros(m_joint, np.int64),
         decided=np.zeros(m_joint, np.bool_), I6=np.zeros((6, 6)), y=np.zeros(12),
-        S3=np.zeros((3, 3)), z=np.zeros((N, 6)), ap=np.zeros((4 * n, 3)))
+        S3=np.zeros((3, 3)),
+        # the solve's node vector and particular solution, for up to LANES right-hand
+        # sides side by side (core nc_solve_lanes)
+        z=np.zeros((engine.LANES * N, 6)), ap=np.zeros((engine.LANES * 4 * n, 3)))
 
 
 class BlockLDL(KKTSolver):

@@ -16,7 +16,10 @@
  * Kernels. The 6×6 operations are written on 6-vectors (a 4-lane and a 2-lane part,
  * nc_simd.h) with fixed trip counts where the nodes are 6 wide, unrolled by -O3; the
  * factorization and the solve are compiled twice, for AVX2 and for baseline x86-64,
- * and the CPU's variant is taken at run time.
+ * and the CPU's variant is taken at run time. The solve also takes 2 or NC_LANES
+ * right-hand sides side by side (nc_solve_lanes: one pass over the blocks for all of
+ * them, the products vectorized across the right-hand sides), the single one being its
+ * one-lane case.
  *
  * Round-off. A sum starts at 0.0 and adds its terms by ascending index, products are
  * not contracted into fused multiply-adds (-ffp-contract=off; Clang: the pragma), and
@@ -78,12 +81,14 @@ static ldl ldl_of(const nc_arr *P, const nc_arr *Wk)
 }
 
 /* ------------------------------------------------------------ small kernels */
-/* out[0:3] += a × b */
-static inline void cross_add(double *out, const double *a, const double *b)
+/* out[0:3] += a × b, the entries of out, a and b at strides os, as and bs (1, or the
+ * lanes of the solve) */
+static inline void cross_add(double *out, int os, const double *a, int as, const double *b,
+                             int bs)
 {
-    out[0] += a[1] * b[2] - a[2] * b[1];
-    out[1] += a[2] * b[0] - a[0] * b[2];
-    out[2] += a[0] * b[1] - a[1] * b[0];
+    out[0] += a[as] * b[2 * bs] - a[2 * as] * b[bs];
+    out[os] += a[2 * as] * b[0] - a[0] * b[2 * bs];
+    out[2 * os] += a[0] * b[bs] - a[as] * b[0];
 }
 
 /* E[k] = e_{k+1} of body i: the Jacobian blocks of ½(e_k·e_k − 1) */
@@ -209,7 +214,7 @@ static int64_t twist_row(const double *G, const ldl *s, int64_t *t, int64_t stop
         if (k == 0)
             y[0] += g[0], y[1] += g[1], y[2] += g[2];
         else
-            cross_add(y + 3, E + 3 * (k - 1), g);
+            cross_add(y + 3, 1, E + 3 * (k - 1), 1, g, 1);
     }
     return body;
 }
@@ -613,242 +618,330 @@ NC_DISPATCH(int64_t, nc_factor_kernel,
              int64_t *where, int64_t *count),
             (G, threshold, P, Wk, where, count))
 
+/* The solve runs on nl right-hand sides side by side (nl = 1, 2 or NC_LANES), in the lane
+ * layout of sensitivity.c: entry q of right-hand side j at nl q + j, of the node vector
+ * z too (entry i of node k at nl (6 k + i) + j). One pass over the factor's blocks
+ * applies each block to the nl lanes; a lane's operations and their order are those of
+ * nl = 1, so each right-hand side's result is bit for bit its own solve's, and for
+ * nl > 1 the product of a block entry with the nl lanes is one vector instruction. */
+
 /* x ← L⁻¹ x over the node's d rows (a dropped row, inv = 0, gives 0; padded rows are left
  * alone: the couplings' padded rows and columns are zero, so they reach no result).
  * Unrolled on registers: only the last product of each row waits for the row before. */
 NC_INLINE void forward_d(const double *restrict L, const double *restrict inv,
-                         double *restrict x, int d)
+                         double *restrict x, int d, const int nl)
 {
-    double v[6];
+    /* v[nl c + j] is set (row c) before it is read (rows r > c); GCC's may-be-uninitialized
+     * analysis loses that for nl > 1 with a variable d, and zeroing v costs 3 % of a run */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+    double v[6 * NC_LANES];
+#pragma GCC diagnostic pop
 #pragma GCC unroll 6
     for (int r = 0; r < d; r++) {
-        double t = x[r];
+        double t[NC_LANES];
+        for (int j = 0; j < nl; j++)
+            t[j] = x[nl * r + j];
 #pragma GCC unroll 6
         for (int c = 0; c < r; c++)
-            t -= L[6 * r + c] * v[c];
-        v[r] = t * inv[r];
+            for (int j = 0; j < nl; j++)
+                t[j] -= L[6 * r + c] * v[nl * c + j];
+        /* x[r] is read only above: stored with v (a copy loop after this one became a
+         * memcpy call for a variable d, slowing the single solve) */
+        for (int j = 0; j < nl; j++)
+            x[nl * r + j] = v[nl * r + j] = t[j] * inv[r];
     }
-#pragma GCC unroll 6
-    for (int r = 0; r < d; r++)
-        x[r] = v[r];
 }
 
 /* x ← σ L⁻ᵀ x over the node's d rows (σ = ±1, the node's sign) */
 NC_INLINE void backward_d(const double *restrict L, const double *restrict inv,
-                          double sigma, double *restrict x, int d)
+                          double sigma, double *restrict x, int d, const int nl)
 {
-    double v[6];
+    double v[6 * NC_LANES];
 #pragma GCC unroll 6
     for (int r = d - 1; r >= 0; r--) {
-        double t = x[r];
+        double t[NC_LANES];
+        for (int j = 0; j < nl; j++)
+            t[j] = x[nl * r + j];
 #pragma GCC unroll 6
         for (int i = r + 1; i < d; i++)
-            t -= L[6 * i + r] * v[i];
-        v[r] = t * inv[r];
+            for (int j = 0; j < nl; j++)
+                t[j] -= L[6 * i + r] * v[nl * i + j];
+        for (int j = 0; j < nl; j++) {       /* as in forward_d */
+            v[nl * r + j] = t[j] * inv[r];
+            x[nl * r + j] = v[nl * r + j] * sigma;
+        }
     }
-#pragma GCC unroll 6
-    for (int r = 0; r < d; r++)
-        x[r] = v[r] * sigma;
 }
 
 NC_INLINE void forward(const double *restrict L, const double *restrict inv,
-                       double *restrict x, int d)
+                       double *restrict x, int d, const int nl)
 {
     if (d == 6)
-        forward_d(L, inv, x, 6);
+        forward_d(L, inv, x, 6, nl);
     else if (d == 5)
-        forward_d(L, inv, x, 5);
+        forward_d(L, inv, x, 5, nl);
     else
-        forward_d(L, inv, x, d);
+        forward_d(L, inv, x, d, nl);
 }
 
 NC_INLINE void backward(const double *restrict L, const double *restrict inv, double sigma,
-                        double *restrict x, int d)
+                        double *restrict x, int d, const int nl)
 {
     if (d == 6)
-        backward_d(L, inv, sigma, x, 6);
+        backward_d(L, inv, sigma, x, 6, nl);
     else if (d == 5)
-        backward_d(L, inv, sigma, x, 5);
+        backward_d(L, inv, sigma, x, 5, nl);
     else
-        backward_d(L, inv, sigma, x, d);
+        backward_d(L, inv, sigma, x, d, nl);
 }
 
 /* z_q −= σ V z_k for a coupling stored transposed, over the column node's dk entries
- * (vectorized over the rows) */
+ * (vectorized over the rows for one lane, as before the lanes (faster there than the
+ * lane loops), over the lanes for more; the same operations either way) */
 NC_INLINE void coupling_times(const double *restrict Vt, const double *restrict zk,
-                              double sigma, double *restrict zq, int dk)
+                              double sigma, double *restrict zq, int dk, const int nl)
 {
 #ifdef NC_VECTOR
-    v4 acc4 = {0.0, 0.0, 0.0, 0.0};
-    v2 acc2 = {0.0, 0.0};
+    if (nl == 1) {                  /* a row of V is a 6-vector: 4 + 2 lanes (nc_simd.h) */
+        v4 acc4 = {0.0, 0.0, 0.0, 0.0};
+        v2 acc2 = {0.0, 0.0};
 #pragma GCC unroll 6
-    for (int c = 0; c < dk; c++) {
-        const double zc = zk[c];
-        acc4 += LD4(Vt + 6 * c) * BC4(zc);
-        acc2 += LD2(Vt + 6 * c + 4) * BC2(zc);
+        for (int c = 0; c < dk; c++) {
+            const double zc = zk[c];
+            acc4 += LD4(Vt + 6 * c) * BC4(zc);
+            acc2 += LD2(Vt + 6 * c + 4) * BC2(zc);
+        }
+        ST4(zq, LD4(zq) - BC4(sigma) * acc4);
+        ST2(zq + 4, LD2(zq + 4) - BC2(sigma) * acc2);
+        return;
     }
-    ST4(zq, LD4(zq) - BC4(sigma) * acc4);
-    ST2(zq + 4, LD2(zq + 4) - BC2(sigma) * acc2);
-#else
-    double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int c = 0; c < dk; c++)
-        for (int i = 0; i < 6; i++)
-            acc[i] += Vt[6 * c + i] * zk[c];
-    for (int i = 0; i < 6; i++)
-        zq[i] -= sigma * acc[i];
 #endif
+    double acc[6 * NC_LANES] = {0.0};
+#pragma GCC unroll 6
+    for (int c = 0; c < dk; c++)
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < nl; j++)
+                acc[nl * i + j] += Vt[6 * c + i] * zk[nl * c + j];
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < nl; j++)
+            zq[nl * i + j] -= sigma * acc[nl * i + j];
 }
 
 /* z_k −= Vᵀ x_q for a coupling stored transposed: dk dot products of the row node's dq
  * entries, each summed by ascending row */
 NC_INLINE void coupling_transpose_times(const double *restrict Vt, const double *restrict xq,
-                                        double *restrict zk, int dk, int dq)
+                                        double *restrict zk, int dk, int dq, const int nl)
 {
 #pragma GCC unroll 6
     for (int c = 0; c < dk; c++) {
-        double acc = 0.0;
+        double acc[NC_LANES];
+        for (int j = 0; j < nl; j++)
+            acc[j] = 0.0;
 #pragma GCC unroll 6
         for (int i = 0; i < dq; i++)
-            acc += Vt[6 * c + i] * xq[i];
-        zk[c] -= acc;
+            for (int j = 0; j < nl; j++)
+                acc[j] += Vt[6 * c + i] * xq[nl * i + j];
+        for (int j = 0; j < nl; j++)
+            zk[nl * c + j] -= acc[j];
     }
 }
 
-/* (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk (r and x must not
- * overlap): the rigid-body rows by a particular solution a_p, the reduced system by
- * forward and backward substitution over the nodes, then a = a_p + T ξ and the
- * rigid-body multipliers μ from G_RCᵀ μ = r − M a − G_Jᵀ λ_J. */
-NC_INLINE void nc_solve_kernel_body(const double *r, const double *s_, const nc_arr *P,
-                                    const nc_arr *Wk, double *x, double *lam)
+/* S −= g lᵀ: S (3 rows of nl lanes) of the joint reaction on one axis, g (3,), l (nl) */
+NC_INLINE void minus_outer(double *restrict S, const double *restrict g,
+                           const double *restrict l, const int nl)
+{
+    for (int a = 0; a < 3; a++)
+        for (int j = 0; j < nl; j++)
+            S[nl * a + j] = S[nl * a + j] - g[a] * l[j];
+}
+
+/* (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk for nl right-hand
+ * sides in the lane layout (r and x must not overlap; λ may be s, read before λ is
+ * written; Wk's z and ap hold nl lanes): the rigid-body rows by a particular solution
+ * a_p, the reduced system by forward and backward substitution over the nodes, then
+ * a = a_p + T ξ and the rigid-body multipliers μ from G_RCᵀ μ = r − M a − G_Jᵀ λ_J. */
+NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
+                           const nc_arr *Wk, double *x, double *lam, const int nl)
 {
     const ldl s = ldl_of(P, Wk);
     const int64_t n = s.n, N = s.N;
     const double *E = s.E, *F = s.F, *Gj = s.Gj, *B = s.B;
-    double *z = s.z, *ap = s.ap, S3[9];
-    memset(z, 0, 6 * N * sizeof(double));
+    double *z = s.z, *ap = s.ap;
+    memset(z, 0, nl * 6 * N * sizeof(double));
     for (int64_t row = 0; row < s.n_row_z; row++)
-        z[s.row_z[row]] = s_[6 * n + row];
+        for (int j = 0; j < nl; j++)
+            z[nl * s.row_z[row] + j] = s_[nl * (6 * n + row) + j];
     for (int64_t i = 0; i < n; i++) {
         /* particular solution of the rigid-body rows: δe_l = Σ_k S_kl f_k */
-        const double *si = s_ + 6 * i, *Fi = F + 9 * i, *J = s.J4 + 16 * i;
-        double *api = ap + 12 * i, *zi = z + 6 * s.body_node[i], Sk[9];
+        const double *si = s_ + nl * 6 * i, *Fi = F + 9 * i, *J = s.J4 + 16 * i;
+        const double *ri = r + nl * 12 * i;
+        double *api = ap + nl * 12 * i, *zi = z + nl * 6 * s.body_node[i];
+        double Sk[9 * NC_LANES], S3[3 * NC_LANES], acc[NC_LANES];
         for (int k = 0; k < 3; k++)
             for (int l = 0; l < 3; l++)
-                Sk[3 * k + l] = k == l ? si[k] : 0.5 * si[2 + k + l];
+                for (int j = 0; j < nl; j++)
+                    Sk[nl * (3 * k + l) + j] = k == l ? si[nl * k + j]
+                                                      : 0.5 * si[nl * (2 + k + l) + j];
         for (int l = 0; l < 3; l++)
             for (int a = 0; a < 3; a++) {
-                double acc = 0.0;
+                for (int j = 0; j < nl; j++)
+                    acc[j] = 0.0;
                 for (int k = 0; k < 3; k++)
-                    acc += Sk[3 * k + l] * Fi[3 * k + a];
-                api[3 * (1 + l) + a] = acc;
+                    for (int j = 0; j < nl; j++)
+                        acc[j] += Sk[nl * (3 * k + l) + j] * Fi[3 * k + a];
+                for (int j = 0; j < nl; j++)
+                    api[nl * (3 * (1 + l) + a) + j] = acc[j];
             }
-        api[0] = api[1] = api[2] = 0.0;
+        for (int j = 0; j < 3 * nl; j++)
+            api[j] = 0.0;
         /* reduced right-hand side Tᵀ (r − M a_p) */
         for (int p = 0; p < 4; p++) {
             for (int a = 0; a < 3; a++) {
-                double acc = r[12 * i + 3 * p + a];
+                for (int j = 0; j < nl; j++)
+                    acc[j] = ri[nl * (3 * p + a) + j];
                 for (int q = 1; q < 4; q++)
-                    acc -= J[4 * p + q] * api[3 * q + a];
-                S3[a] = acc;
+                    for (int j = 0; j < nl; j++)
+                        acc[j] -= J[4 * p + q] * api[nl * (3 * q + a) + j];
+                for (int j = 0; j < nl; j++)
+                    S3[nl * a + j] = acc[j];
             }
             if (p == 0)
-                zi[0] = S3[0], zi[1] = S3[1], zi[2] = S3[2];
+                for (int j = 0; j < 3 * nl; j++)
+                    zi[j] = S3[j];
             else
-                cross_add(zi + 3, E + 9 * i + 3 * (p - 1), S3);
+                for (int j = 0; j < nl; j++)
+                    cross_add(zi + 3 * nl + j, nl, E + 9 * i + 3 * (p - 1), 1, S3 + j, nl);
         }
-        int64_t cur = -1;                  /* − G_J a_p, a run of one entry in a register */
-        double zc = 0.0;
+        int64_t cur = -1;                  /* − G_J a_p, a run of one entry in registers */
+        double zc[NC_LANES] = {0.0};
         for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {
             int64_t t = s.jp_axis[u];
-            const double *v = ap + 3 * s.jp_slot[t], *g = Gj + 3 * t;
+            const double *v = ap + nl * 3 * s.jp_slot[t], *g = Gj + 3 * t;
             if (s.jp_z[u] != cur) {
-                if (cur >= 0)
-                    z[cur] = zc;
+                for (int j = 0; j < nl && cur >= 0; j++)
+                    z[nl * cur + j] = zc[j];
                 cur = s.jp_z[u];
-                zc = z[cur];
+                for (int j = 0; j < nl; j++)
+                    zc[j] = z[nl * cur + j];
             }
-            zc -= g[0] * v[0] + g[1] * v[1] + g[2] * v[2];
+            for (int j = 0; j < nl; j++)
+                zc[j] -= g[0] * v[j] + g[1] * v[nl + j] + g[2] * v[2 * nl + j];
         }
-        if (cur >= 0)
-            z[cur] = zc;
+        for (int j = 0; j < nl && cur >= 0; j++)
+            z[nl * cur + j] = zc[j];
     }
     const double *C = B + 36 * N;
     for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */
         const int dk = (int)s.size[k];
-        const double *zk = z + 6 * k;
-        forward(B + 36 * k, s.inv + 6 * k, z + 6 * k, dk);
+        double *zk = z + nl * 6 * k;
+        forward(B + 36 * k, s.inv + 6 * k, zk, dk, nl);
         for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
+            double *zq = z + nl * 6 * s.col_node[e];
             if (dk == 6)
-                coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], 6);
+                coupling_times(C + 36 * e, zk, s.sign[k], zq, 6, nl);
             else if (dk == 5)
-                coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], 5);
+                coupling_times(C + 36 * e, zk, s.sign[k], zq, 5, nl);
             else
-                coupling_times(C + 36 * e, zk, s.sign[k], z + 6 * s.col_node[e], dk);
+                coupling_times(C + 36 * e, zk, s.sign[k], zq, dk, nl);
         }
     }
     for (int64_t k = N - 1; k >= 0; k--) {  /* backward substitution */
         const int dk = (int)s.size[k];
-        double *zk = z + 6 * k;
+        double *zk = z + nl * 6 * k;
         for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
             const int dq = (int)s.size[s.col_node[e]];
+            const double *xq = z + nl * 6 * s.col_node[e];
             if (dk == 6 && dq == 6)
-                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, 6, 6);
+                coupling_transpose_times(C + 36 * e, xq, zk, 6, 6, nl);
             else if (dk == 5 && dq == 6)
-                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, 5, 6);
+                coupling_transpose_times(C + 36 * e, xq, zk, 5, 6, nl);
             else if (dk == 6 && dq == 5)
-                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, 6, 5);
+                coupling_transpose_times(C + 36 * e, xq, zk, 6, 5, nl);
             else
-                coupling_transpose_times(C + 36 * e, z + 6 * s.col_node[e], zk, dk, dq);
+                coupling_transpose_times(C + 36 * e, xq, zk, dk, dq, nl);
         }
-        backward(B + 36 * k, s.inv + 6 * k, s.sign[k], zk, dk);
+        backward(B + 36 * k, s.inv + 6 * k, s.sign[k], zk, dk, nl);
     }
     for (int64_t row = 0; row < s.n_row_z; row++)
-        lam[6 * n + row] = z[s.row_z[row]];
+        for (int j = 0; j < nl; j++)
+            lam[nl * (6 * n + row) + j] = z[nl * s.row_z[row] + j];
     for (int64_t i = 0; i < n; i++) {
-        const double *xi = z + 6 * s.body_node[i], *Fi = F + 9 * i, *J = s.J4 + 16 * i;
-        const double *api = ap + 12 * i;
-        double *A = x + 12 * i;
-        A[0] = xi[0], A[1] = xi[1], A[2] = xi[2];
+        const double *xi = z + nl * 6 * s.body_node[i], *Fi = F + 9 * i;
+        const double *J = s.J4 + 16 * i, *ri = r + nl * 12 * i, *api = ap + nl * 12 * i;
+        double *A = x + nl * 12 * i, S3[9 * NC_LANES], acc[NC_LANES];
+        for (int j = 0; j < 3 * nl; j++)
+            A[j] = xi[j];
         for (int k = 0; k < 3; k++) {
-            double *Ak = A + 3 * (1 + k);
-            Ak[0] = api[3 * (1 + k)], Ak[1] = api[3 * (1 + k) + 1], Ak[2] = api[3 * (1 + k) + 2];
-            cross_add(Ak, xi + 3, E + 9 * i + 3 * k);
+            double *Ak = A + nl * 3 * (1 + k);
+            for (int j = 0; j < 3 * nl; j++)
+                Ak[j] = api[nl * 3 * (1 + k) + j];
+            for (int j = 0; j < nl; j++)
+                cross_add(Ak + j, nl, xi + 3 * nl + j, nl, E + 9 * i + 3 * k, 1);
         }
         for (int p = 1; p < 4; p++)
             for (int a = 0; a < 3; a++) {
-                double acc = r[12 * i + 3 * p + a];
+                for (int j = 0; j < nl; j++)
+                    acc[j] = ri[nl * (3 * p + a) + j];
                 for (int q = 0; q < 4; q++)
-                    acc -= J[4 * p + q] * A[3 * q + a];
-                S3[3 * (p - 1) + a] = acc;
+                    for (int j = 0; j < nl; j++)
+                        acc[j] -= J[4 * p + q] * A[nl * (3 * q + a) + j];
+                for (int j = 0; j < nl; j++)
+                    S3[nl * (3 * (p - 1) + a) + j] = acc[j];
             }
-        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) {  /* − G_Jᵀ λ_J */
+        for (int64_t u = s.body_axis_ptr[i]; u < s.body_axis_ptr[i + 1]; u++) { /* − G_Jᵀ λ_J */
             int64_t t = s.jp_axis[u];
-            const double l = lam[s.jp_row[t]], *g = Gj + 3 * t;
+            const double *l = lam + nl * s.jp_row[t], *g = Gj + 3 * t;
             switch ((uint64_t)s.jp_slot[t] % 4) {   /* constant indices: S3 in registers */
             case 1:
-                S3[0] = S3[0] - g[0] * l, S3[1] = S3[1] - g[1] * l, S3[2] = S3[2] - g[2] * l;
+                minus_outer(S3, g, l, nl);
                 break;
             case 2:
-                S3[3] = S3[3] - g[0] * l, S3[4] = S3[4] - g[1] * l, S3[5] = S3[5] - g[2] * l;
+                minus_outer(S3 + 3 * nl, g, l, nl);
                 break;
             default:
-                S3[6] = S3[6] - g[0] * l, S3[7] = S3[7] - g[1] * l, S3[8] = S3[8] - g[2] * l;
+                minus_outer(S3 + 6 * nl, g, l, nl);
             }
         }
         for (int k = 0; k < 3; k++)
             for (int l = k; l < 3; l++) {       /* μ_kl = ½ (f_k · z_l + f_l · z_k) */
-                double fz = 0.0;
+                for (int j = 0; j < nl; j++)
+                    acc[j] = 0.0;
                 for (int a = 0; a < 3; a++)
-                    fz += Fi[3 * k + a] * S3[3 * l + a] + Fi[3 * l + a] * S3[3 * k + a];
-                lam[k == l ? 6 * i + k : 6 * i + 2 + k + l] = 0.5 * fz;
+                    for (int j = 0; j < nl; j++)
+                        acc[j] += Fi[3 * k + a] * S3[nl * (3 * l + a) + j]
+                                  + Fi[3 * l + a] * S3[nl * (3 * k + a) + j];
+                for (int j = 0; j < nl; j++)
+                    lam[nl * (k == l ? 6 * i + k : 6 * i + 2 + k + l) + j] = 0.5 * acc[j];
             }
     }
 }
 
+NC_INLINE void nc_solve_kernel_body(const double *r, const double *s, const nc_arr *P,
+                                    const nc_arr *Wk, double *x, double *lam)
+{
+    solve_lanes(r, s, P, Wk, x, lam, 1);
+}
 NC_DISPATCH_VOID(nc_solve_kernel,
                  (const double *r, const double *s, const nc_arr *P, const nc_arr *Wk,
                   double *x, double *lam),
                  (r, s, P, Wk, x, lam))
+
+/* nl = 2 or NC_LANES right-hand sides in the lane layout */
+NC_INLINE void nc_solve_lanes_body(const double *r, const double *s, const nc_arr *P,
+                                   const nc_arr *Wk, double *x, double *lam, int nl)
+{
+    if (nl == 2)
+        solve_lanes(r, s, P, Wk, x, lam, 2);
+    else
+        solve_lanes(r, s, P, Wk, x, lam, NC_LANES);
+}
+NC_DISPATCH_VOID(nc_solve_lanes,
+                 (const double *r, const double *s, const nc_arr *P, const nc_arr *Wk,
+                  double *x, double *lam, int nl),
+                 (r, s, P, Wk, x, lam, nl))
 
 /* ------------------------------------------------------------ range space (CHOLMOD) */
 /* data of S = G M⁻¹ Gᵀ (lower triangle) from the Jacobian blocks G (nnz, 3): row blocks

@@ -101,6 +101,11 @@ int64_t nc_factor_kernel(const double *G, const double *threshold, const nc_arr 
 /* (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk; r, x (12 n,), s, λ (m,) */
 void nc_solve_kernel(const double *r, const double *s, const nc_arr *P, const nc_arr *Wk,
                      double *x, double *lam);
+/* nc_solve_kernel on nl = 2 or NC_LANES (nc_simd.h) right-hand sides at once, in the lane
+ * layout (entry q of side j at nl q + j), each bit for bit its own nc_solve_kernel; λ may
+ * be s (Wk's z and ap hold NC_LANES lanes, blockldl.make_work) */
+void nc_solve_lanes(const double *r, const double *s, const nc_arr *P, const nc_arr *Wk,
+                    double *x, double *lam, int nl);
 
 /* drives.c: out[k + 1] = (w, ẇ, ẅ) of the weights of the laws L (the 7 Laws fields,
  * e.g. &T[T_laws_weight_kind]) at time t; row 0 (the constant 1) is left alone. */

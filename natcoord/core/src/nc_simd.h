@@ -19,6 +19,12 @@
 
 #include <string.h>
 
+/* right-hand sides side by side in the lane layout (entry q of side j at NC_LANES q + j):
+ * nc_acceleration_derivatives' directional pass (sensitivity.c) and the block solve's
+ * lanes (blockldl.c); Python reads it as natcoord.core.engine.LANES to size the
+ * scratch of the callers that pass several directions (the sweep, Radau's Jacobian) */
+#define NC_LANES 4
+
 #if defined(__GNUC__)
 #define NC_INLINE static inline __attribute__((always_inline))
 #else

@@ -257,10 +257,11 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
  * along the c directions (dX + j ld, dV + j ld) and, with D (not NULL), the parameters
  * of D's columns j0 + j, K factored in Wk at (X, V) with the accelerations A and
  * multipliers lam there (LinearizationPoint.derivative). F (c, n = 12 n_bodies), s (c, m)
- * and mu (m) are scratch, and for c > 1 lanes (NC_LANES (3 n + m)). The right-hand
- * sides of all c directions first (the constraint terms in one pass per NC_LANES of
- * them, in the lane layout; a last two in two lanes, a last one alone), then one solve
- * each with the kept factorization. */
+ * and mu (m) are scratch, and for c > 1 lanes (NC_LANES (3 n + m)). The force terms
+ * of all c directions first, then per NC_LANES of them the constraint terms in one
+ * pass and their solves with the kept factorization in one pass over its blocks
+ * (nc_solve_lanes), both in the lane layout; a last two in two lanes, a last one alone
+ * (nc_solve_kernel): a column's bits do not depend on the columns beside it. */
 void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
                                  const nc_arr *D, int64_t j0, int64_t c, const double *X,
                                  const double *V, const double *W, const double *A,
@@ -279,6 +280,7 @@ void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr 
         if (width == 1) {
             nc_stage_directional(T, X, V, W, dX + b * ld, dV + b * ld, A, lam, s + b * m, m,
                                  F + b * n);
+            nc_solve_kernel(F + b * n, s + b * m, P, Wk, da + b * ldo, mu);
             continue;
         }
         const int L = width == 2 ? 2 : NC_LANES;
@@ -295,15 +297,13 @@ void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr 
             }
         }
         nc_lane_directional(T, X, V, W, xl, vl, A, lam, sl, m, fl, L);
-        for (int j = 0; j < width; j++) {
+        /* the L solves in one pass over the factor, in the lane layout (the multipliers
+         * into sl, read before they are written; the accelerations into xl, free now) */
+        nc_solve_lanes(fl, sl, P, Wk, xl, sl, L);
+        for (int j = 0; j < width; j++)
             for (int64_t q = 0; q < n; q++)
-                F[(b + j) * n + q] = fl[L * q + j];
-            for (int64_t r = 0; r < m; r++)
-                s[(b + j) * m + r] = sl[L * r + j];
-        }
+                da[(b + j) * ldo + q] = xl[L * q + j];
     }
-    for (int64_t j = 0; j < c; j++)
-        nc_solve_kernel(F + j * n, s + j * m, P, Wk, da + j * ldo, mu);
 }
 
 /* the one column j of nc_acceleration_derivatives (Radau's Jacobian columns, radau.c) */
@@ -544,6 +544,12 @@ NC_WRAPPER(advance_swept)
     if (B[K_lanes].size < NC_LANES * (3 * B[K_dx].size + B[K_mu].size)) {
         PyErr_Format(PyExc_ValueError, "core.advance_swept: Work.lanes must hold %d (3 n + m) "
                      "entries (compiled_sensitivity.LANES = NC_LANES)", NC_LANES);
+        return NULL;
+    }
+    if (Wk2[WK_z].size < NC_LANES * 6 * P[P_size].size
+        || Wk2[WK_ap].size < NC_LANES * 12 * P[P_J4].shape[0]) {
+        PyErr_Format(PyExc_ValueError, "core.advance_swept: the sweep's WorkBuffers z and ap "
+                     "must hold %d lanes (natcoord.linalg.blockldl.make_work)", NC_LANES);
         return NULL;
     }
     sweep_ctx x = {T, S2, P, D, B};

@@ -44,16 +44,16 @@ enum {
 
 #include "nc_core.h"
 
-/* directions side by side in nc_acceleration_derivatives' directional pass (its lane
- * layout, sensitivity.c); Python reads it as natcoord.core.engine.LANES to size the
- * scratch of the callers that pass several directions (the sweep, Radau's Jacobian) */
-#define NC_LANES 4
+/* NC_LANES: directions side by side in nc_acceleration_derivatives' directional pass
+ * and solve (the lane layout, sensitivity.c) */
+#include "nc_simd.h"
 
 /* da_j (at da + j ldo) of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a]
  * along the c directions (dX + j ld, dV + j ld) (and, D not NULL, the parameters of the
  * Directions D's columns j0 + j) with K factored in Wk at (X, V, weights W),
  * accelerations A and multipliers lam there; F (c, n = 12 n_bodies), s (c, m) and
- * mu (m) scratch, for c > 1 also lanes (4 (3 n + m)). Exact for the constraint terms,
+ * mu (m) scratch, for c > 1 also lanes (4 (3 n + m)) and Wk's z and ap
+ * holding NC_LANES lanes (nc_solve_lanes). Exact for the constraint terms,
  * springs, joint and Cartesian springs and torques. The right-hand sides' shared parts
  * are computed once for the c columns. */
 void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
