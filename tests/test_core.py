@@ -22,11 +22,12 @@ from natcoord.integrate import compiled as cc
 from natcoord.integrate import radau
 from natcoord.integrate.stepper import DOPRI5
 from natcoord.linalg import blockldl, make_solver
+from natcoord.model.core_tables import Tables, make_tables
 from natcoord.model.drives import Laws
 
 SRC = Path(__file__).resolve().parent.parent / "natcoord" / "core" / "src"
 
-TUPLES = {"Tables": cc.Tables, "Buffers": cc.Buffers, "PlanArrays": blockldl.PlanArrays,
+TUPLES = {"Tables": Tables, "Buffers": cc.Buffers, "PlanArrays": blockldl.PlanArrays,
           "WorkBuffers": blockldl.WorkBuffers, "FactorStore": cc.FactorStore, "Laws": Laws,
           "RadauBuffers": radau.RadauBuffers}
 #: fields that hold a nested named tuple, flattened with their name as prefix
@@ -58,7 +59,7 @@ def driven():
 def test_pack_accepts_the_set_up_tuples(driven):
     """Kinds and counts as compiled in: pack refuses a field of another dtype, a
     missing or an extra field."""
-    T = cc.make_tables(driven)
+    T = make_tables(driven)
     assert T.laws.weight_kind.size > 0 and isinstance(T.size_factor, float)
     solver = make_solver(driven, "block")
     P, Wk = solver.plan.arrays, solver.work

@@ -39,7 +39,6 @@ import numpy as np
 import scipy.linalg
 
 from . import compiled_sensitivity
-from ..integrate import simulate as integrate
 from ..dynamics.linearization import linearization_point
 from ..model.parameters import parameter_value
 from ..dynamics.workspace import Workspace

@@ -25,10 +25,6 @@ from collections import namedtuple
 import numpy as np
 
 from ..core import engine
-# the model's tables and which forces the core has a law for are the model layer's
-# (natcoord.model.core_tables, read by the workspace and linearization too); named here
-# beside the run's buffers for Data (data.py) and the layout test (tests/test_core.py)
-from ..model.core_tables import Tables, compilable, make_tables  # noqa: F401
 
 EPS = float(np.finfo(float).eps)
 
@@ -47,9 +43,6 @@ ACCEPTED, REJECTED, SINGULAR_FRAME, NOT_POSITIVE_DEFINITE, NON_FINITE, \
 PROJECT_POSITIONS_AND_VELOCITIES, PROJECT_VELOCITIES, NO_PROJECTION, BAUMGARTE = range(4)
 MODES = {"position+velocity": PROJECT_POSITIONS_AND_VELOCITIES,
          "velocity": PROJECT_VELOCITIES, "none": NO_PROJECTION, "baumgarte": BAUMGARTE}
-
-#: kinds of the records nc_advance writes (the :class:`~natcoord.integrate.base.Chunk`'s)
-from .base import OUTPUT_RECORD, STEP_RECORD  # noqa: E402,F401
 
 #: counters (int64 array): evaluations, factorizations, projection iterations,
 #: active-set changes, where the last failure happened (body or node), and the

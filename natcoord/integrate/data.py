@@ -25,6 +25,7 @@ from ..linalg import blockldl, make_solver
 from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..dynamics.joint_space import joint_space, joint_state
 from ..model import validate
+from ..model.core_tables import compilable, make_tables
 from ..model.frozen import State
 from . import compiled as cc
 from .stepper import Callbacks
@@ -42,12 +43,12 @@ class Data:
 
     def __init__(self, model, state=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         validate.model(model)
-        tables = cc.make_tables(model)
+        tables = make_tables(model)
         self.model = model
         n = model.n_coords
         self._solver = solver = make_solver(model, "block", drop_tol, hold_tol)
         # forces given as Python callables, called back (drive laws: the t setter's table)
-        self._hooks = Callbacks(model, solver) if not cc.compilable(model) else None
+        self._hooks = Callbacks(model, solver) if not compilable(model) else None
         self._S = S = cc.make_buffers(model, solver)
         self._args = cc.pack_run(tables, S, solver.plan, solver.work)
         self._y, self._out = np.zeros(2 * n), np.zeros(2 * n)

@@ -32,7 +32,8 @@ from ..core import engine
 from ..dynamics.assembly import assemble
 from ..model.core_tables import make_tables, python_forces
 from ..model.frozen import State
-from .base import EPS_FLOOR, PROJECTIONS, Chunk, StepRecord, Stepper, initial_step
+from .base import (EPS_FLOOR, OUTPUT_RECORD, PROJECTIONS, STEP_RECORD, Chunk, StepRecord,
+                   Stepper, initial_step)
 from .dormand_prince import DenseOutput
 from ..linalg import make_solver
 from ..linalg import blockldl
@@ -252,14 +253,14 @@ class CoreStepper(Stepper):
             self.status = "finished"
         elif status == cc.CHECK:
             chunk.failed = (float(rec_t[n]), rec_y[n].copy(), int(rec_kind[n]))
-            if rec_kind[n] == cc.STEP_RECORD:
+            if rec_kind[n] == STEP_RECORD:
                 self.n_steps += 1             # accepted; the caller's check decides
                 chunk.last = self._previous()
         elif status == cc.CALLBACK:            # a callback's exception, or Ctrl-C
             chunk.error = error
             self.status, self.failure = "failed", status
             self.message = f"{type(error).__name__}: {error}"
-        elif status != cc.FULL and rec_kind[n] == cc.OUTPUT_RECORD:
+        elif status != cc.FULL and rec_kind[n] == OUTPUT_RECORD:
             chunk.error = self._error(status, self.t)
         elif status != cc.FULL:
             self._failed(status, max_attempts)

@@ -511,14 +511,8 @@ class Mechanism:
         """
         where = self._force_label("joint spring", name, f" on {joint!r}")
         spec = self._joint_spec(joint, where)
-        available = dict(spec.coordinates)
-        if not available:
-            raise ValueError(f"{where}: a {spec.kind} joint has no joint coordinate; joint "
-                             f"springs act on revolute, prismatic, cylindrical, universal "
-                             f"and point-on-line joints")
-        if spec.drive is not None:
-            raise ValueError(f"{where}: the joint is driven; a spring on a prescribed "
-                             f"coordinate does nothing")
+        available = self._free_coordinates(spec, where, "joint springs act on",
+                                           "a spring on a prescribed coordinate does nothing")
         which = spec.coordinates[0][0] if coordinate is None else coordinate
         if which not in available:
             raise ValueError(f"{where}: coordinate {which!r} not in {list(available)}")
@@ -527,6 +521,20 @@ class Mechanism:
         q0 = number(rest, "rest", where)
         forms = available[which]            # an angle is atan2 of two forms, a slide one form
         self.forces.append(JointSpringDamper(forms, len(forms) == 2, k, q0, c, where))
+
+    @staticmethod
+    def _free_coordinates(spec, where, use, driven):
+        """The joint coordinates (name → forms) of ``spec`` for a spring or an initial
+        rate; refused, naming ``where``, for a joint without coordinates (``use``: what
+        needs them, the error lists the joints that have some) or a driven one
+        (``driven``: why that does not work)."""
+        if not spec.coordinates:
+            raise ValueError(f"{where}: a {spec.kind} joint has no joint coordinate; {use} "
+                             f"revolute, prismatic, cylindrical, universal and point-on-line "
+                             f"joints")
+        if spec.drive is not None:
+            raise ValueError(f"{where}: the joint is driven; {driven}")
+        return dict(spec.coordinates)
 
     def set_joint_rate(self, joint, rate):
         """Prescribe the initial rate of a joint coordinate exactly.
@@ -542,13 +550,8 @@ class Mechanism:
         """
         spec = self._joint_spec(joint, "set_joint_rate")
         where = f"set_joint_rate of {spec.kind} joint {joint!r}"
-        available = [c for c, _ in spec.coordinates]
-        if not available:
-            raise ValueError(f"{where}: the joint has no joint coordinate; rates can be "
-                             f"set for revolute, prismatic, cylindrical, universal and "
-                             f"point-on-line joints")
-        if spec.drive is not None:
-            raise ValueError(f"{where}: the joint is driven; its rate is the drive's s'(t)")
+        available = list(self._free_coordinates(spec, where, "rates can be set for",
+                                                "its rate is the drive's s'(t)"))
         rates = dict(rate) if isinstance(rate, dict) else {available[0]: rate}
         unknown = [c for c in rates if c not in available]
         if unknown:
