@@ -47,6 +47,8 @@ from .analysis.estimation import Estimate, estimate  # noqa: E402
 __all__ += ["estimate", "Estimate"]
 
 from .dynamics.joint_space import (  # noqa: E402
-    JointSpace, JointState, inverse_dynamics, joint_space, joint_state)
+    JointSpace, JointState, JointTorques, actuator_torques, inverse_dynamics, joint_space,
+    joint_state)
 
-__all__ += ["joint_state", "JointState", "inverse_dynamics", "joint_space", "JointSpace"]
+__all__ += ["joint_state", "JointState", "inverse_dynamics", "joint_space", "JointSpace",
+            "JointTorques", "actuator_torques"]

@@ -37,7 +37,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import natcoord as nc
-from natcoord.io.mjcf import from_mujoco
+from natcoord.io.mjcf import APPLIED_ON_REQUEST, from_mujoco
 from urdf_peer import damping_torque, natcoord_q, pinocchio_rate
 
 try:
@@ -103,6 +103,7 @@ SWITCH_OFF = {
     "contacts": _off_flag("mjDSBL_CONTACT"),
     "joint limits": _off_flag("mjDSBL_LIMIT"),
     "actuators": _off_flag("mjDSBL_ACTUATION"),
+    APPLIED_ON_REQUEST: _off_flag("mjDSBL_ACTUATION"),     # a plain run: no actuation
     "sensors": lambda m, names: None,                              # no force
     "friction loss": _off_flag("mjDSBL_FRICTIONLOSS"),
     "armature (rotor inertia: not a constant natural-coordinate mass)":
@@ -228,6 +229,9 @@ def compare_mjcf(path):
         want, _ = js.vector(expected, "expected")
         qdd_rel = max(qdd_rel, np.abs(qdd - want).max() / max(1.0, np.abs(want).max()))
 
+    if report["actuators"]:
+        assert _actuated_qdd_rel(path, report, model, rng) <= REL
+
     # passive run from the last state: body origins against MuJoCo's
     t_end = 1.0 if js.nv <= BIG else 0.1
     start_qpos, start_qvel = np.array(d.qpos), np.array(d.qvel)
@@ -250,6 +254,29 @@ def test_dm_control_suite_model(name):
     row = compare_mjcf(suite_path(name))
     if row["status"] == "imported":
         assert row["qdd_rel"] <= REL and row["run_m"] <= RUN_TOL, row
+
+
+def _actuated_qdd_rel(path, report, model, rng):
+    """The largest relative |q̈ − q̈_MuJoCo| at a random state and random controls of the
+    actuators natcoord applies (``nc.actuator_torques``), the others' force zeroed in
+    MuJoCo (what natcoord does not model switched off, as for the passive q̈)."""
+    m = _mujoco_peer(path, report)
+    m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+    applied = [m.actuator(name).id for name in report["actuators"]]
+    for u in set(range(m.nu)) - set(applied):
+        m.actuator_gainprm[u] = m.actuator_biasprm[u] = 0.0
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = _random_mujoco_state(m, rng)
+    d.ctrl[applied] = rng.standard_normal(len(applied))
+    mujoco.mj_forward(m, d)
+    q, qd, expected = from_mujoco(model, d.qpos, d.qvel, d.qacc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # no loop to close: nothing may change
+        st = nc.joint_state(model, q, qd)
+    sol = nc.simulate(model, 1e-3, initial_state=st, t_eval=[0.0],
+                      u=nc.actuator_torques(model, d.ctrl[applied]))
+    want, _ = nc.joint_space(model).vector(expected, "expected")
+    return np.abs(sol.qdd[0] - want).max() / max(1.0, np.abs(want).max())
 
 
 def _check_mjcf_refusal(path, message):

@@ -146,10 +146,13 @@ def test_not_modelled_elements_are_named_once(tmp_path):
     report = model.import_report["not_modelled"]
     assert report["joint limits"] == ["yaw"]
     assert report["armature (rotor inertia: not a constant natural-coordinate mass)"] == ["yaw"]
-    assert report["actuators"] == ["drive"] and report["tendons"] == ["couple"]
-    # the motor is not applied, but recorded for joint-torque inputs
-    assert model.import_report["motors"] == {"drive": {"joint": "yaw", "gear": 50.0,
-                                                       "ctrlrange": None}}
+    assert report["tendons"] == ["couple"]
+    # the motor acts only in a run given its torques (nc.actuator_torques)
+    assert report["actuators (applied only with u=nc.actuator_torques(model, ctrl))"] == [
+        "drive"]
+    assert model.import_report["actuators"] == {"drive": {
+        "joint": "yaw", "gear": 50.0, "gain": 1.0, "bias": (0.0, 0.0, 0.0), "ctrlrange": None,
+        "forcerange": None}}
     assert report["sensors"] == ["angle"]
     assert len(report["contacts"]) == 6                 # every geom collides by default
     message = str(ours[0].message)
@@ -234,3 +237,68 @@ def test_free_body_listed_first(tmp_path):
     assert [m.joint(j).name for j in range(m.njnt)] == ["float", "swing"]
     assert nc.joint_space(model).joint_names == ("swing", "box")
     assert _compare(model, m) < 1e-12
+
+
+ACTUATORS = """
+  <actuator>
+    <motor name="spin" joint="yaw" gear="3" ctrlrange="-1 1"/>
+    <position name="hold" joint="pitch" kp="4" gear="1.5"/>
+    <velocity name="brake" joint="push" kv="2" forcerange="-0.5 0.5"/>
+    <general name="bent" joint="tail_hinge" gainprm="2" biastype="affine"
+             biasprm="0.3 -1 -0.2"/>
+    <motor name="twist" joint="wrist" gear="0 0 1 0 0 0"/>
+    <general name="lag" joint="turn" dyntype="filter" dynprm="0.1"/>
+  </actuator>
+"""
+
+
+def test_actuators_as_joint_torques(tmp_path):
+    """MuJoCo's motor, position, velocity and affine-bias actuators on hinge and slide
+    DOF (one inside a universal joint, one on an opposed slide), with a control and a
+    force clamp, applied by ``nc.actuator_torques``: the run's q̈ at random states is
+    MuJoCo's ``mj_forward`` q̈ with the same ``ctrl``, to 1e-10 relative. A ball
+    joint's motor and a filtered actuator are named as not modelled. The position
+    actuator's joint has a ``ref``: its length is ``gear · qpos``, qpos0 included."""
+    text = FEATURES.replace('class="stiff"/>', 'class="stiff" ref="15"/>', 1)
+    path = _files(tmp_path, text.replace("</worldbody>", "</worldbody>" + ACTUATORS))
+    with pytest.warns(UserWarning) as caught:
+        model = nc.load_mjcf(path).build()
+    assert "twist, lag" in str(caught[0].message)
+    report = model.import_report["not_modelled"]
+    assert report["actuators"] == ["twist", "lag"]
+    assert report["actuators (applied only with u=nc.actuator_torques(model, ctrl))"] == [
+        "spin", "hold", "brake", "bent"]
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    js = nc.joint_space(model)
+    rng = np.random.default_rng(3)
+    ctrl = {"spin": 2.5, "hold": -0.4, "brake": 5.0, "bent": 0.7}    # spin beyond its range
+    for _ in range(3):
+        qpos = np.array(m.qpos0)
+        mujoco.mj_integratePos(m, qpos, 0.5 * rng.standard_normal(m.nv), 1.0)
+        d.qpos[:], d.qvel[:] = qpos, rng.standard_normal(m.nv)
+        d.ctrl[:] = [ctrl.get(m.actuator(u).name, 0.0) for u in range(m.nu)]
+        mujoco.mj_forward(m, d)
+        assert abs(d.actuator_force[m.actuator("brake").id]) == 0.5     # force clamped
+        q, qd, expected = from_mujoco(model, d.qpos, d.qvel, d.qacc)
+        state = nc.joint_state(model, q, qd)
+        sol = nc.simulate(model, 1e-3, initial_state=state, t_eval=[0.0],
+                          u=nc.actuator_torques(model, ctrl))
+        want, _ = js.vector(expected, "expected")
+        assert np.abs(sol.qdd[0] - want).max() < 1e-10 * np.abs(want).max()
+
+
+def test_actuator_controls_are_checked(tmp_path):
+    """Controls are refused with the actuators' names: a wrong count, an unknown name,
+    NaN; a model without applicable actuators says why."""
+    path = _files(tmp_path, FEATURES.replace("</worldbody>", "</worldbody>" + ACTUATORS))
+    with pytest.warns(UserWarning):
+        model = nc.load_mjcf(path).build()
+    with pytest.raises(ValueError, match=r"4 finite numbers, one per actuator \['spin', "):
+        nc.actuator_torques(model, [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"unknown actuators \['twist'\]"):
+        nc.actuator_torques(model, {"twist": 1.0})
+    with pytest.raises(ValueError, match="finite"):
+        nc.simulate(model, 0.1, u=nc.actuator_torques(model, lambda t, q, qd: [np.nan] * 4))
+    with pytest.raises(ValueError, match="no MuJoCo actuator natcoord applies"):
+        nc.actuator_torques(nc.load_mjcf(_files(tmp_path)).build(), [])

@@ -1251,7 +1251,8 @@ class JointTorques:
     ``F = Σ τ_k u_k`` over its sliding DOF and ``T = Σ τ_k ω_k + x × F`` over its
     turning DOF (``x`` the joint point the rotations turn about), whose power on
     the relative twist ``Ξ q̇`` is ``τ·q̇`` (``Ξᵀ W = τ``: the columns are unit and
-    orthogonal). On body i it is the generalized force ``Y_o = F``,
+    orthogonal; a compound joint's may be skew, and its W is corrected within span Ξ
+    until ``Ξᵀ W = τ``). On body i it is the generalized force ``Y_o = F``,
     ``Y_ek = ½ T' × e_k``, ``T' = T − o × F`` (docs/method.md#12-mass-matrix).
     Evaluated in Python and called back from the core at every stage.
     """
@@ -1299,6 +1300,80 @@ class JointTorques:
         torques.declared = True
         return torques
 
+    @classmethod
+    def of_actuators(cls, model, ctrl):
+        """The joint torques of the MuJoCo actuators of an MJCF model
+        (``model.import_report["actuators"]``, :func:`natcoord.io.mjcf.load_mjcf`) at
+        the controls ``ctrl``: one number per actuator in the report's order, a dict
+        ``{actuator: control}`` (others 0, as MuJoCo's ``ctrl`` starts), or a callable
+        ``ctrl(t, q, qd)`` of the joint space returning either.
+
+        MuJoCo's law for a joint transmission (``mj_fwdActuation``): the control
+        clamped to ``ctrlrange``, ``f = gain·ctrl + b₀ + b₁ L + b₂ L̇`` with the length
+        ``L = gear · qpos`` (MuJoCo's ``qpos = qpos0 + sign · q``) and ``L̇ = gear ·
+        qvel``, f clamped to ``forcerange``, the joint force ``gear · f`` — in
+        natcoord's sign, ``sign · gear · f``. Actuators on one DOF add up."""
+        report = getattr(model, "import_report", None) or {}
+        actuators = report.get("actuators") or {}
+        if not actuators:
+            raise ValueError(f"model {model.name!r} has no MuJoCo actuator natcoord applies "
+                             f"(import_report['actuators'] is empty): actuator_torques needs "
+                             f"an MJCF model with joint-transmission actuators of fixed gain "
+                             f"and affine bias (motor, position, velocity)")
+        js = joint_space(model)
+        names = tuple(actuators)
+        dof = [report["dofs"][a["joint"]] for a in actuators.values()]
+        iq = np.array([js.q_names.index(d["column"]) for d in dof], np.int64)
+        iv = np.array([js.v_names.index(d["column"]) for d in dof], np.int64)
+        sign = np.array([d["sign"] for d in dof], float)
+        qpos0 = np.array([report["qpos0"][d["qpos"]] for d in dof], float)
+        gear, gain = (np.array([a[k] for a in actuators.values()], float)
+                      for k in ("gear", "gain"))
+        bias = np.array([a["bias"] for a in actuators.values()], float).reshape(-1, 3)
+
+        def bounds(key):
+            r = [a[key] or (-np.inf, np.inf) for a in actuators.values()]
+            return np.array(r, float).reshape(-1, 2).T
+        ctrl_lo, ctrl_hi = bounds("ctrlrange")
+        force_lo, force_hi = bounds("forcerange")
+        owners = {js.v_names[i] for i in iv}
+        joints = [j for j in js.joints if any(js.v_names[k] in owners
+                                              for k in range(j.v.start, j.v.stop))]
+        # where each actuated DOF's column lands in u's output (the joints' DOF in order)
+        out_of = {c: k for k, c in enumerate(c for j in joints for c in range(j.v.start,
+                                                                              j.v.stop))}
+        slot = np.array([out_of[i] for i in iv], np.int64)
+        size = len(out_of)
+
+        def controls(t, q, qd):
+            raw = ctrl(t, q, qd) if callable(ctrl) else ctrl
+            if isinstance(raw, dict):
+                unknown = sorted(set(raw) - set(names))
+                if unknown:
+                    raise ValueError(f"ctrl names unknown actuators {unknown}; the actuators "
+                                     f"natcoord applies: {list(names)}")
+                raw = [raw.get(a, 0.0) for a in names]
+            c = float_array(raw)
+            if c is None or c.shape != (len(names),) or not np.all(np.isfinite(c)):
+                raise ValueError(f"ctrl{'(t, q, qd)' if callable(ctrl) else ''} gave "
+                                 f"{shown(raw)} at t = {t:g}: it must be {len(names)} finite "
+                                 f"numbers, one per actuator {list(names)} (or a dict by name)")
+            return c
+
+        def u(t, q, qd):
+            c = np.clip(controls(t, q, qd), ctrl_lo, ctrl_hi)
+            length = gear * (qpos0 + sign * q[iq])
+            rate = gear * sign * qd[iv]
+            force = np.clip(gain * c + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * rate,
+                            force_lo, force_hi)
+            tau = np.zeros(size)
+            np.add.at(tau, slot, sign * gear * force)
+            return tau
+
+        if not callable(ctrl):
+            controls(0.0, None, None)        # a constant ctrl refused before the run
+        return cls(model, u, [j.name for j in joints])
+
     def torques(self, t, q, qd):
         """``u(t, q, qd)`` checked: ``(size,)`` finite floats, else an error naming u."""
         raw = self.u(t, q, qd)
@@ -1329,6 +1404,14 @@ class JointTorques:
             on = j.b if j.kind == "free" else j.a      # the body the rotations' point is on
             x = D[on] @ j.point + d[on]
             torque = Xi[:3, turning] @ tj[turning] + _cross(x, force)
+            if j.kind == "compound":
+                # Couples τ_k ω_k and forces τ_k u_k have power τ_k on DOF k only when the
+                # DOF's twists are orthonormal, as for every other kind; a compound joint's
+                # axes may be skew: add the least-norm wrench in span Ξ that makes
+                # Ξᵀ W = τ exact (a wrench in null Ξᵀ is the joint's reaction's business)
+                W = np.concatenate([torque, force])
+                W += Xi @ np.linalg.solve(Xi.T @ Xi, tj - Xi.T @ W)
+                torque, force = W[:3], W[3:]
             for body, sign in ((j.b, 1.0), (j.a, -1.0)):
                 if body >= 0:
                     rest = sign * (torque - _cross(B[body, 0], force))
@@ -1563,6 +1646,13 @@ def _check_constraints(model, ws, t, p, v):
     if rows.size:
         raise AssertionError(f"joint space of {model.name!r}: the state made violates\n"
                              f"{describe_rows(model, ws.g, rows[:5])}")
+
+
+def actuator_torques(model, ctrl) -> JointTorques:
+    """The joint torques of an MJCF model's MuJoCo actuators at the controls ``ctrl``,
+    for ``simulate(model, t_end, u=actuator_torques(model, ctrl))``
+    (:meth:`JointTorques.of_actuators`: which actuators, ``ctrl``'s forms, MuJoCo's law)."""
+    return JointTorques.of_actuators(validate.model(model), ctrl)
 
 
 # ---------------------------------------------------------------- torques out

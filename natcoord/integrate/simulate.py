@@ -20,7 +20,7 @@ import numpy as np
 
 from ..model import validate
 from ..dynamics.assembly import assemble
-from ..dynamics.joint_space import JointTorques
+from ..dynamics.joint_space import JointTorques, joint_space
 from ..dynamics.workspace import Workspace
 from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model.frozen import JOINT
@@ -265,7 +265,10 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
     integrating); NaN or inf is a failed evaluation, as for a force. Without ``u``
     the model's declared inputs (``model.inputs``: ``Mechanism.add_input``, a model
     file's ``inputs``) are applied; an explicit ``u`` replaces them, and
-    ``inputs=False`` runs without them.
+    ``inputs=False`` runs without them. ``u`` may also be a ready
+    :class:`~natcoord.dynamics.joint_space.JointTorques`, which names its joints
+    itself — as :func:`~natcoord.actuator_torques` returns for an MJCF model's
+    MuJoCo actuators at given controls.
 
     ``rtol, atol``: local error tolerances of the RK pair (``atol`` defaults to
     ``rtol``: coordinates are O(1) in SI units; ``rtol ≥ 100 ε``); ``proj_tol``:
@@ -349,8 +352,15 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                      "and evaluate it where needed")
     if u is None and actuated is not None:
         raise ValueError("actuated names the joints of u's torques: pass u=callable too")
+    if isinstance(u, JointTorques) and actuated is not None:
+        raise ValueError(f"u is a JointTorques, which names its joints "
+                         f"({list(u.names)}): leave actuated out")
+    if isinstance(u, JointTorques) and u.js is not joint_space(model):
+        raise ValueError(f"u: these joint torques were made for another model than "
+                         f"{model.name!r}; make them from the model you simulate")
     declared = JointTorques.of_inputs(model) if u is None and inputs else None
-    torques = (JointTorques(model, u, actuated),) if u is not None else \
+    torques = (u,) if isinstance(u, JointTorques) else \
+        (JointTorques(model, u, actuated),) if u is not None else \
         (declared,) if declared is not None else ()
     ws = _workspace(model, solver, drop_tol, hold_tol)
     ws.extra_forces = torques

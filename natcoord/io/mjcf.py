@@ -44,9 +44,14 @@ natcoord :class:`Mechanism` is read from the *compiled* ``MjModel`` at
   become exact spherical and fixed joints (MuJoCo's are soft); a weld whose
   ``relpose`` is not the reference pose is refused.
 
+* **Actuators.** Joint-transmission actuators on hinges and slides with a
+  fixed gain and no or an affine bias (motor, position, velocity) are recorded
+  (``import_report["actuators"]``) and applied as joint torques when a run asks for them
+  (``nc.simulate(model, t_end, u=nc.actuator_torques(model, ctrl))``).
+
 Everything else that acts in MuJoCo — contacts, joint limits, armature
 (a constant mass matrix cannot hold it exactly: docs/model-format.md),
-friction loss, tendons, actuators, sensors, fluid forces, other equality
+friction loss, tendons, other actuators, sensors, fluid forces, other equality
 constraints, mocap motion, ball/free joint springs and dampers — is not
 modelled: it is named, element by element, in one ``UserWarning`` per file
 and kept on ``mech.import_report["not_modelled"]`` (and ``model.import_report``).
@@ -68,6 +73,9 @@ from .xml_common import combined_mass_properties
 #: (relative to the model's size); perpendicular or parallel axes within AXIS_TOL
 POINT_TOL = 1e-9
 AXIS_TOL = 1e-9
+#: the not-modelled entry of the actuators a run applies only when given their
+#: torques: a plain run is MuJoCo's with actuation disabled
+APPLIED_ON_REQUEST = "actuators (applied only with u=nc.actuator_torques(model, ctrl))"
 
 
 class Refusal(ValueError):
@@ -188,7 +196,8 @@ def _mechanism(m, name, source, t_end):
 
     _gravity_compensation(m, d, mech, natcoord, body_names, off)
     _equalities(m, d, mech, natcoord, body_names, off, refused, note)
-    _not_modelled(m, off, body_names, note)
+    actuators = _actuators(m, dofs, off)
+    _not_modelled(m, off, body_names, note, actuators)
     if not mech.bodies and not refused:
         refused.append("no body moves (every body is welded to the world); natcoord "
                        "needs at least one")
@@ -196,7 +205,7 @@ def _mechanism(m, name, source, t_end):
         raise ValueError(f"{source}: cannot be imported exactly ({len(refused)} "
                          f"element{'s' if len(refused) > 1 else ''}): " + "; ".join(refused))
     mech.import_report = {"source": source, "format": "mjcf", "dofs": dofs,
-                          "qpos0": np.array(m.qpos0), "motors": _motors(m, dofs),
+                          "qpos0": np.array(m.qpos0), "actuators": actuators,
                           "not_modelled": not_modelled}
     if not_modelled:
         warnings.warn(f"{source}: imported without " + "; ".join(
@@ -306,25 +315,42 @@ def _joint_passive(m, mech, spec, joint, coordinate, sign, off, note):
                           coordinate=coordinate, name=f"{spec['name']}.spring")
 
 
-def _motors(m, dofs):
-    """MuJoCo's motors on hinge and slide joints, recorded for joint-torque inputs (not
-    applied): ``{actuator: {"joint": MuJoCo joint, "gear": torque per unit control,
-    "ctrlrange": (lo, hi) or None}}`` — a motor's force is ``gear · gain · ctrl``."""
+def _actuators(m, dofs, off):
+    """MuJoCo's actuators that natcoord applies exactly as joint torques, when a run
+    asks for them (``nc.actuator_torques(model, ctrl)``): a joint transmission on a
+    hinge or slide DOF, no activation dynamics, a fixed gain and no or an affine bias —
+    ``<motor>``, ``<position>``, ``<velocity>``, ``<general>`` of that form. MuJoCo's
+    force is ``f = gain · ctrl + b₀ + b₁ · gear · qpos + b₂ · gear · qvel`` (ctrl
+    clamped to ``ctrlrange`` when ``ctrllimited`` and clamping is on, f to
+    ``forcerange`` when ``forcelimited``) and the joint force ``gear · f`` (MuJoCo's
+    ``mj_fwdActuation`` for a joint transmission, whose length is ``gear · qpos``).
+    ``{actuator: {"joint", "gear", "gain", "bias": (b₀, b₁, b₂), "ctrlrange",
+    "forcerange"}}``, a range None where MuJoCo does not clamp."""
     mujoco = _mujoco("reading MuJoCo models")
+    if off["actuation"]:
+        return {}
+    clamp_ctrl = not m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL)
     out = {}
     for u in range(m.nu):
         if not (m.actuator_trntype[u] == mujoco.mjtTrn.mjTRN_JOINT
                 and m.actuator_gaintype[u] == mujoco.mjtGain.mjGAIN_FIXED
-                and m.actuator_biastype[u] == mujoco.mjtBias.mjBIAS_NONE
-                and not m.actuator_dyntype[u]):
+                and int(m.actuator_biastype[u]) in (int(mujoco.mjtBias.mjBIAS_NONE),
+                                                    int(mujoco.mjtBias.mjBIAS_AFFINE))
+                and m.actuator_dyntype[u] == mujoco.mjtDyn.mjDYN_NONE):
             continue
         joint = m.joint(int(m.actuator_trnid[u, 0])).name
         if dofs.get(joint, {}).get("kind") not in ("hinge", "slide"):
             continue
-        limited = bool(m.actuator_ctrllimited[u])
+        affine = m.actuator_biastype[u] == mujoco.mjtBias.mjBIAS_AFFINE
         out[_name(m, "actuator", u, f"actuator{u}")] = {
-            "joint": joint, "gear": float(m.actuator_gear[u, 0] * m.actuator_gainprm[u, 0]),
-            "ctrlrange": tuple(map(float, m.actuator_ctrlrange[u])) if limited else None}
+            "joint": joint, "gear": float(m.actuator_gear[u, 0]),
+            "gain": float(m.actuator_gainprm[u, 0]),
+            "bias": tuple(float(b) for b in m.actuator_biasprm[u, :3]) if affine
+            else (0.0, 0.0, 0.0),
+            "ctrlrange": tuple(map(float, m.actuator_ctrlrange[u]))
+            if m.actuator_ctrllimited[u] and clamp_ctrl else None,
+            "forcerange": tuple(map(float, m.actuator_forcerange[u]))
+            if m.actuator_forcelimited[u] else None}
     return out
 
 
@@ -399,8 +425,9 @@ def _equalities(m, d, mech, natcoord, body_names, off, refused, note):
             refused.append(f"{where}: {err}")
 
 
-def _not_modelled(m, off, body_names, note):
-    """Name every element that acts in MuJoCo but not in the natcoord model."""
+def _not_modelled(m, off, body_names, note, applicable):
+    """Name every element that acts in MuJoCo but not in the natcoord model (the
+    ``applicable`` actuators act only in a run given their torques)."""
     if not (off["contact"] or off["constraint"]):
         for g in range(m.ngeom):
             if m.geom_contype[g] or m.geom_conaffinity[g]:
@@ -420,7 +447,8 @@ def _not_modelled(m, off, body_names, note):
         note("tendons", _name(m, "tendon", t, f"tendon{t}"))
     if not off["actuation"]:
         for u in range(m.nu):
-            note("actuators", _name(m, "actuator", u, f"actuator{u}"))
+            name = _name(m, "actuator", u, f"actuator{u}")
+            note(APPLIED_ON_REQUEST if name in applicable else "actuators", name)
     if not off["sensor"]:
         for s in range(m.nsensor):
             note("sensors", _name(m, "sensor", s, f"sensor{s}"))
