@@ -53,7 +53,7 @@ LOOP_JOINTS = ("revolute", "continuous", "prismatic", "fixed", "spherical", "bal
 #: body's extent, so that ``J4`` is regular and well conditioned (§1.2)
 REPAIR_MARGIN = 1e-4
 #: a link whose principal moments are all below this times its mass (m², radii of
-#: gyration under 1 µm) is a point mass: named as such, not as a non-physical inertia
+#: gyration under 1 µm) is a point mass: its inertia is zero, not a non-physical one
 #: (icub's right leg: inertias of 1e-18 kg m², rounding of zero, with masses of 0.5-2 kg)
 POINT_MASS = 1e-12
 
@@ -257,14 +257,8 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
                 f"massless link at the end of a chain has no inertia to determine its motion "
                 f"(the mass matrix is singular in its joints)")
             continue
-        principal = np.linalg.eigvalsh(inertia)
-        if np.abs(principal).max() <= POINT_MASS * mass:
-            problems.append(
-                f"{where}: a point mass ({mass:g} kg, principal moments {principal} kg m², "
-                f"radii of gyration under 1 µm): no rotational inertia; a natcoord body needs "
-                f"a mass with a volume (MuJoCo refuses moving bodies without inertia too), and "
-                f"inertia_repair has nothing to project; give the link the inertia of its shape")
-            continue
+        if np.abs(np.linalg.eigvalsh(inertia)).max() <= POINT_MASS * mass:
+            inertia = np.zeros((3, 3))       # rounding of zero: a point mass, exactly
         try:
             validate_mass_properties(name, mass, inertia)
         except ValueError as err:
@@ -346,6 +340,11 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
                          f"links cannot be modelled exactly:\n" + "\n".join(refused))
     for j in loops:
         _add_joint(mech, j, side(j["parent"]), side(j["child"]), pose)
+    if any(b.point_mass for b in mech.bodies):
+        try:                # a point mass whose rotation nothing determines (icub's head)
+            mech.build()
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
     not_modelled = {}
 
     def note(what, element):

@@ -23,15 +23,31 @@ HOLD_TOL = 1e-4
 REFINE_ABOVE = 1e4
 
 
-def unit_mass_blocks(J4):
+#: second moment ``∫ r r ᵀ dm / m`` about the centre of mass (m², in every direction)
+#: that a point mass is given in the mass-free metric: its rotations weigh as those
+#: of a body with a radius of gyration of about 1 m (see unit_mass_blocks)
+POINT_MASS_METRIC = 1.0
+
+
+def unit_mass_blocks(model):
     """``J4_i / m_i``: every body's mass block scaled to unit mass (n, 4, 4).
 
     The metric in which constraint partitioning decides redundancy: mass-free,
     so the decision depends on the geometry of the Jacobian only (a body of
     1e12 kg and one of 1e-9 kg count alike), yet each body keeps its own
     radius of gyration, which sets the relative weight of its rotations.
+
+    A point mass has none, and its ``J4`` leaves its rotations out of the
+    metric: every row on them would look redundant. Here it has the central
+    second moment ``POINT_MASS_METRIC`` in every direction. That is a
+    convention, as the mass-free metric is: it decides only rows whose angle
+    to the rows before them is near the threshold, i.e. dependent to rounding
+    in any metric, or not at all.
     """
-    return J4 / J4[:, :1, :1]
+    unit = model.J4 / model.J4[:, :1, :1]
+    point = [b.index for b in model.bodies if b.point_mass]
+    unit[point, 1:, 1:] += POINT_MASS_METRIC * np.eye(3)
+    return unit
 
 
 def mass_ratio(J4):
