@@ -48,20 +48,32 @@ between triggers a factorization in the mass-free metric, whose dropped set
 the final factorization follows (:func:`factor_kernel`). With equal masses
 (``R = 1``) no row is ever in between.
 
-**Point masses.** A point mass has no rotational inertia: its ``Ĩ`` has rank
-3 and the true metric is not within any factor of the mass-free one (where it
-has a nominal radius of gyration, :func:`~natcoord.linalg.base.unit_mass_blocks`),
-so ``R = ∞``: every row is decided in the mass-free metric, and the
-factorization in the true metric follows. Its own pivot needs no inverse of
-``Ĩ``: in post-order a body's pivot is ``Ĩ`` plus the Schur updates
+**Point masses.** A point mass (a massless body too: ``Ĩ = 0``) has no
+rotational inertia: its ``Ĩ`` has rank 3 (0), and the true metric is not
+within any factor of the mass-free one (where it has a nominal radius of
+gyration, :func:`~natcoord.linalg.base.unit_mass_blocks`), so ``R = ∞``:
+every row is decided in the mass-free metric, and the factorization in the
+true metric follows. In post-order its pivot is ``Ĩ`` plus the Schur updates
 ``Ĉᵀ (Ĉ Ĩ_c⁻¹ Ĉᵀ)⁻¹ Ĉ`` of the joints to its children — the articulated-body
-inertia of Featherstone's algorithm — positive definite when those joints
-determine the body's rotation (a child on a revolute joint fixes it about
-every axis but the hinge's, a second child or the body's offset from that
-axis the rest), which the model checks when it is built
-(:func:`natcoord.model.frozen.check_point_masses`). Its floor is then 0
-(``λ_min(J4) = 0``): a round-off pivot is left as it is and a non-positive
-one fails.
+inertia of Featherstone's algorithm — which is singular where the model is
+not: along its child's hinge when that passes through the point (icub's wrist
+pitch link), along its child joint's DOF for a massless body. The joint to its
+parent, eliminated next, forbids that motion; Pinocchio's ``aba`` pivots on
+``SᵀIᴬS`` of that joint for the same reason. So the factorization solves the
+augmented-Lagrangian system instead: with ``Ĉ_p`` the parent joint's kept rows
+(twist form) and ``ŝ_p`` their right-hand side,
+``[[Ĩ + ρ Ĉ_pᵀĈ_p, Ĉᵀ], [Ĉ, 0]] [ξ; λ] = [r̂ + ρ Ĉ_pᵀŝ_p; ŝ]`` — the original
+system with ``ρ Ĉ_pᵀ`` times the parent rows ``Ĉ_p ξ = ŝ_p`` added to the body
+rows, so the same solution, ``λ`` included, and the same ``μ`` from the true
+residual. Its body pivot ``Ĩ + updates + ρ Ĉ_pᵀĈ_p`` is positive definite
+exactly when no motion the joints allow costs no energy, which the model
+checks when it is built (:func:`natcoord.model.frozen.check_point_masses`).
+``ρ`` is the mass the body carries (its subtree's), the scale of its
+articulated inertia. ``Ĉ_p`` also touches the parent body: one block more in
+the body's column (:mod:`natcoord.linalg.symbolic`). The term is added in the
+true metric's forced pass only, where the dropped rows are known (a dropped
+row's constraint is not imposed and contributes no term); the mass-free pass
+needs none. The floor of a point mass is 0 (``λ_min(J4) = 0``).
 
 The numeric phase runs in the compiled core (``natcoord/core/src/blockldl.c``:
 ``engine.factor_kernel`` and ``engine.solve_kernel``), in buffers allocated once per

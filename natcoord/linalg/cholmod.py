@@ -101,7 +101,9 @@ class CholmodKKT(KKTSolver):
 
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
-        condition = np.linalg.cond(model.J4 / model.J4[:, :1, :1]) if model.n_bodies else []
+        mass = model.J4[:, :1, :1]
+        condition = np.linalg.cond(model.J4 / np.where(mass > 0.0, mass, 1.0)) \
+            if model.n_bodies else []
         thin = [b.name for b, c in zip(model.bodies, condition) if c > self.max_J4_condition]
         if thin:
             raise MassSpreadError(

@@ -39,7 +39,8 @@ class Body:
 
     @property
     def point_mass(self) -> bool:
-        """A point mass: zero inertia about the centre of mass (:func:`validate_conditioning`)."""
+        """A point mass: zero inertia about the centre of mass (:func:`validate_conditioning`);
+        with zero mass too, a massless body (a frame between joints)."""
         return not np.any(self.inertia)
 
     @property
@@ -89,14 +90,17 @@ def validate_mass_properties(name, mass, inertia):
     ``½(I_j + I_k − I_i)``: negative violates the triangle inequality of the
     principal moments, zero is a line or plane mass distribution. Returns
     ``(mass, inertia)`` as float and (3, 3) array. An inertia of exactly zero is a
-    point mass, accepted (:func:`validate_conditioning`).
+    point mass, accepted (:func:`validate_conditioning`), and with it a mass of zero:
+    a massless body, the frame between two joints that MuJoCo composes in one body
+    (natcoord.io.mjcf).
     """
-    mass = number(mass, "mass", f"body {name!r}", "positive")
     I = float_array(inertia)
+    point = I is not None and I.shape == (3, 3) and not np.any(I)
+    mass = number(mass, "mass", f"body {name!r}", "non-negative" if point else "positive")
+    if point:
+        return mass, np.zeros((3, 3))
     if I is None or I.shape != (3, 3) or not np.all(np.isfinite(I)):
         raise ValueError(f"body {name!r}: inertia must be a finite 3×3 matrix, got {inertia!r}")
-    if not np.any(I):
-        return mass, np.zeros((3, 3))
     scale = max(np.abs(I).max(), np.finfo(float).tiny)
     if np.abs(I - I.T).max() > _TOL * scale:
         raise ValueError(f"body {name!r}: inertia tensor is not symmetric; pass (I + I.T)/2 "

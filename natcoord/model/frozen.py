@@ -357,8 +357,8 @@ def check_point_masses(model):
     """``ValueError`` naming the point masses of a motion without kinetic energy.
 
     A point mass (:attr:`~natcoord.model.body.Body.point_mass`) has no rotational
-    inertia: its rotation about its point costs no energy unless the joints to
-    the bodies it carries turn them with it. Where nothing does — a point mass at
+    inertia (a massless body no inertia at all): its rotation about its point
+    costs no energy unless the joints to the bodies it carries turn them with it. Where nothing does — a point mass at
     the end of a chain on a joint whose axis passes through its point, or on a
     spherical joint; icub's head and neck links at the reference configuration —
     the mass matrix is singular on the joints' motions and no solver has an
@@ -378,7 +378,7 @@ def check_point_masses(model):
     X = model.p_reference.reshape(-1, 3)
     constraint_kernel(tables.terms, X, np.zeros_like(X), W, g, g_t, gamma, G)
     N = null_space(tables.csr(G).toarray())
-    unit = sp.block_diag([np.kron(J4 / J4[0, 0], np.eye(3)) for J4 in model.J4])
+    unit = sp.block_diag([np.kron(J4 / (J4[0, 0] or 1.0), np.eye(3)) for J4 in model.J4])
     energy, motion = eigh(N.T @ (unit @ N))
     if energy[0] > _KINETIC_MIN * energy[-1]:
         return
