@@ -65,7 +65,7 @@ import numpy as np
 
 from ..model.mechanism import GROUND, Mechanism
 from ..util.optional import require
-from .xml_common import combined_mass_properties
+from .xml_common import combined_mass_properties, compound_exists
 
 #: two hinges meet at one point / a hinge and a slide share a line within this
 #: (relative to the model's size); perpendicular or parallel axes within AXIS_TOL
@@ -287,9 +287,9 @@ def _compound(mech, parent, body, joints):
     more) are refused, naming the joints."""
     name = "+".join(j["name"] for j in joints)
     dofs = [(j["name"], j["kind"], j["point"], j["axis"]) for j in joints]
-    if not _exact_set(mech, body, dofs) and {j["kind"] for j in joints} <= {"hinge", "slide"}:
+    if not compound_exists(dofs) and {j["kind"] for j in joints} <= {"hinge", "slide"}:
         head = next(k for k in range(len(joints) - 1, 0, -1)
-                    if k == 1 or _exact_set(mech, body, dofs[:k]))
+                    if k == 1 or compound_exists(dofs[:k]))
         frame = f"{body}.{joints[head - 1]['name']}"
         placed = mech.body(body)
         _built(lambda: mech.add_body(frame, 0.0, com=placed.origin, inertia=np.zeros((3, 3)),
@@ -299,19 +299,6 @@ def _compound(mech, parent, body, joints):
     _built(lambda: mech.add_compound(parent, body, dofs, name=name))
     return [(name, j["name"], 1, j["name"]) for j in joints]
 
-
-def _exact_set(mech, body, dofs):
-    """Whether ``Mechanism.add_compound`` models ``dofs`` exactly (tried between two
-    bodies of a mechanism of their own, placed as ``body``)."""
-    placed, trial = mech.body(body), Mechanism()
-    for name in ("parent", "child"):
-        trial.add_body(name, 1.0, com=placed.origin, inertia=np.eye(3),
-                       origin=placed.origin, axes=placed.axes)
-    try:
-        trial.add_compound("parent", "child", dofs)
-    except ValueError:
-        return False
-    return True
 
 
 def _built(action):

@@ -216,7 +216,7 @@ class BlockPlan:
         for b in s.index[s.kind == BODY]:
             if s.parent[b] >= 0:
                 subtree[s.parent[b]] += subtree[b]
-        sides, pairs = [], []
+        sides, rho, pairs = [], [], []
         for b in s.augmented:
             j = s.parent_joint[b]
             jnode = s.joint_node[j]
@@ -226,16 +226,17 @@ class BlockPlan:
                 unode = s.body_node[u]
                 sides.append((self.block_of(max(jnode, unode), min(jnode, unode)),
                               unode > jnode, jnode, self.size[jnode], unode,
-                              self.n_blocks + len(sides), subtree[b]))
-            for w in range(first, len(sides)):
+                              self.n_blocks + len(sides)))
+                rho.append(subtree[b])
+            for w in range(first, len(sides)):      # sides by node: u ≥ w is A_uw
                 for u in range(w, len(sides)):
                     pairs.append((u, w, self.block_of(sides[u][4], sides[w][4])))
         self.n_blocks += len(sides)
-        side = np.array(sides, float).reshape(-1, 7)
+        side = np.array(sides, np.int64).reshape(-1, 6)
         pair = np.array(pairs, np.int64).reshape(-1, 3)
-        self.al = {name: side[:, k].astype(np.int64) for k, name in enumerate(
+        self.al = {name: side[:, k].copy() for k, name in enumerate(
             ("al_block", "al_trans", "al_jnode", "al_size", "al_node", "al_copy"))}
-        self.al.update(al_rho=side[:, 6].copy(), al_pair_u=pair[:, 0].copy(),
+        self.al.update(al_rho=np.array(rho, float), al_pair_u=pair[:, 0].copy(),
                        al_pair_w=pair[:, 1].copy(), al_pair_t=pair[:, 2].copy())
 
     def block_of(self, q, k):
