@@ -300,7 +300,6 @@ def _compound(mech, parent, body, joints):
     return [(name, j["name"], 1, j["name"]) for j in joints]
 
 
-
 def _built(action):
     """``action()``, with a builder's ``ValueError`` turned into a refusal."""
     try:

@@ -132,10 +132,11 @@ def validate_conditioning(body):
     nearly singular (tiago's ``arm_1_link``: condition number of ``J4/m``
     2.1e12, q̈ equal to Pinocchio's to 3e-15 with block, dense and superlu), is
     as good as a block. Only ``cholmod``'s range-space method inverts ``J4``; it
-    refuses such bodies itself. In body axes ``Ĩ/m = [[1, −[c̄]×], [[c̄]×, I_c/m − [c̄]×²]]`` does not
-    depend on the mass scale (a 1e-9 kg body with proportionally small inertia
-    is as good as a 1 kg one); its condition number is large when the radii
-    of gyration are tiny compared with 1 m (a point mass) or with the distance
+    refuses such bodies itself. In body axes
+    ``Ĩ/m = [[1, −[c̄]×], [[c̄]×, I_c/m − [c̄]×²]]`` does not depend on the mass
+    scale (a 1e-9 kg body with proportionally small inertia is as good as a 1 kg
+    one); its condition number is large when the radii of gyration are tiny
+    compared with 1 m (nearly a point mass) or with the distance
     of the frame origin from the centre of mass. Beyond ``_COND_MAX`` solves
     with it lose more than 12 of 16 digits: a body whose radii of gyration are
     tiny yet not zero is refused.

@@ -358,9 +358,10 @@ def check_point_masses(model):
 
     A point mass (:attr:`~natcoord.model.body.Body.point_mass`) has no rotational
     inertia (a massless body no inertia at all): its rotation about its point
-    costs no energy unless the joints to the bodies it carries turn them with it. Where nothing does — a point mass at
-    the end of a chain on a joint whose axis passes through its point, or on a
-    spherical joint; icub's head and neck links at the reference configuration —
+    costs no energy unless the joints to the bodies it carries turn them with it.
+    Where nothing does — a point mass at the end of a chain on a joint whose axis
+    passes through its point, or on a spherical joint; icub's head and neck links
+    at the reference configuration —
     the mass matrix is singular on the joints' motions and no solver has an
     answer (Pinocchio's ``crba`` is singular there too). Checked at the reference
     configuration, in the mass-free metric (every body at unit mass, so that a
