@@ -27,7 +27,8 @@ from natcoord.study.records import write_csv  # noqa: E402
 
 COLUMNS = ("model", "format", "status", "nv", "qdd_rel", "run_m", "t_end", "reason")
 #: phrase of a refusal message -> the kind of problem, for the table
-KINDS = (("a point mass", "point mass (no rotational inertia)"),
+KINDS = (("turn without kinetic energy", "point masses turning without kinetic energy "
+                                        "(singular mass matrix)"),
          ("has no <inertial>", "massless end of a chain (singular mass matrix)"),
          ("triangle inequality", "non-physical inertia"),
          ("must be positive", "non-physical inertia"),
@@ -46,8 +47,9 @@ def summary(message):
         kind = next((k for phrase, k in KINDS if phrase in part), None)
         if kind is None:
             continue
-        element = re.search(r'<(?:link|body) name="([^"]+)">', part)
-        found[kind].append(element.group(1) if element else "")
+        element = re.search(r'<(?:link|body) name="([^"]+)">', part) \
+            or re.search(r"point masses \[([^\]]+)\]", part)
+        found[kind].append(element.group(1).replace("'", "") if element else "")
     if not found:
         return message.split(": ", 1)[1].splitlines()[0]
     return "; ".join(f"{kind}: {', '.join(e for e in elements if e)}".rstrip(": ")

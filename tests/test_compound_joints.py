@@ -479,11 +479,12 @@ def test_human_urdf_imports_and_matches_pinocchio(robots_folder):
     assert worst_qdd < 1e-9 and worst_frame < 1e-12
 
 
-def test_urdf_massless_links_that_cannot_be_folded_are_refused(tmp_path):
+def test_urdf_massless_links_that_cannot_be_folded_are_refused_or_become_bodies(tmp_path):
     """A massless link at the end of a chain (no inertia decides its motion) is
     named among the links that cannot be bodies; a chain of three revolutes
-    through massless links whose axes do not meet in one point is named with its
-    links, its first and last joints and why."""
+    through massless links whose axes do not meet in one point has no constraint
+    set: its first two (a universal joint) lead to the second massless link, a
+    massless body, and the third joins it to the thigh — Pinocchio's q̈ and frames."""
     path = tmp_path / "leaf.urdf"
     path.write_text(leg_urdf(_urdf_link("finger") + _urdf_joint(
         "finger_joint", "revolute", "foot", "finger", (0.1, 0, 0))))
@@ -495,13 +496,15 @@ def test_urdf_massless_links_that_cannot_be_folded_are_refused(tmp_path):
                                                          'xyz="0.0 0.0 -0.05"'))
     assert offset != leg_urdf()
     path.write_text(offset)
-    with pytest.raises(ValueError) as err:
-        nc.load_urdf(path)
-    message = str(err.value)
-    assert "1 chain(s) of moving joints through massless links" in message
-    assert "['hip_virtual', 'hip_virtual_2']" in message
-    assert "do not pass through one point" in message
-    assert '<joint name="hip_z">' in message and '<joint name="hip_y">' in message
+    mech = nc.load_urdf(path)
+    model = mech.build()
+    assert [(b.name, b.mass) for b in model.bodies if b.point_mass] == [("hip_virtual_2", 0.0)]
+    assert [(j.name, j.kind) for j in model.joints][1:3] == [("hip_z+hip_x", "universal"),
+                                                            ("hip_y", "revolute")]
+    assert nc.joint_space(model).q_names == (
+        "slider", "hip_z", "hip_x", "hip_y", "knee", "ankle_y", "ankle_x", "rail", "wrist")
+    worst_qdd, worst_frame = _pinocchio_check(path, model, mech.frames)
+    assert worst_qdd < 1e-9 and worst_frame < 1e-12
 
 
 def test_compound_joints_round_trip_through_model_files(tmp_path):

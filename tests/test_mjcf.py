@@ -160,14 +160,15 @@ def test_not_modelled_elements_are_named_once(tmp_path):
 
 
 def test_refusal_names_every_element(tmp_path):
-    """Three refusals in one message: three hinges whose lines do not meet, a body whose
+    """Three refusals in one message: a hinge then a ball joint in one body (no constraint
+    set, and a ball is no DOF to compose through a massless frame), a body whose
     inertia is a plane's (MuJoCo accepts it; natcoord needs a volume), a connect whose
     points do not meet at qpos0 (a weld with another relpose)."""
     text = """
     <mujoco>
       <worldbody>
-        <body name="cart"><joint name="x" axis="1 0 0"/><joint name="y" axis="0 1 0"
-          pos="0.1 0 0.2"/><joint name="a" axis="0 0 1" pos="0.3 0.1 0"/>
+        <body name="cart"><joint name="x" axis="1 0 0"/><joint name="a" type="ball"
+          pos="0.3 0.1 0"/>
           <geom size="0.1"/></body>
         <body name="arm" pos="1 0 0"><joint name="h" axis="0 1 0"/>
           <body name="plate" pos="0.5 0 0"><joint name="g" axis="0 1 0"/>
@@ -183,7 +184,8 @@ def test_refusal_names_every_element(tmp_path):
         nc.load_mjcf(path)
     message = str(err.value)
     assert message.startswith(f"{path}: cannot be imported exactly (3 elements): ")
-    assert '<body name="cart">: ' in message and "'x'" in message and "'a'" in message
+    assert '<body name="cart">: ' in message and "'x+a'" in message \
+        and "DOF 'a': kind must be 'hinge' or 'slide', got 'ball'" in message
     assert '<body name="plate">: body \'plate\': inertia [0.5 0.5 1. ] describes a line or ' \
            'plane mass distribution' in message
     assert '<equality><weld name="loop">: its two points are 1 m apart at qpos0' in message

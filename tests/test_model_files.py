@@ -473,10 +473,10 @@ def test_mjcf_weld_and_nested_weld(tmp_path):
     ("mjcf", '<mujoco><worldbody><body name="x"><joint/></body></worldbody></mujoco>',
      r"bad.xml: MuJoCo cannot compile the file: .*mass"),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint name="a" type="hinge"/>'
-             '<joint name="b" type="hinge" pos="0 1 0" axis="1 0 0"/>'
-             '<joint name="c" type="hinge" pos="0 1 0" axis="0 1 0"/>'
+             '<joint name="b" type="ball" pos="0 1 0"/>'
              '<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/></body></worldbody>'
-             '</mujoco>', r'<body name="x">: compound joint .*hinge lines do not pass through one'),
+             '</mujoco>', r'<body name="x">: compound joint .*DOF .b.: kind must be .hinge. or '
+                          r'.slide., got .ball.'),
     ("mjcf", '<mujoco><worldbody><body name="x"><joint/><inertial pos="0 0 0" mass="1" '
              'diaginertia="1 1 1"/></body><body name="y" pos="1 0 0"><joint/>'
              '<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/></body></worldbody>'

@@ -19,6 +19,8 @@
   the body accelerations at a random state equal Pinocchio's ABA.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -272,22 +274,24 @@ def test_inertia_repair_projects_to_the_nearest_physical_inertia_and_warns(tmp_p
     assert np.array_equal(bodies["hand"].inertia, 1e-3 * E3)        # physical: untouched
 
 
-def test_a_point_mass_is_named_as_one_and_inertia_repair_cannot_invent_its_inertia(tmp_path):
-    """A link with mass but (to rounding: icub's 1e-20 kg m²) no inertia is named as a
-    point mass with or without inertia_repair; the repair is offered only when a
-    non-physical inertia could use it."""
+def test_a_point_mass_is_a_body_with_zero_inertia_and_inertia_repair_leaves_it(tmp_path):
+    """A link with mass but (to rounding: icub's 1e-20 kg m²) no inertia is a point mass:
+    a body with zero inertia, with or without inertia_repair (nothing to project), whose
+    rotation the joint to the link it carries determines (tests/test_point_masses.py);
+    a non-physical link next to it is named alone."""
     text = bad_urdf(second=(-5e-20, 5e-20, 0)).replace(_inertial(1.0, com=(0.1, 0, 0),
                                                                  moments=TRIANGLE), "")
     for repair in (False, True):
-        with pytest.raises(ValueError) as err:
-            nc.load_urdf(_write(tmp_path, text), inertia_repair=repair)
-        message = str(err.value)
-        assert '<link name="lower">: a point mass (1 kg' in message
-        assert "no rotational inertia" in message and "inertia_repair=True" not in message
-    with pytest.raises(ValueError, match=r'(?s)<link name="upper">: body .upper.: principal.*'
-                                         r'<link name="lower">: a point mass.*'
-                                         r'inertia_repair=True replaces'):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                  # no repair to report
+            model = nc.load_urdf(_write(tmp_path, text), inertia_repair=repair).build()
+        lower = model.bodies[model.body_index["lower"]]
+        assert lower.point_mass and lower.mass == 1.0 and not np.any(lower.inertia)
+    with pytest.raises(ValueError) as err:
         nc.load_urdf(_write(tmp_path, bad_urdf(second=(0, 0, 0))))
+    message = str(err.value)
+    assert "1 link(s) cannot be bodies" in message and '<link name="upper">' in message
+    assert '<link name="lower">' not in message and "inertia_repair=True" in message
 
 
 # ------------------------------------------- joint damping, and what is not modelled

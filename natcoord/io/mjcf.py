@@ -24,7 +24,10 @@ natcoord :class:`Mechanism` is read from the *compiled* ``MjModel`` at
   ``qpos − qpos0`` (sign and zero), and joint space follows MuJoCo's qpos
   order (bodies depth first, a body's joints in order). Any other joint list is
   one ``Mechanism.add_compound`` (docs/model-format.md#6-compound-joints-several-joints-between-two-bodies),
-  each DOF its own column; what it cannot model exactly is refused.
+  each DOF its own column; hinges and slides without one exact constraint set
+  (dog's scapulae: three hinges on skew lines) are composed through massless
+  bodies, one per split (:func:`_compound`); what else it cannot model exactly
+  is refused.
 * **Ball and free joints.** natcoord's spherical coordinate is the
   quaternion ``(x, y, z, w)`` of the child relative to its parent in the
   child's axes: MuJoCo's ball ``qpos`` ``(w, x, y, z)`` reordered, its
@@ -67,7 +70,7 @@ import numpy as np
 
 from ..model.mechanism import GROUND, Mechanism
 from ..util.optional import require
-from .xml_common import combined_mass_properties
+from .xml_common import combined_mass_properties, compound_exists
 
 #: two hinges meet at one point / a hinge and a slide share a line within this
 #: (relative to the model's size); perpendicular or parallel axes within AXIS_TOL
@@ -278,10 +281,30 @@ def body_joints(mech, parent, body, joints):
 
 def _compound(mech, parent, body, joints):
     """Several joints in one body: ``Mechanism.add_compound`` with the DOF in MuJoCo's
-    order (the exact constraint set of their motion set; a sequence it cannot model
-    exactly is refused, naming the joints). Each DOF is its own joint-space column."""
+    order (the exact constraint set of their motion set). Each DOF is its own
+    joint-space column.
+
+    A sequence of hinges and slides without such a set (dog's scapulae: three
+    hinges on skew lines) is MuJoCo's composition through frames: its longest
+    leading run that has a set (at least its first joint) joins the parent to a
+    massless body, named ``<body>.<last joint of the run>``, which moves as that
+    frame (placed as ``body`` at the reference configuration, where every
+    coordinate is zero), and the rest joins it to ``body`` (split again if
+    needed). Exact: a massless body has no inertia and so adds no term to the
+    equations of motion, and the block factorization pivots on it with its
+    neighbours' (natcoord.linalg.blockldl). Other lists (ball or free joints with
+    more) are refused, naming the joints."""
     name = "+".join(j["name"] for j in joints)
     dofs = [(j["name"], j["kind"], j["point"], j["axis"]) for j in joints]
+    if not compound_exists(dofs) and {j["kind"] for j in joints} <= {"hinge", "slide"}:
+        head = next(k for k in range(len(joints) - 1, 0, -1)
+                    if k == 1 or compound_exists(dofs[:k]))
+        frame = f"{body}.{joints[head - 1]['name']}"
+        placed = mech.body(body)
+        _built(lambda: mech.add_body(frame, 0.0, com=placed.origin, inertia=np.zeros((3, 3)),
+                                     origin=placed.origin, axes=placed.axes))
+        return body_joints(mech, parent, frame, joints[:head]) \
+            + body_joints(mech, frame, body, joints[head:])
     _built(lambda: mech.add_compound(parent, body, dofs, name=name))
     return [(name, j["name"], 1, j["name"]) for j in joints]
 

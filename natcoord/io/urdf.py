@@ -15,7 +15,9 @@ with one moving joint leaving it is an intermediate frame: the chain of
 moving joints through such links, from the last link with mass to the next,
 is one compound joint (``Mechanism.add_compound``: three revolutes through a
 point a spherical joint, two a universal joint, …), each URDF joint a DOF
-keeping its name, the massless links frames that move with the chain.
+keeping its name, the massless links frames that move with the chain; a chain
+without an exact constraint set runs through massless bodies (``join`` in
+:func:`load_urdf`).
 Loops: ``<loop_joint>`` elements (revolute, continuous, prismatic, fixed,
 spherical) inside ``<robot>``, with
 ``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
@@ -44,7 +46,8 @@ import numpy as np
 
 from ..model.body import validate_mass_properties
 from ..model.mechanism import GROUND, Mechanism
-from .xml_common import combined_mass_properties, floats, located, parse_xml, rpy_matrix
+from .xml_common import (combined_mass_properties, compound_exists, floats, located, parse_xml,
+                         rpy_matrix)
 
 TREE_JOINTS = ("revolute", "continuous", "prismatic", "fixed", "floating")
 LOOP_JOINTS = ("revolute", "continuous", "prismatic", "fixed", "spherical", "ball")
@@ -53,7 +56,7 @@ LOOP_JOINTS = ("revolute", "continuous", "prismatic", "fixed", "spherical", "bal
 #: body's extent, so that ``J4`` is regular and well conditioned (§1.2)
 REPAIR_MARGIN = 1e-4
 #: a link whose principal moments are all below this times its mass (m², radii of
-#: gyration under 1 µm) is a point mass: named as such, not as a non-physical inertia
+#: gyration under 1 µm) is a point mass: its inertia is zero, not a non-physical one
 #: (icub's right leg: inertias of 1e-18 kg m², rounding of zero, with masses of 0.5-2 kg)
 POINT_MASS = 1e-12
 
@@ -257,14 +260,8 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
                 f"massless link at the end of a chain has no inertia to determine its motion "
                 f"(the mass matrix is singular in its joints)")
             continue
-        principal = np.linalg.eigvalsh(inertia)
-        if np.abs(principal).max() <= POINT_MASS * mass:
-            problems.append(
-                f"{where}: a point mass ({mass:g} kg, principal moments {principal} kg m², "
-                f"radii of gyration under 1 µm): no rotational inertia; a natcoord body needs "
-                f"a mass with a volume (MuJoCo refuses moving bodies without inertia too), and "
-                f"inertia_repair has nothing to project; give the link the inertia of its shape")
-            continue
+        if np.abs(np.linalg.eigvalsh(inertia)).max() <= POINT_MASS * mass:
+            inertia = np.zeros((3, 3))       # rounding of zero: a point mass, exactly
         try:
             validate_mass_properties(name, mass, inertia)
         except ValueError as err:
@@ -325,27 +322,43 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
             local_origin, local_axes = placement[name]
             mech.attach_frame(name, side(name), origin=local_origin, axes=local_axes,
                               local=True)
-    refused = []
+    def join(chain, a, b):
+        """Join body a to b by a chain of moving joints through massless links: one
+        joint, one compound joint (its massless links frames moving with it), or —
+        without an exact constraint set — its longest leading run that has one up to
+        a massless link made a massless body (zero mass and inertia: the link as
+        Pinocchio models it), and the rest from there (docs/model-format.md)."""
+        if len(chain) == 1:
+            _add_joint(mech, chain[0], a, b, pose)
+            return
+        dofs = [dof(j) for j in chain]
+        if not compound_exists(dofs):
+            k = next(k for k in range(len(chain) - 1, 0, -1)
+                     if k == 1 or compound_exists(dofs[:k]))
+            frame = host[chain[k - 1]["child"]]
+            x, R = pose[frame]
+            mech.add_body(frame, 0.0, com=x, inertia=np.zeros((3, 3)), origin=x, axes=R)
+            for link in links:
+                if host[link] == frame and link != frame:
+                    mech.attach_frame(link, frame, *pose[link])
+            join(chain[:k], a, frame)
+            join(chain[k:], frame, b)
+            return
+        name = mech.add_compound(a, b, dofs)
+        for k, j in enumerate(chain[:-1], start=1):    # the massless links
+            for link in links:
+                if host[link] == host[j["child"]]:
+                    mech.attach_frame(link, a, *pose[link], after=(name, k))
+
     for chain in chains:             # depth first: the joint space's order is Pinocchio's
-        a, b = side(chain[0]["parent"]), side(chain[-1]["child"])
-        if len(chain) > 1:
-            try:
-                name = mech.add_compound(a, b, [dof(j) for j in chain])
-            except ValueError as err:
-                refused.append(f"  massless link(s) {[host[j['child']] for j in chain[:-1]]} "
-                               f"from {chain[0]['where']} to {chain[-1]['where']}: {err}")
-                continue
-            for k, j in enumerate(chain[:-1], start=1):    # the massless links
-                for link in links:
-                    if host[link] == host[j["child"]]:
-                        mech.attach_frame(link, a, *pose[link], after=(name, k))
-            continue
-        _add_joint(mech, chain[0], a, b, pose)
-    if refused:
-        raise ValueError(f"{path}: {len(refused)} chain(s) of moving joints through massless "
-                         f"links cannot be modelled exactly:\n" + "\n".join(refused))
+        join(chain, side(chain[0]["parent"]), side(chain[-1]["child"]))
     for j in loops:
         _add_joint(mech, j, side(j["parent"]), side(j["child"]), pose)
+    if any(b.point_mass for b in mech.bodies):
+        try:                # a point mass whose rotation nothing determines (icub's head)
+            mech.build()
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
     not_modelled = {}
 
     def note(what, element):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..model.mechanism import Mechanism
+
 
 def parse_xml(path, root_tag):
     """``(Path, root element)`` of an XML file whose root is ``<root_tag>``.
@@ -90,3 +92,18 @@ def combined_mass_properties(parts):
         d = np.asarray(x, float) - com
         inertia += I + m * (d @ d * np.eye(3) - np.outer(d, d))
     return mass, com, inertia
+
+
+def compound_exists(dofs):
+    """Whether ``Mechanism.add_compound`` models the sequence ``dofs`` (world points and
+    axes) with one exact constraint set: tried between two bodies of a mechanism of
+    their own (the set depends on the DOF's lines only). Where it does not, the
+    importers compose the sequence through massless bodies."""
+    trial = Mechanism()
+    for name in ("parent", "child"):
+        trial.add_body(name, 1.0, com=(0.0, 0.0, 0.0), inertia=np.eye(3))
+    try:
+        trial.add_compound("parent", "child", dofs)
+    except ValueError:
+        return False
+    return True

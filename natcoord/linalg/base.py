@@ -23,20 +23,41 @@ HOLD_TOL = 1e-4
 REFINE_ABOVE = 1e4
 
 
-def unit_mass_blocks(J4):
+#: second moment ``∫ r r ᵀ dm / m`` about the centre of mass (m², in every direction)
+#: that a point mass is given in the mass-free metric: its rotations weigh as those
+#: of a body with a radius of gyration of about 1 m (see unit_mass_blocks)
+POINT_MASS_METRIC = 1.0
+
+
+def unit_mass_blocks(model):
     """``J4_i / m_i``: every body's mass block scaled to unit mass (n, 4, 4).
 
     The metric in which constraint partitioning decides redundancy: mass-free,
     so the decision depends on the geometry of the Jacobian only (a body of
     1e12 kg and one of 1e-9 kg count alike), yet each body keeps its own
     radius of gyration, which sets the relative weight of its rotations.
+
+    A point mass has none, and its ``J4`` leaves its rotations out of the
+    metric: every row on them would look redundant. Here it has the central
+    second moment ``POINT_MASS_METRIC`` in every direction (a massless body:
+    unit mass at its frame origin besides). That is a convention, as the
+    mass-free metric is: it decides only rows whose angle to the rows before
+    them is near the threshold, i.e. dependent to rounding in any metric, or
+    not at all.
     """
-    return J4 / J4[:, :1, :1]
+    mass = model.J4[:, :1, :1]
+    unit = model.J4 / np.where(mass > 0.0, mass, 1.0)
+    unit[:, 0, 0] = 1.0
+    point = [b.index for b in model.bodies if b.point_mass]
+    unit[point, 1:, 1:] += POINT_MASS_METRIC * np.eye(3)
+    return unit
 
 
 def mass_ratio(J4):
-    """``max m / min m`` over the bodies: how far the mass metric is from the mass-free one."""
-    masses = J4[:, 0, 0]
+    """``max m / min m`` over the bodies with mass: how far the mass metric is from the
+    mass-free one (a massless body has no rotational inertia either: natcoord.linalg.blockldl
+    decides its rows in the mass-free metric)."""
+    masses = J4[:, 0, 0][J4[:, 0, 0] > 0.0]
     return masses.max() / masses.min() if masses.size else 1.0
 
 

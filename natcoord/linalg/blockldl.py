@@ -48,6 +48,33 @@ between triggers a factorization in the mass-free metric, whose dropped set
 the final factorization follows (:func:`factor_kernel`). With equal masses
 (``R = 1``) no row is ever in between.
 
+**Point masses.** A point mass (a massless body too: ``Ĩ = 0``) has no
+rotational inertia: its ``Ĩ`` has rank 3 (0), and the true metric is not
+within any factor of the mass-free one (where it has a nominal radius of
+gyration, :func:`~natcoord.linalg.base.unit_mass_blocks`), so ``R = ∞``:
+every row is decided in the mass-free metric, and the factorization in the
+true metric follows. In post-order its pivot is ``Ĩ`` plus the Schur updates
+``Ĉᵀ (Ĉ Ĩ_c⁻¹ Ĉᵀ)⁻¹ Ĉ`` of the joints to its children — the articulated-body
+inertia of Featherstone's algorithm — which is singular where the model is
+not: along its child's hinge when that passes through the point (icub's wrist
+pitch link), along its child joint's DOF for a massless body. The joint to its
+parent, eliminated next, forbids that motion; Pinocchio's ``aba`` pivots on
+``SᵀIᴬS`` of that joint for the same reason. So the factorization solves the
+augmented-Lagrangian system instead: with ``Ĉ_p`` the parent joint's kept rows
+(twist form) and ``ŝ_p`` their right-hand side,
+``[[Ĩ + ρ Ĉ_pᵀĈ_p, Ĉᵀ], [Ĉ, 0]] [ξ; λ] = [r̂ + ρ Ĉ_pᵀŝ_p; ŝ]`` — the original
+system with ``ρ Ĉ_pᵀ`` times the parent rows ``Ĉ_p ξ = ŝ_p`` added to the body
+rows, so the same solution, ``λ`` included, and the same ``μ`` from the true
+residual. Its body pivot ``Ĩ + updates + ρ Ĉ_pᵀĈ_p`` is positive definite
+exactly when no motion the joints allow costs no energy, which the model
+checks when it is built (:func:`natcoord.model.frozen.check_point_masses`).
+``ρ`` is the mass the body carries (its subtree's), the scale of its
+articulated inertia. ``Ĉ_p`` also touches the parent body: one block more in
+the body's column (:mod:`natcoord.linalg.symbolic`). The term is added in the
+true metric's forced pass only, where the dropped rows are known (a dropped
+row's constraint is not imposed and contributes no term); the mass-free pass
+needs none. The floor of a point mass is 0 (``λ_min(J4) = 0``).
+
 The numeric phase runs in the compiled core (``natcoord/core/src/blockldl.c``:
 ``engine.factor_kernel`` and ``engine.solve_kernel``), in buffers allocated once per
 solver, without Python and without allocating; the C code and its comments are
@@ -74,7 +101,8 @@ PlanArrays = namedtuple("PlanArrays", [
     "sign", "col_ptr", "col_node", "upd_ptr", "upd_q", "upd_p", "upd_t", "node_row0", "jp",
     "jp_ptr", "jp_row", "jp_slot", "jp_base", "jp_stride", "jp_axis", "jp_z",
     "body_axis_ptr", "row_z", "side_block", "side_body", "side_trans", "side_row0",
-    "side_size", "jp_e"])
+    "side_size", "jp_e", "al_block", "al_trans", "al_jnode", "al_size", "al_node", "al_copy",
+    "al_rho", "al_pair_u", "al_pair_w", "al_pair_t"])
 #: Per-solver buffers of the numeric phase (see :func:`make_work`).
 WorkBuffers = namedtuple("WorkBuffers", [
     "B", "inv", "E", "F", "Gj", "floor", "bound", "dropped", "decided", "I6", "y", "S3", "z", "ap"])
@@ -159,11 +187,13 @@ class BlockPlan:
         side = np.unique(np.stack([jp_block, body, trans, jnode], 1), axis=0)
         self.side_block, self.side_body, self.side_trans, side_node = side.T.copy()
         self.side_row0, self.side_size = self.node_row0[side_node], self.size[side_node]
+        self._augmentation(model, s)
         self.arrays = PlanArrays(
             J4=model.J4, J4_min=np.linalg.eigvalsh(model.J4)[:, 0].copy(),
-            unit_J4=unit_mass_blocks(model.J4),
-            unit_J4_min=np.linalg.eigvalsh(unit_mass_blocks(model.J4))[:, 0].copy(),
-            mass_ratio=float(mass_ratio(model.J4)), e_index=self.e_index,
+            unit_J4=unit_mass_blocks(model),
+            unit_J4_min=np.linalg.eigvalsh(unit_mass_blocks(model))[:, 0].copy(),
+            mass_ratio=np.inf if any(b.point_mass for b in model.bodies)
+            else float(mass_ratio(model.J4)), e_index=self.e_index,
             body_node=self.body_node, size=self.size, sign=self.sign,
             col_ptr=self.col_ptr, col_node=self.col_node, upd_ptr=self.upd_ptr,
             upd_q=self.upd_q, upd_p=self.upd_p, upd_t=self.upd_t, node_row0=self.node_row0,
@@ -172,7 +202,42 @@ class BlockPlan:
             jp_z=self.jp_z, body_axis_ptr=self.body_axis_ptr, row_z=self.row_z,
             side_block=self.side_block, side_body=self.side_body,
             side_trans=self.side_trans, side_row0=self.side_row0,
-            side_size=self.side_size, jp_e=self.jp_e)
+            side_size=self.side_size, jp_e=self.jp_e, **self.al)
+
+    def _augmentation(self, model, s):
+        """``al_*``: the augmented-Lagrangian term ``ρ ĈᵀĈ`` of each augmented body's
+        parent joint (module docstring). Per *side* (the joint and one of its bodies):
+        the coupling block ``al_block`` (``al_trans`` as ``side_trans``), the joint node
+        ``al_jnode`` and its size, the body node, the block ``al_copy`` (appended to the
+        blocks) that keeps the side's ``Ĉ`` for the solve, and ``ρ``; per pair of sides
+        of one joint, the target block of ``ρ Ĉ_uᵀ Ĉ_w`` (stored as a coupling ``A_uw``)."""
+        mass = np.array([b.mass for b in model.bodies])
+        subtree = mass.copy()                     # children before parents: post-order
+        for b in s.index[s.kind == BODY]:
+            if s.parent[b] >= 0:
+                subtree[s.parent[b]] += subtree[b]
+        sides, rho, pairs = [], [], []
+        for b in s.augmented:
+            j = s.parent_joint[b]
+            jnode = s.joint_node[j]
+            first = len(sides)
+            for u in sorted(model.joint_bodies[j][model.joint_bodies[j] >= 0],
+                            key=lambda u: s.body_node[u]):
+                unode = s.body_node[u]
+                sides.append((self.block_of(max(jnode, unode), min(jnode, unode)),
+                              unode > jnode, jnode, self.size[jnode], unode,
+                              self.n_blocks + len(sides)))
+                rho.append(subtree[b])
+            for w in range(first, len(sides)):      # sides by node: u ≥ w is A_uw
+                for u in range(w, len(sides)):
+                    pairs.append((u, w, self.block_of(sides[u][4], sides[w][4])))
+        self.n_blocks += len(sides)
+        side = np.array(sides, np.int64).reshape(-1, 6)
+        pair = np.array(pairs, np.int64).reshape(-1, 3)
+        self.al = {name: side[:, k].copy() for k, name in enumerate(
+            ("al_block", "al_trans", "al_jnode", "al_size", "al_node", "al_copy"))}
+        self.al.update(al_rho=np.array(rho, float), al_pair_u=pair[:, 0].copy(),
+                       al_pair_w=pair[:, 1].copy(), al_pair_t=pair[:, 2].copy())
 
     def block_of(self, q, k):
         """Block index of ``A_qk`` (q ≥ k)."""
@@ -281,7 +346,7 @@ class BlockLDL(KKTSolver):
             joint = self.model.joints[self.structure.index[where]]
             return (f"block: the rows of joint {joint.name!r} are independent (decided on "
                     f"the geometry) but cannot be pivoted in the mass metric: the body "
-                    f"masses span a factor {self.plan.arrays.mass_ratio:.1e}, more than the "
+                    f"masses span a factor {mass_ratio(self.model.J4):.1e}, more than the "
                     f"fixed elimination order resolves in double precision; use "
                     f"solver='superlu' or 'dense' (pivoted LU), or rescale the lightest or "
                     f"heaviest bodies")
@@ -289,6 +354,10 @@ class BlockLDL(KKTSolver):
             body, why = where, "singular frame"
         else:
             body, why = self.structure.index[where], "pivot not positive definite"
+            if self.model.bodies[body].point_mass:
+                return (f"block: body {self.model.bodies[body].name!r}: {why}: a point mass "
+                        f"whose rotation its joints no longer determine (a joint axis through "
+                        f"its point?), or whose axes e1, e2, e3 are far from independent")
         return (f"block: body {self.model.bodies[body].name!r}: {why}; its axes e1, e2, e3 "
                 f"must stay linearly independent (is the state far off the constraints?)")
 

@@ -28,8 +28,7 @@ from sksparse.cholmod import CholmodError, CholmodWarning, analyze
 
 from ..core import engine
 from ..model.kernels import jacobian_times, jacobian_transpose_times, mass_times
-from .base import (DROP_TOL, HOLD_TOL, KKTSolver, MassSpreadError, mass_ratio, refined_solve,
-                   unit_mass_blocks)
+from .base import DROP_TOL, HOLD_TOL, KKTSolver, MassSpreadError, mass_ratio, refined_solve
 from .redundancy import redundant_rows
 
 
@@ -102,12 +101,15 @@ class CholmodKKT(KKTSolver):
 
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
-        condition = np.linalg.cond(unit_mass_blocks(model.J4)) if model.n_bodies else []
+        mass = model.J4[:, :1, :1]
+        condition = np.linalg.cond(model.J4 / np.where(mass > 0.0, mass, 1.0)) \
+            if model.n_bodies else []
         thin = [b.name for b, c in zip(model.bodies, condition) if c > self.max_J4_condition]
         if thin:
             raise MassSpreadError(
                 f"{self.name}: the range-space method inverts each body's J4, and bodies "
-                f"{thin} have J4/m conditioned up to {max(condition):.1e} (thin plates), "
+                f"{thin} have J4/m conditioned up to {max(condition):.1e} (thin plates, "
+                f"point masses), "
                 f"beyond the {self.max_J4_condition:.0e} it resolves: use solver='block' "
                 f"(the default), 'superlu' or 'dense', which solve with the bodies' mass on "
                 f"their rigid motions")

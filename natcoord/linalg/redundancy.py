@@ -31,7 +31,7 @@ def rigid_body_projector(model, G):
     # velocities; the same matrix for M positive definite), so that only the 6×6
     # spatial inertia TᵀMT is inverted, as the block factorization does: a thin
     # plate's J4 is nearly singular, its spatial inertia is not (docs/method.md §1.2)
-    M = np.einsum("iab,kl->iakbl", unit_mass_blocks(model.J4), np.eye(3)).reshape(n, 12, 12)
+    M = np.einsum("iab,kl->iakbl", unit_mass_blocks(model), np.eye(3)).reshape(n, 12, 12)
     T = np.linalg.svd(GR)[2][:, 6:].transpose(0, 2, 1)   # (n, 12, 6)
     return T @ np.linalg.solve(T.transpose(0, 2, 1) @ M @ T, T.transpose(0, 2, 1))
 

@@ -17,6 +17,13 @@ Eliminating a node then couples only nodes of its loop: trees give no fill,
 a loop gives fill along its path only (its cut joint meets every body and
 tree joint of the path).
 
+A body without rotational inertia of its own (a point mass) may have a
+singular pivot (see :mod:`natcoord.linalg.blockldl`): the factorization then
+adds the augmented-Lagrangian term ``ρ ĈᵀĈ`` of the joint to its parent, which
+couples the body to the parent body directly — one more block in the body's
+column, and no fill beyond it (the joint, next in the order, couples the two
+anyway).
+
 The placement keeps constraint partitioning exact. When a joint is
 eliminated, the eliminated nodes connected to it touch at most one body not
 yet eliminated (``c``, or the parent) and no ground; all their rows are
@@ -45,7 +52,8 @@ class BlockStructure:
     ``kind``, ``index`` (N,): node k of the order is body or joint ``index[k]``;
     ``body_node`` (n,), ``joint_node`` (n_joints,): inverse maps. ``parent`` (n,):
     parent body in the spanning tree (−1 ground or a floating root),
-    ``parent_joint`` (n,): joint to it (−1 none), ``cut`` : loop-closing joints.
+    ``parent_joint`` (n,): joint to it (−1 none), ``cut`` : loop-closing joints,
+    ``augmented``: the bodies whose parent joint's ``ρ ĈᵀĈ`` is added (point masses).
     Column k of the block factor holds the later nodes ``col_node[col_ptr[k]:
     col_ptr[k+1]]`` (ascending); ``col_fill`` marks those that are fill.
     """
@@ -57,6 +65,7 @@ class BlockStructure:
     parent: np.ndarray
     parent_joint: np.ndarray
     cut: np.ndarray
+    augmented: np.ndarray
     col_ptr: np.ndarray
     col_node: np.ndarray
     col_fill: np.ndarray
@@ -76,7 +85,8 @@ class BlockStructure:
 def structure(model) -> BlockStructure:
     """The block structure of ``model``: elimination order and fill (O(n); a solver
     computes it once and keeps it)."""
-    return _analyse(model.n_bodies, model.joint_bodies)
+    return _analyse(model.n_bodies, model.joint_bodies,
+                    [b.index for b in model.bodies if b.point_mass])
 
 
 def spanning_tree(n_bodies, joint_bodies):
@@ -157,7 +167,7 @@ def _order(n_bodies, joint_bodies, tree, parent, depth, children, roots, parent_
     return order
 
 
-def _analyse(n_bodies, joint_bodies):
+def _analyse(n_bodies, joint_bodies, augmented=()):
     joint_bodies = np.asarray(joint_bodies, np.int64).reshape(-1, 2)
     tree, parent, parent_joint, depth, children, roots = spanning_tree(n_bodies, joint_bodies)
     order = _order(n_bodies, joint_bodies, tree, parent, depth, children, roots, parent_joint)
@@ -174,6 +184,10 @@ def _analyse(n_bodies, joint_bodies):
         for b in bodies[bodies >= 0]:
             lo, hi = sorted((joint_node[j], body_node[b]))
             upper[lo].add(hi)
+    augmented = np.array([b for b in augmented if parent_joint[b] >= 0], np.int64)
+    for b in augmented:                 # ρ ĈᵀĈ of the parent joint: body to parent body
+        if parent[b] >= 0:
+            upper[body_node[b]].add(body_node[parent[b]])
     original = [frozenset(u) for u in upper]
     for k, u in enumerate(upper):
         if u:
@@ -184,4 +198,4 @@ def _analyse(n_bodies, joint_bodies):
     col_node = np.array([q for c in columns for q in c], np.int64)
     col_fill = np.array([q not in original[k] for k, c in enumerate(columns) for q in c], bool)
     return BlockStructure(kind, index, body_node, joint_node, parent, parent_joint,
-                          np.flatnonzero(~tree), col_ptr, col_node, col_fill)
+                          np.flatnonzero(~tree), augmented, col_ptr, col_node, col_fill)

@@ -38,6 +38,12 @@ class Body:
     axes: np.ndarray
 
     @property
+    def point_mass(self) -> bool:
+        """A point mass: zero inertia about the centre of mass (:func:`validate_conditioning`);
+        with zero mass too, a massless body (a frame between joints)."""
+        return not np.any(self.inertia)
+
+    @property
     def J4(self) -> np.ndarray:
         """4×4 ``J4 = [[m, m c̄ᵀ], [m c̄, J]]`` so that ``M_i = J4 ⊗ I3`` (§1.2).
 
@@ -83,10 +89,16 @@ def validate_mass_properties(name, mass, inertia):
     The central second moments ``J_c = ½ tr(I) 1 − I`` have eigenvalues
     ``½(I_j + I_k − I_i)``: negative violates the triangle inequality of the
     principal moments, zero is a line or plane mass distribution. Returns
-    ``(mass, inertia)`` as float and (3, 3) array.
+    ``(mass, inertia)`` as float and (3, 3) array. An inertia of exactly zero is a
+    point mass, accepted (:func:`validate_conditioning`), and with it a mass of zero:
+    a massless body, the frame between two joints that MuJoCo composes in one body
+    (natcoord.io.mjcf).
     """
-    mass = number(mass, "mass", f"body {name!r}", "positive")
     I = float_array(inertia)
+    point = I is not None and I.shape == (3, 3) and not np.any(I)
+    mass = number(mass, "mass", f"body {name!r}", "non-negative" if point else "positive")
+    if point:
+        return mass, np.zeros((3, 3))
     if I is None or I.shape != (3, 3) or not np.all(np.isfinite(I)):
         raise ValueError(f"body {name!r}: inertia must be a finite 3×3 matrix, got {inertia!r}")
     scale = max(np.abs(I).max(), np.finfo(float).tiny)
@@ -119,14 +131,28 @@ def validate_conditioning(body):
     on ``Ĩ`` too (:mod:`natcoord.linalg.redundancy`). So a thin plate, ``J4``
     nearly singular (tiago's ``arm_1_link``: condition number of ``J4/m``
     2.1e12, q̈ equal to Pinocchio's to 3e-15 with block, dense and superlu), is
-    as good as a block, while a point mass is not. Only ``cholmod``'s
-    range-space method inverts ``J4``; it refuses such bodies itself. In body axes ``Ĩ/m = [[1, −[c̄]×], [[c̄]×, I_c/m − [c̄]×²]]`` does not
-    depend on the mass scale (a 1e-9 kg body with proportionally small inertia
-    is as good as a 1 kg one); its condition number is large when the radii
-    of gyration are tiny compared with 1 m (a point mass) or with the distance
+    as good as a block. Only ``cholmod``'s range-space method inverts ``J4``; it
+    refuses such bodies itself. In body axes
+    ``Ĩ/m = [[1, −[c̄]×], [[c̄]×, I_c/m − [c̄]×²]]`` does not depend on the mass
+    scale (a 1e-9 kg body with proportionally small inertia is as good as a 1 kg
+    one); its condition number is large when the radii of gyration are tiny
+    compared with 1 m (nearly a point mass) or with the distance
     of the frame origin from the centre of mass. Beyond ``_COND_MAX`` solves
-    with it lose more than 12 of 16 digits.
+    with it lose more than 12 of 16 digits: a body whose radii of gyration are
+    tiny yet not zero is refused.
+
+    A point mass (inertia exactly zero, :attr:`Body.point_mass`; an importer
+    rounds icub's 1e-20 kg m² to it) is the exception: its ``Ĩ`` has rank 3,
+    exactly, and no solve inverts it alone. The block factorization pivots on
+    ``Ĩ`` plus the articulated inertia of the subtree the body carries
+    (:mod:`natcoord.linalg.blockldl`), positive definite when the joints to that
+    subtree determine the body's rotation (as in Featherstone's articulated-body
+    algorithm, Pinocchio's ``aba``); the reference backends solve the KKT matrix,
+    regular on the same condition. A model is checked for it when it is built
+    (:func:`natcoord.model.frozen.check_point_masses`).
     """
+    if body.point_mass:
+        return
     c = body.com
     C = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
     spatial = np.block([[np.eye(3), -C], [C, body.inertia / body.mass - C @ C]])

@@ -174,7 +174,9 @@ def size_factor(model):
 def _size_factor(model):
     X = np.asarray(model.p_reference, float).reshape(-1, 4, 3)
     J4 = np.asarray(model.J4, float)
-    com = X[:, 0] + np.einsum("ik,ikj->ij", J4[:, 0, 1:] / J4[:, :1, 0], X[:, 1:])
+    mass = J4[:, :1, 0]
+    com = X[:, 0] + np.einsum("ik,ikj->ij", J4[:, 0, 1:] / np.where(mass > 0.0, mass, 1.0),
+                              X[:, 1:])             # a massless body's: its origin
     points = np.concatenate([X[:, 0], com])
     size = float(np.linalg.norm(np.ptp(points, axis=0))) if points.size else 0.0
     return min(1.0, size) if size > 0.0 else 1.0

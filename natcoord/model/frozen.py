@@ -13,6 +13,7 @@ from . import core_tables
 from .body import mass_terms
 from .drives import Weight, fill_weights, pack
 from .joints import rigid_body_rows
+from .kernels import constraint_kernel
 from .parameters import parameter_changes
 
 RIGID, JOINT = 0, 1
@@ -209,7 +210,7 @@ class Model:
         gravity = _frozen(mech.gravity, float)
         J4, gravity_force = mass_terms(bodies, gravity)
         p0, v0 = mech.initial_guess()
-        return cls(
+        model = cls(
             name=mech.name, scenario=FrozenDict(scenario), bodies=bodies,
             joints=tuple(mech.joints), forces=tuple(mech.forces), gravity=gravity,
             body_index=FrozenDict({b.name: b.index for b in bodies}),
@@ -224,6 +225,8 @@ class Model:
             p_guess=_frozen(p0), v_guess=_frozen(v0),
             p_reference=_frozen(np.concatenate([b.coordinates().ravel() for b in bodies])),
             import_report=FrozenDict(mech.import_report), inputs=tuple(mech.inputs))
+        check_point_masses(model)
+        return model
 
     @property
     def n_bodies(self):
@@ -342,3 +345,50 @@ class Model:
         X = p.reshape(-1, 3)
         return core_tables.energy(self, p, v) + sum(
             f.potential(X) for f in core_tables.python_forces(self) if hasattr(f, "potential"))
+
+
+#: smallest kinetic energy, relative to the largest, of a motion the joints allow
+#: (bodies at unit mass: geometry only) when the model has point masses; the bound of
+#: a body's own spatial inertia (natcoord.model.body._COND_MAX)
+_KINETIC_MIN = 1e-12
+
+
+def check_point_masses(model):
+    """``ValueError`` naming the point masses of a motion without kinetic energy.
+
+    A point mass (:attr:`~natcoord.model.body.Body.point_mass`) has no rotational
+    inertia (a massless body no inertia at all): its rotation about its point
+    costs no energy unless the joints to the bodies it carries turn them with it.
+    Where nothing does — a point mass at the end of a chain on a joint whose axis
+    passes through its point, or on a spherical joint; icub's head and neck links
+    at the reference configuration —
+    the mass matrix is singular on the joints' motions and no solver has an
+    answer (Pinocchio's ``crba`` is singular there too). Checked at the reference
+    configuration, in the mass-free metric (every body at unit mass, so that a
+    spread of masses is not taken for a singularity): the smallest eigenvalue of
+    ``M`` on the null space of the Jacobian. Dense, ``O((12 n)³)``, and only for
+    models with point masses.
+    """
+    if not any(b.point_mass for b in model.bodies):
+        return
+    from scipy.linalg import eigh, null_space      # here: only models with point masses
+    tables, m = model.tables, model.n_rows
+    W = tables.weight_table(0.0, np.empty((model.n_weights, 3)))
+    g, g_t, gamma = np.empty(m), np.empty(m), np.empty(m)
+    G = np.empty((tables.pattern_row.size, 3))
+    X = model.p_reference.reshape(-1, 3)
+    constraint_kernel(tables.terms, X, np.zeros_like(X), W, g, g_t, gamma, G)
+    N = null_space(tables.csr(G).toarray())
+    unit = sp.block_diag([np.kron(J4 / (J4[0, 0] or 1.0), np.eye(3)) for J4 in model.J4])
+    energy, motion = eigh(N.T @ (unit @ N))
+    if energy[0] > _KINETIC_MIN * energy[-1]:
+        return
+    speed = np.linalg.norm((N @ motion[:, 0]).reshape(model.n_bodies, 12), axis=1)
+    moving = [b.name for b in model.bodies if b.point_mass and speed[b.index] > 1e-6 * speed.max()]
+    raise ValueError(
+        f"point masses {moving} turn without kinetic energy at the reference configuration "
+        f"(smallest kinetic energy of a motion the joints allow {energy[0] / energy[-1]:.1e} "
+        f"of the largest, bodies at unit mass): a point mass has no rotational inertia, and "
+        f"no joint to a body it carries turns that body with it (a point mass at the end of "
+        f"a chain on a joint through its point?); the mass matrix is singular. Give the "
+        f"bodies the inertia of their shape")

@@ -118,7 +118,10 @@ class Mechanism:
 
         ``com``: centre of mass (world point unless ``local``); ``inertia``:
         3×3 tensor about the centre of mass in body axes; ``origin``/``axes``:
-        reference placement of the body frame (axes as columns).
+        reference placement of the body frame (axes as columns). A zero inertia is
+        a point mass; a zero mass with it, a massless body (a frame between two
+        joints). Either is accepted when the joints to the bodies it carries
+        determine its motion, checked by :meth:`build` (docs/method.md §1.2).
         """
         if not isinstance(name, str) or not name or name.lower() == "ground":
             raise ValueError(f"body name must be a non-empty string other than 'ground', "

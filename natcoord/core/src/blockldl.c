@@ -45,9 +45,10 @@ typedef struct {
     const int64_t *e_index, *body_node, *size, *col_ptr, *col_node, *upd_ptr, *upd_q,
         *upd_p, *upd_t, *node_row0, *jp, *jp_ptr, *jp_row, *jp_slot, *jp_base, *jp_stride,
         *jp_axis, *jp_z, *body_axis_ptr, *row_z, *side_block, *side_body, *side_trans,
-        *side_row0, *side_size, *jp_e;
-    const double *sign;
-    int64_t n_jp, n_side, n_row_z;
+        *side_row0, *side_size, *jp_e, *al_block, *al_trans, *al_jnode, *al_size, *al_node,
+        *al_copy, *al_pair_u, *al_pair_w, *al_pair_t;
+    const double *sign, *al_rho;
+    int64_t n_jp, n_side, n_row_z, n_al, n_al_pair;
     double *B, *inv, *E, *F, *Gj, *floor, *bound, *z, *ap;
     int64_t *dropped;
     const uint8_t *decided;
@@ -70,6 +71,12 @@ static ldl ldl_of(const nc_arr *P, const nc_arr *Wk)
         .side_block = I64(P[P_side_block]), .side_body = I64(P[P_side_body]),
         .side_trans = I64(P[P_side_trans]), .side_row0 = I64(P[P_side_row0]),
         .side_size = I64(P[P_side_size]), .jp_e = I64(P[P_jp_e]), .sign = F64(P[P_sign]),
+        .al_block = I64(P[P_al_block]), .al_trans = I64(P[P_al_trans]),
+        .al_jnode = I64(P[P_al_jnode]), .al_size = I64(P[P_al_size]),
+        .al_node = I64(P[P_al_node]), .al_copy = I64(P[P_al_copy]),
+        .al_pair_u = I64(P[P_al_pair_u]), .al_pair_w = I64(P[P_al_pair_w]),
+        .al_pair_t = I64(P[P_al_pair_t]), .al_rho = F64(P[P_al_rho]),
+        .n_al = P[P_al_block].size, .n_al_pair = P[P_al_pair_t].size,
         .n_jp = P[P_jp].size, .n_side = P[P_side_block].size, .n_row_z = P[P_row_z].size,
         .B = F64(Wk[WK_B]), .inv = F64(Wk[WK_inv]), .E = F64(Wk[WK_E]), .F = F64(Wk[WK_F]),
         .Gj = F64(Wk[WK_Gj]), .floor = F64(Wk[WK_floor]), .bound = F64(Wk[WK_bound]),
@@ -407,6 +414,40 @@ NC_INLINE int64_t assemble(const double *G, const ldl *s)
     return -1;
 }
 
+/* The augmented-Lagrangian term ρ ĈᵀĈ of the parent joints of point masses
+ * (natcoord.linalg.blockldl): each side's twist-form coupling Ĉ (as assembled) is copied
+ * to its own block, row r at 6 r + a, the rows decided dropped zeroed (their constraint
+ * is not imposed, so no term of theirs may enter); then ρ Ĉ_uᵀ Ĉ_w is added to the blocks
+ * A_uw of each pair of the joint's bodies, stored as couplings (entry (i, c) at 6 c + i;
+ * a body's diagonal block is symmetric). The solve adds ρ Ĉᵀ ŝ to the right-hand side
+ * from the copies (solve_lanes). */
+NC_INLINE void augment(const ldl *s)
+{
+    double *B = s->B;
+    for (int64_t k = 0; k < s->n_al; k++) {
+        const double *src = B + 36 * s->al_block[k];
+        double *dst = B + 36 * s->al_copy[k];
+        const int64_t row0 = s->node_row0[s->al_jnode[k]];
+        for (int64_t r = 0; r < 6; r++)
+            for (int a = 0; a < 6; a++)
+                dst[6 * r + a] = r >= s->al_size[k] || s->decided[row0 + r] ? 0.0
+                                 : s->al_trans[k] ? src[6 * r + a] : src[6 * a + r];
+    }
+    for (int64_t t = 0; t < s->n_al_pair; t++) {
+        const double *U = B + 36 * s->al_copy[s->al_pair_u[t]];
+        const double *W = B + 36 * s->al_copy[s->al_pair_w[t]];
+        const double rho = s->al_rho[s->al_pair_u[t]];
+        double *T = B + 36 * s->al_pair_t[t];
+        for (int i = 0; i < 6; i++)
+            for (int c = 0; c < 6; c++) {
+                double acc = 0.0;
+                for (int r = 0; r < 6; r++)
+                    acc += U[6 * r + i] * W[6 * r + c];
+                T[6 * c + i] += rho * acc;
+            }
+    }
+}
+
 /* Padding. A joint node of size d < 6 leaves rows and columns d..5 of its blocks, and of
  * the couplings it is a row or column node of, exactly +0: assembly writes none of them,
  * a Schur update adds σ·(+0) to them (a sum that starts at +0 and adds products with a
@@ -581,6 +622,8 @@ NC_INLINE int64_t factor_pass(const double *G, const double *J4, const double *J
     *where = assemble(G, s);
     if (*where >= 0)
         return SINGULAR_FRAME;
+    if (forced)             /* the true metric's last pass: the decided rows are known */
+        augment(s);
     *where = eliminate(G, threshold, ratio, forced, s, count, ambiguous);
     if (*where < 0)
         return FACTORED;
@@ -589,14 +632,17 @@ NC_INLINE int64_t factor_pass(const double *G, const double *J4, const double *J
 
 /* Factor in the true metric; a joint row whose keep/drop decision could differ in the
  * mass-free metric (unit-mass blocks) triggers a pass in that metric, whose decision the
- * final factorization in the true metric follows. Bodies of equal mass never need it. */
+ * final factorization in the true metric follows. Bodies of equal mass never need it; a
+ * point mass (ratio ∞: the true metric does not bound the mass-free one) always does, and
+ * starts there. */
 NC_INLINE int64_t nc_factor_kernel_body(const double *G, const double *threshold,
                                         const nc_arr *P, const nc_arr *Wk, int64_t *where,
                                         int64_t *count)
 {
     ldl s = ldl_of(P, Wk);
     int64_t ambiguous, status;
-    for (int pass = 0;; pass++) {        /* true metric, mass-free, true metric forced */
+    for (int pass = isinf(SCALAR(P[P_mass_ratio])) ? 1 : 0;; pass++) {
+        /* true metric, mass-free, true metric forced */
         int unit = pass == 1;
         status = factor_pass(G, F64(P[unit ? P_unit_J4 : P_J4]),
                              F64(P[unit ? P_unit_J4_min : P_J4_min]), threshold,
@@ -832,6 +878,14 @@ NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
         }
         for (int j = 0; j < nl && cur >= 0; j++)
             z[nl * cur + j] = zc[j];
+    }
+    for (int64_t k = 0; k < s.n_al; k++) {  /* ρ Ĉᵀ ŝ of the augmented joints (augment) */
+        const double *Ck = B + 36 * s.al_copy[k], *zj = z + nl * 6 * s.al_jnode[k];
+        double *zu = z + nl * 6 * s.al_node[k];
+        for (int a = 0; a < 6; a++)
+            for (int64_t r = 0; r < s.al_size[k]; r++)
+                for (int j = 0; j < nl; j++)
+                    zu[nl * a + j] += s.al_rho[k] * Ck[6 * r + a] * zj[nl * r + j];
     }
     const double *C = B + 36 * N;
     for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */

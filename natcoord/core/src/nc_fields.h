@@ -142,10 +142,20 @@ enum {
     P_side_row0,
     P_side_size,
     P_jp_e,
+    P_al_block,
+    P_al_trans,
+    P_al_jnode,
+    P_al_size,
+    P_al_node,
+    P_al_copy,
+    P_al_rho,
+    P_al_pair_u,
+    P_al_pair_w,
+    P_al_pair_t,
     P_COUNT
 };
-#define NC_PLAN_KINDS "ddddfqqqdqqqqqqqqqqqqqqqqqqqqqqq"
-#define NC_PLAN_NAMES "J4,J4_min,unit_J4,unit_J4_min,mass_ratio,e_index,body_node,size,sign,col_ptr,col_node,upd_ptr,upd_q,upd_p,upd_t,node_row0,jp,jp_ptr,jp_row,jp_slot,jp_base,jp_stride,jp_axis,jp_z,body_axis_ptr,row_z,side_block,side_body,side_trans,side_row0,side_size,jp_e"
+#define NC_PLAN_KINDS "ddddfqqqdqqqqqqqqqqqqqqqqqqqqqqqqqqqqqdqqq"
+#define NC_PLAN_NAMES "J4,J4_min,unit_J4,unit_J4_min,mass_ratio,e_index,body_node,size,sign,col_ptr,col_node,upd_ptr,upd_q,upd_p,upd_t,node_row0,jp,jp_ptr,jp_row,jp_slot,jp_base,jp_stride,jp_axis,jp_z,body_axis_ptr,row_z,side_block,side_body,side_trans,side_row0,side_size,jp_e,al_block,al_trans,al_jnode,al_size,al_node,al_copy,al_rho,al_pair_u,al_pair_w,al_pair_t"
 
 enum {
     WK_B,
