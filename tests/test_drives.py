@@ -6,6 +6,7 @@ from scipy.integrate import cumulative_simpson
 from scipy.interpolate import CubicSpline
 
 import natcoord as nc
+from natcoord.integrate.stepper import DOPRI5
 from natcoord.model.body import box_inertia
 
 MASS, SIZE = 2.0, (0.4, 0.1, 0.2)
@@ -55,6 +56,29 @@ def test_time_derivatives_match_finite_differences():
     assert np.abs(first - (G @ v + ws.g_t)).max() < 1e-5
     assert np.abs(second - (G @ a - ws.gamma)).max() < 1e-5
     # the FD check above must see the drives: their rows carry g_t ≠ 0
+    assert np.count_nonzero(ws.g_t) == 2
+
+
+def test_the_core_s_checks_evaluate_the_drives_rates():
+    """The projection and the checks of the core evaluate g, g_t and G without γ
+    (which only the right-hand side needs): at a state off the manifold, the G v + g_t
+    that ``observe`` leaves in the core's buffers is the central difference of g along
+    (v, 1), and its g is the Workspace's (the full evaluation)."""
+    model = two_drives()
+    rng = np.random.default_rng(2)
+    p = model.p_reference + 0.1 * rng.standard_normal(model.n_coords)
+    v = rng.standard_normal(model.n_coords)
+    t, h = 0.7, 1e-3
+    stepper = DOPRI5(model, t_bound=1.0)
+    stepper.observe(t, np.concatenate([p, v]))
+    ws = nc.Workspace(model)
+    ws.constraints(t + h, p + h * v, v)
+    ahead = ws.g.copy()
+    ws.constraints(t - h, p - h * v, v)
+    rate = (ahead - ws.g) / (2 * h)
+    assert np.abs(stepper._S.Gv - rate).max() < 1e-5
+    ws.constraints(t, p, v)
+    np.testing.assert_array_equal(stepper._S.g, ws.g)
     assert np.count_nonzero(ws.g_t) == 2
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import natcoord as nc
 import natcoord.integrate.simulate as integrate
+from natcoord.integrate.stepper import DOPRI5
 from natcoord.model.body import box_inertia, rod_inertia
 
 NAN, INF = float("nan"), float("inf")
@@ -178,6 +179,29 @@ def test_fast_bodies_at_a_round_off_tolerance():
     assert sol.constraint_residual.max() <= 1e-12
     energy = sol.energy - sol.energy[0]
     assert np.abs(energy).max() <= 1e-6 * sol.energy[0]
+
+
+def test_a_state_within_the_round_off_floor_is_not_iterated():
+    """At 3000 rad/s and proj_tol = 1e-12 the velocity target is 0.1 × the round-off
+    floor 10 ε |G| |v| ≈ 4e-13, above 0.1 proj_tol = 1e-13. A state whose ‖G v + g_t‖
+    lies between the two is converged as it stands: projecting it takes no
+    factorization and no iteration (the Newton consults the floor whenever a residual
+    could be within it, not only on its last iteration: an iteration in round-off does
+    not contract and would be refactored until then)."""
+    model = spinner(3000.0)
+    stepper = DOPRI5(model, t_bound=0.003, rtol=1e-10, proj_tol=1e-12)
+    stepper.step()
+    y, n = stepper.y.copy(), model.n_coords
+    direction = np.zeros_like(y)
+    direction[n:] = np.random.default_rng(3).standard_normal(n)
+    unit = stepper.observe(stepper.t, y + direction)[2]
+    for size in (1.5e-13, 2.5e-13, 3.5e-13):
+        state = y + direction * (size / unit)
+        assert 1e-13 < stepper.observe(stepper.t, state)[2] < 0.1 * 10 * np.finfo(float).eps * 3000
+        before = stepper.n_factorizations, stepper.n_projection_iterations
+        projected = stepper.project(stepper.t, state)
+        assert (stepper.n_factorizations, stepper.n_projection_iterations) == before
+        np.testing.assert_array_equal(projected, state)
 
 
 def test_any_failure_while_recording_an_output_keeps_the_solution(model, monkeypatch):

@@ -85,6 +85,16 @@ void nc_evaluate_constraints(const nc_arr *T, const nc_arr *S, const double *X,
                    S[S_g].size, S[S_G].shape[0]);
 }
 
+/* S.g, S.g_t and S.G at (X, V): nc_evaluate_constraints without γ, which only the
+ * right-hand side solves with (a projection's and a check's evaluations leave S.gamma
+ * as the last one left it) */
+static void evaluate_geometry(const nc_arr *T, const nc_arr *S, const double *X,
+                              const double *V, const double *W)
+{
+    nc_constraints(T, X, V, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]), S[S_g].size,
+                   S[S_G].shape[0]);
+}
+
 /* S.Gv = G v + g_t for the Jacobian in S.G */
 static void velocity_residual(const nc_arr *T, const nc_arr *S, const double *V)
 {
@@ -257,15 +267,25 @@ int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *
     return 0;
 }
 
+/* largest |a_i| over i < len not skipped (skip NULL: all), 0 for none; NaN passed over
+ * as py_max does. Four partial maxima, one dependent comparison per four entries: the
+ * result does not depend on the order */
+static double abs_max(const double *a, const uint8_t *skip, int64_t len)
+{
+    double top[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t i = 0;
+    for (; i + 4 <= len; i += 4)
+        for (int j = 0; j < 4; j++)
+            top[j] = py_max(top[j], skip && skip[i + j] ? 0.0 : fabs(a[i + j]));
+    for (; i < len; i++)
+        top[0] = py_max(top[0], skip && skip[i] ? 0.0 : fabs(a[i]));
+    return py_max(py_max(top[0], top[1]), py_max(top[2], top[3]));
+}
+
 /* largest |r| over the kept rows */
 static double kept_max(const nc_arr *S, const double *r)
 {
-    const uint8_t *mask = BOOL(S[S_mask]);
-    double size = 0.0;
-    for (int64_t i = 0; i < S[S_mask].size; i++)
-        if (!mask[i])
-            size = py_max(size, fabs(r[i]));
-    return size;
+    return abs_max(r, BOOL(S[S_mask]), S[S_mask].size);
 }
 
 /* max_rows |G| |x| (+ |g_t|): the size of the terms a residual row sums. Rows in order
@@ -306,6 +326,26 @@ static double threshold_top(const nc_arr *T, const nc_arr *S, const double *x, i
     return top;
 }
 
+/* An upper bound of threshold_top in one pass over G and x without the rows: every
+ * block of G is in one row, so a row's Σ |G_k| |x| is at most ‖x‖∞ Σ_k ‖G_k‖₁ over all
+ * blocks (+ max |g_t|). Doubled, it stays a bound whatever the rounding of either side's
+ * sums (relative errors of the order 3 nnz ε); the four partial sums only make the pass
+ * short (threshold_top adds each row in order, one dependent addition after another). */
+static double top_bound(const nc_arr *T, const nc_arr *S, const double *x, int velocity)
+{
+    const double *G = F64(S[S_G]), *g_t = F64(S[S_g_t]);
+    int64_t len = 3 * T[T_pattern_row].size, i = 0;
+    double sum[4] = {0.0, 0.0, 0.0, 0.0};
+    for (; i + 4 <= len; i += 4)
+        for (int j = 0; j < 4; j++)
+            sum[j] += fabs(G[i + j]);
+    for (; i < len; i++)
+        sum[0] += fabs(G[i]);
+    double rate = velocity ? abs_max(g_t, NULL, S[S_g_t].size) : 0.0;
+    return 2.0 * (((sum[0] + sum[1]) + (sum[2] + sum[3])) * abs_max(x, NULL, S[S_x].size)
+                  + rate);
+}
+
 /* projection.threshold: max(tol, ROUNDOFF ε top), top = threshold_top: the tolerance a
  * residual summing terms of size |G| |x| can be held to */
 static inline double threshold_of(double top, double tol)
@@ -333,19 +373,28 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
         if (velocity)
             velocity_residual(T, S, x);
         else
-            nc_evaluate_constraints(T, S, x, other, W);
+            evaluate_geometry(T, S, x, other, W);
         size = kept_max(S, r);
         *iterations = it;
-        /* the target is at least MARGIN × tol × size_factor: below that, converged
-         * without the round-off floor (threshold_top; *top −1: not computed) */
+        /* The target MARGIN threshold_of(top, tol size_factor) is the larger of floor =
+         * MARGIN tol size_factor and MARGIN ROUNDOFF ε top: below floor, converged
+         * without top; above MARGIN ROUNDOFF ε top_bound (≥ that of top) and floor, not
+         * converged without top either — an output's first iterate, some 1e-7 off the
+         * manifold, is, and threshold_top was most of its cost beyond the factorization
+         * and solves. Top itself only in between, and on the last iteration for the
+         * failure's target. *top −1: not computed. */
         double floor = MARGIN * (tol * SCALAR(T[T_size_factor]));
         *top = -1.0;
+        target = floor;
         if (size <= floor)
             return 0;
-        *top = threshold_top(T, S, x, velocity);
-        target = MARGIN * threshold_of(*top, tol * SCALAR(T[T_size_factor]));
-        if (size <= target)
-            return 0;
+        if (size <= MARGIN * ROUNDOFF * DBL_EPSILON * top_bound(T, S, x, velocity) ||
+            it == MAX_NEWTON - 1) {
+            *top = threshold_top(T, S, x, velocity);
+            target = MARGIN * threshold_of(*top, tol * SCALAR(T[T_size_factor]));
+            if (size <= target)
+                return 0;
+        }
         if (size > CONTRACTION * previous) {
             int64_t status = nc_factor(S, P, Wk, hk);
             if (status != 0)
@@ -370,8 +419,7 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
  * a step's projection starts from its last stage's factorization (taken at the
  * unprojected end point, within the local error of the manifold: one or two
  * iterations); an output, up to a step away from it, is factored at its own point
- * first (fresh). Leaves S evaluated (evaluate) at the projected y, but for S.gamma (at
- * the velocities before their projection); tops (if not NULL): threshold_top of the
+ * first (fresh). Leaves S evaluated (evaluate) at the projected y; tops (if not NULL): threshold_top of the
  * positions and the velocities there (mode 0), −1 where newton did not need it. */
 static int64_t project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                        const nc_hooks *hk, double *y, const double *W, int64_t mode, double tol, int fresh,
@@ -389,7 +437,7 @@ static int64_t project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
     }
     if (mode == NC_PROJECT_POSITIONS_AND_VELOCITIES || mode == NC_PROJECT_VELOCITIES) {
         if (mode == NC_PROJECT_VELOCITIES)
-            nc_evaluate_constraints(T, S, p, v, W);
+            evaluate_geometry(T, S, p, v, W);
         status = newton(T, S, P, Wk, hk, v, p, W, 1, tol, fresh, &k, &top[1]);
         if (status != 0)
             return status < 0 ? NC_VELOCITY_PROJECTION : status;
@@ -407,11 +455,11 @@ int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_a
     return project(T, S, P, Wk, hk, y, W, mode, tol, fresh, NULL);
 }
 
-/* S.g, S.g_t, S.gamma, S.G and S.Gv = G v + g_t at y */
+/* S.g, S.g_t, S.G and S.Gv = G v + g_t at y */
 static void evaluate(const nc_arr *T, const nc_arr *S, const double *y, const double *W)
 {
     int64_t n = S[S_x].size;
-    nc_evaluate_constraints(T, S, y, y + n, W);
+    evaluate_geometry(T, S, y, y + n, W);
     velocity_residual(T, S, y + n);
 }
 
