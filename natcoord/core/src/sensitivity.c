@@ -108,37 +108,49 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
         }
         const double *w = W + 3 * qw[k];
         const double w0 = w[0], w1 = w[1], w2 = w[2], cf = qc[k];
-        /* the point's factors in locals, shared by the c directions */
-        double Pa[3], Pb[3], Qa[3], Qb[3];
-        for (int i = 0; i < 3; i++) {
-            if (stage && w1 == 0.0 && w2 == 0.0) {     /* undriven: most terms */
-                Pa[i] = w0 * A[a + i];
-                Pb[i] = w0 * A[b + i];
-                Qa[i] = 2.0 * w0 * V[a + i];
-                Qb[i] = 2.0 * w0 * V[b + i];
-            } else if (stage) {
-                Pa[i] = w0 * A[a + i] + 2.0 * w1 * V[a + i] + w2 * X[a + i];
-                Pb[i] = w0 * A[b + i] + 2.0 * w1 * V[b + i] + w2 * X[b + i];
-                Qa[i] = 2.0 * w0 * V[a + i] + 2.0 * w1 * X[a + i];
-                Qb[i] = 2.0 * w0 * V[b + i] + 2.0 * w1 * X[b + i];
-            } else {
-                Pa[i] = w0 * A[a + i] + w1 * X[a + i];
-                Pb[i] = w0 * A[b + i] + w1 * X[b + i];
-            }
-        }
+        const int undriven = w1 == 0.0 && w2 == 0.0;
         const double wl = stage ? w0 * cf * lam[r] : 0.0;
-        for (int j = 0; j < c; j++) {
-            const double *dx = dX + j * xc;
-            double sum = dot3s(dx + b * xs, xs, Pa) + dot3s(dx + a * xs, xs, Pb);
-            if (stage) {
-                const double *dv = dV + j * xc;
-                sum += dot3s(dv + b * xs, xs, Qa) + dot3s(dv + a * xs, xs, Qb);
-                acc[j] -= cf * sum;
-                double *Fj = F + j * fc;
-                for (int i = 0; i < 3; i++) {
+        /* per direction the four dot products dx_b·P_a, dx_a·P_b, dv_b·Q_a, dv_a·Q_b,
+         * component by component (each summed x, then y, then z): the point's factors of
+         * one component are live at a time, few enough for the registers when c = 1 */
+        double d1[NC_LANES], d2[NC_LANES], d3[NC_LANES], d4[NC_LANES];
+        for (int i = 0; i < 3; i++) {
+            double Pa, Pb, Qa = 0.0, Qb = 0.0;
+            if (stage && undriven) {                     /* most terms */
+                Pa = w0 * A[a + i];
+                Pb = w0 * A[b + i];
+                Qa = 2.0 * w0 * V[a + i];
+                Qb = 2.0 * w0 * V[b + i];
+            } else if (stage) {
+                Pa = w0 * A[a + i] + 2.0 * w1 * V[a + i] + w2 * X[a + i];
+                Pb = w0 * A[b + i] + 2.0 * w1 * V[b + i] + w2 * X[b + i];
+                Qa = 2.0 * w0 * V[a + i] + 2.0 * w1 * X[a + i];
+                Qb = 2.0 * w0 * V[b + i] + 2.0 * w1 * X[b + i];
+            } else {
+                Pa = w0 * A[a + i] + w1 * X[a + i];
+                Pb = w0 * A[b + i] + w1 * X[b + i];
+            }
+            for (int j = 0; j < c; j++) {
+                const double *dx = dX + j * xc;
+                const double p1 = dx[(b + i) * xs] * Pa, p2 = dx[(a + i) * xs] * Pb;
+                d1[j] = i == 0 ? p1 : d1[j] + p1;
+                d2[j] = i == 0 ? p2 : d2[j] + p2;
+                if (stage) {
+                    const double *dv = dV + j * xc;
+                    const double p3 = dv[(b + i) * xs] * Qa, p4 = dv[(a + i) * xs] * Qb;
+                    d3[j] = i == 0 ? p3 : d3[j] + p3;
+                    d4[j] = i == 0 ? p4 : d4[j] + p4;
+                    double *Fj = F + j * fc;
                     Fj[(a + i) * fs] -= wl * dx[(b + i) * xs];
                     Fj[(b + i) * fs] -= wl * dx[(a + i) * xs];
                 }
+            }
+        }
+        for (int j = 0; j < c; j++) {
+            double sum = d1[j] + d2[j];
+            if (stage) {
+                sum += d3[j] + d4[j];
+                acc[j] -= cf * sum;
             } else {
                 acc[j] += cf * sum;
             }
@@ -430,19 +442,19 @@ static int64_t outputs(const sweep_ctx *x, const nc_arr *Wk, const double *t_out
 }
 
 /* out = y + h Σ_{j<s} a_sj K_j (K (7, N) rows): the stage point Y_s (and dY_s) of the
- * forward run, to rounding: dopri5.c sums in OpenBLAS's order (its static combine),
- * here in stage order, vectorized over the N components */
+ * forward run, summed in stage order as dopri5.c's combine (to the sign of a zero sum).
+ * One pass over the N components, each sum in a register: the former pass per stage
+ * through a scratch row read and wrote it s + 1 times (2 % of the six-bar's sweep) */
 static void stage_point(const double *y, double h, const double *K, int64_t s, int64_t N,
-                        double *comb, double *out)
+                        double *out)
 {
     const double *a = NC_A_DENSE[s];
-    for (int64_t q = 0; q < N; q++)
-        comb[q] = a[0] * K[q];
-    for (int64_t j = 1; j < s; j++)
-        for (int64_t q = 0; q < N; q++)
-            comb[q] += a[j] * K[j * N + q];
-    for (int64_t q = 0; q < N; q++)
-        out[q] = y[q] + h * comb[q];
+    for (int64_t q = 0; q < N; q++) {
+        double sum = a[0] * K[q];
+        for (int64_t j = 1; j < s; j++)
+            sum += a[j] * K[j * N + q];
+        out[q] = y[q] + h * sum;
+    }
 }
 
 /* The directions B[K_dy] (c, 2 N) carried along the forward run's first m accepted
@@ -461,7 +473,7 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
     const nc_arr *B = x->B;
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
     double *dK = F64(B[K_dK]), *dy = F64(B[K_dy]), *dys = F64(B[K_dys]);
-    double *clock = F64(B[K_clock]), *Y = F64(B[K_y]), *comb = F64(B[K_comb]);
+    double *clock = F64(B[K_clock]), *Y = F64(B[K_y]);
     double *W = F64(B[K_W]), *a = F64(B[K_a]), *lam = F64(B[K_lam]);
     int64_t n_lam = B[K_lam].size, k = 0;
     int64_t status = outputs(x, Wk, t_out, y_out, n_out, result, &k);
@@ -482,9 +494,9 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
         }
         memcpy(F64(B[K_dyold]), dy, c * N * sizeof(double));
         for (int64_t s = 1; s < 7; s++) {
-            stage_point(y, h, K, s, N, comb, Y);
+            stage_point(y, h, K, s, N, Y);
             for (int64_t j = 0; j < c; j++)
-                stage_point(dy + j * N, h, dK + 7 * N * j, s, N, comb, dys + j * N);
+                stage_point(dy + j * N, h, dK + 7 * N * j, s, N, dys + j * N);
             nc_weights_at(x->T, NULL, t + NC_C_DENSE[s] * h, W);
             memcpy(a, K + s * N + n, n * sizeof(double));
             memcpy(lam, &AT3(store[FS_lam], i, s - 1, 0), n_lam * sizeof(double));

@@ -30,7 +30,6 @@ enum {
     K_dyold,
     K_dynew,
     K_dout,
-    K_comb,
     K_F,
     K_s,
     K_dx,
@@ -39,8 +38,8 @@ enum {
     K_lanes,
     K_COUNT
 };
-#define NC_SWEEP_KINDS "ddddddddddddddddd"
-#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,clock,lanes"
+#define NC_SWEEP_KINDS "dddddddddddddddd"
+#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,F,s,dx,mu,clock,lanes"
 
 #include "nc_core.h"
 
