@@ -338,33 +338,58 @@ static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const
                                 ldo);
 }
 
-/* out = (dp⁺, dv⁺) of the projection of dy at the projected (X, V), with K factored
- * in Wk and G in S[S_G] there (LinearizationPoint.projection_derivative):
+/* out + j N = (dp⁺, dv⁺) of the projection of the `width` directions dy + j N at the
+ * projected (X, V), with K factored in Wk and G in S[S_G] there
+ * (LinearizationPoint.projection_derivative):
  *     dp⁺ = dp − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ G dp      (one solve with [0; −G dp])
- *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)] */
-static void projection_derivative(const sweep_ctx *x, const nc_arr *Wk, const double *X,
-                                  const double *V, const double *W, const double *dy,
-                                  double *out)
+ *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)]
+ * Each of the two solves for all the directions at once, in L lanes (L = 2 or NC_LANES,
+ * a spare lane zero; L = 1 for one direction: the plain layout), in one pass over the
+ * factor (nc_solve_lanes): its c solves one by one were a quarter of the projection's
+ * cost per direction. A direction's bits are those of its solve alone. Scratch: the
+ * lanes of B[K_lanes] (x, a zero r, s and λ), s (m) and mu (m). */
+static void projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
+                                   const double *V, const double *W, const double *dy,
+                                   int width, double *out)
 {
     const nc_arr *T = x->T, *S = x->S, *B = x->B;
-    int64_t n = B[K_dx].size, m = B[K_mu].size, nnz = T[T_pattern_row].size;
+    int64_t n = B[K_dx].size, N = 2 * n, m = B[K_mu].size, nnz = T[T_pattern_row].size;
     const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
-    const double *G = F64(S[S_G]), *zero = F64(S[S_zero]);
-    double *s = F64(B[K_s]), *dx = F64(B[K_dx]), *mu = F64(B[K_mu]);
-    double *dp = out, *dv = out + n;
-    nc_jacobian_times(prow, pslot, nnz, G, dy, s, m);
-    for (int64_t r = 0; r < m; r++)
-        s[r] = -s[r];
-    nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
-    for (int64_t i = 0; i < n; i++)
-        dp[i] = dy[i] + dx[i];
-    nc_jacobian_times(prow, pslot, nnz, G, dy + n, s, m);
-    nc_velocity_directional(T, X, V, W, dp, mu, m);
-    for (int64_t r = 0; r < m; r++)                /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
-        s[r] = -(s[r] + mu[r]);
-    nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
-    for (int64_t i = 0; i < n; i++)
-        dv[i] = dy[n + i] + dx[i];
+    const double *G = F64(S[S_G]);
+    double *s = F64(B[K_s]), *mu = F64(B[K_mu]);
+    const int L = width == 1 ? 1 : width == 2 ? 2 : NC_LANES;
+    double *xl = F64(B[K_lanes]), *rl = xl + L * n, *sl = rl + L * n;
+    double *lam = L == 1 ? mu : sl;          /* the lanes' λ over their s (nc_solve_lanes) */
+    memset(rl, 0, (L * n + L * m) * sizeof(double));       /* r = 0; spare lanes' s = 0 */
+    for (int j = 0; j < width; j++) {
+        nc_jacobian_times(prow, pslot, nnz, G, dy + j * N, s, m);
+        for (int64_t r = 0; r < m; r++)
+            sl[L * r + j] = -s[r];
+    }
+    if (L == 1)
+        nc_solve_kernel(rl, sl, x->P, Wk, xl, lam);
+    else
+        nc_solve_lanes(rl, sl, x->P, Wk, xl, lam, L);
+    for (int j = 0; j < width; j++) {
+        const double *d = dy + j * N;
+        double *dp = out + j * N;
+        for (int64_t i = 0; i < n; i++)
+            dp[i] = d[i] + xl[L * i + j];
+        nc_jacobian_times(prow, pslot, nnz, G, d + n, s, m);
+        nc_velocity_directional(T, X, V, W, dp, mu, m);
+        for (int64_t r = 0; r < m; r++)            /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
+            sl[L * r + j] = -(s[r] + mu[r]);
+    }
+    for (int j = width; j < L; j++)              /* the spare lane's λ of the first solve */
+        for (int64_t r = 0; r < m; r++)
+            sl[L * r + j] = 0.0;
+    if (L == 1)
+        nc_solve_kernel(rl, sl, x->P, Wk, xl, lam);
+    else
+        nc_solve_lanes(rl, sl, x->P, Wk, xl, lam, L);
+    for (int j = 0; j < width; j++)
+        for (int64_t i = 0; i < n; i++)
+            out[j * N + n + i] = dy[j * N + n + i] + xl[L * i + j];
 }
 
 /* dK[:, 0] = (dv, da) along the directions dy (c, 2 N) at the first state (t, y) of the
@@ -403,8 +428,9 @@ static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, double t, const d
     int64_t status = nc_factor(x->S, x->P, Wk, NULL);
     if (status != 0)
         return status;
-    for (int64_t j = 0; j < c; j++)
-        projection_derivative(x, Wk, y, y + n, W, dy + j * N, out + j * N);
+    for (int64_t b = 0; b < c; b += NC_LANES)
+        projection_derivatives(x, Wk, y, y + n, W, dy + b * N,
+                               c - b < NC_LANES ? (int)(c - b) : NC_LANES, out + b * N);
     return 0;
 }
 
