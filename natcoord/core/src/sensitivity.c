@@ -331,7 +331,7 @@ static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const
                                      int64_t ld, double *da, int64_t ldo)
 {
     const nc_arr *B = x->B;
-    int64_t n = B[K_dx].size;
+    int64_t n = B[K_a].size;
     nc_acceleration_derivatives(x->T, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
                                 F64(B[K_a]), F64(B[K_lam]), dY, dY + n, ld, F64(B[K_F]), n,
                                 F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, F64(B[K_lanes]), da,
@@ -345,15 +345,15 @@ static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const
  *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)]
  * Each of the two solves for all the directions at once, in L lanes (L = 2 or NC_LANES,
  * a spare lane zero; L = 1 for one direction: the plain layout), in one pass over the
- * factor (nc_solve_lanes): its c solves one by one were a quarter of the projection's
- * cost per direction. A direction's bits are those of its solve alone. Scratch: the
- * lanes of B[K_lanes] (x, a zero r, s and λ), s (m) and mu (m). */
+ * factor (nc_solve_lanes), not 2 c solves one by one (hexapod, four directions: a
+ * sensitivity run 2.53 -> 2.38 forward runs). A direction's bits are those of its solve
+ * alone. Scratch: the lanes of B[K_lanes] (x, a zero r, s and λ), s (m) and mu (m). */
 static void projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
                                    const double *V, const double *W, const double *dy,
                                    int width, double *out)
 {
     const nc_arr *T = x->T, *S = x->S, *B = x->B;
-    int64_t n = B[K_dx].size, N = 2 * n, m = B[K_mu].size, nnz = T[T_pattern_row].size;
+    int64_t n = B[K_a].size, N = 2 * n, m = B[K_mu].size, nnz = T[T_pattern_row].size;
     const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
     const double *G = F64(S[S_G]);
     double *s = F64(B[K_s]), *mu = F64(B[K_mu]);
@@ -592,7 +592,7 @@ NC_WRAPPER(advance_swept)
     double eps_floor = v[8].f, drift_tol = v[12].f;
     nc_segments seg = {F64(v[17].arr), F64(v[18].arr), F64(v[19].arr), v[17].arr.shape[0]};
     int64_t N = rec_y->shape[1], cap = rec_t->size - 1, dsize = B[K_dy].size;
-    if (B[K_lanes].size < NC_LANES * (3 * B[K_dx].size + B[K_mu].size)) {
+    if (B[K_lanes].size < NC_LANES * (3 * B[K_a].size + B[K_mu].size)) {
         PyErr_Format(PyExc_ValueError, "core.advance_swept: Work.lanes must hold %d (3 n + m) "
                      "entries (compiled_sensitivity.LANES = NC_LANES)", NC_LANES);
         return NULL;

@@ -32,14 +32,13 @@ enum {
     K_dout,
     K_F,
     K_s,
-    K_dx,
     K_mu,
     K_clock,
     K_lanes,
     K_COUNT
 };
-#define NC_SWEEP_KINDS "dddddddddddddddd"
-#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,F,s,dx,mu,clock,lanes"
+#define NC_SWEEP_KINDS "ddddddddddddddd"
+#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,F,s,mu,clock,lanes"
 
 #include "nc_core.h"
 
