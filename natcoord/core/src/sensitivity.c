@@ -325,15 +325,17 @@ void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *
 }
 
 /* da_j (at da + j ldo) along the sweep's c directions dY + j ld (dY_j = (dX, dV)) with the
- * sweep's columns' parameters */
+ * sweep's columns' parameters, at the point (X, V) with accelerations A and multipliers
+ * lam (read where the stepper left them: no copies) */
 static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
-                                     const double *V, const double *W, const double *dY,
-                                     int64_t ld, double *da, int64_t ldo)
+                                     const double *V, const double *W, const double *A,
+                                     const double *lam, const double *dY, int64_t ld,
+                                     double *da, int64_t ldo)
 {
     const nc_arr *B = x->B;
-    int64_t n = B[K_a].size;
+    int64_t n = B[K_dy].shape[1] / 2;
     nc_acceleration_derivatives(x->T, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
-                                F64(B[K_a]), F64(B[K_lam]), dY, dY + n, ld, F64(B[K_F]), n,
+                                A, lam, dY, dY + n, ld, F64(B[K_F]), n,
                                 F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, F64(B[K_lanes]), da,
                                 ldo);
 }
@@ -353,7 +355,7 @@ static void projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const d
                                    int width, double *out)
 {
     const nc_arr *T = x->T, *S = x->S, *B = x->B;
-    int64_t n = B[K_a].size, N = 2 * n, m = B[K_mu].size, nnz = T[T_pattern_row].size;
+    int64_t n = B[K_dy].shape[1] / 2, N = 2 * n, m = B[K_mu].size, nnz = T[T_pattern_row].size;
     const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
     const double *G = F64(S[S_G]);
     double *s = F64(B[K_s]), *mu = F64(B[K_mu]);
@@ -406,12 +408,11 @@ static int64_t first_stage(const sweep_ctx *x, const nc_arr *Wk, double t, const
                             K0);
     if (status != 0)
         return status;
-    memcpy(F64(B[K_a]), K0 + n, n * sizeof(double));
-    memcpy(F64(B[K_lam]), F64(x->S[S_lam]), B[K_lam].size * sizeof(double));
     double *dK = F64(B[K_dK]);
     for (int64_t j = 0; j < c; j++)
         memcpy(dK + 7 * N * j, dy + j * N + n, n * sizeof(double));
-    acceleration_derivatives(x, Wk, y, y + n, W, dy, N, dK + n, 7 * N);
+    acceleration_derivatives(x, Wk, y, y + n, W, K0 + n, F64(x->S[S_lam]), dy, N, dK + n,
+                             7 * N);
     return 0;
 }
 
@@ -513,8 +514,8 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
     double *dK = F64(B[K_dK]), *dy = F64(B[K_dy]), *dys = F64(B[K_dys]);
     double *clock = F64(B[K_clock]), *Y = F64(B[K_y]);
-    double *W = F64(B[K_W]), *a = F64(B[K_a]), *lam = F64(B[K_lam]);
-    int64_t n_lam = B[K_lam].size, k = 0;
+    double *W = F64(B[K_W]);
+    int64_t k = 0;
     int64_t status = outputs(x, Wk, t_out, y_out, n_out, result, &k);
     for (int64_t i = 0; i < m && status == 0; i++) {
         double t = seg->t[2 * i], h = seg->t[2 * i + 1];
@@ -537,13 +538,13 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
             for (int64_t j = 0; j < c; j++)
                 nc_stage_point(dy + j * N, h, dK + 7 * N * j, s, N, dys + j * N);
             nc_weights_at(x->T, NULL, t + NC_C_DENSE[s] * h, W);
-            memcpy(a, K + s * N + n, n * sizeof(double));
-            memcpy(lam, &AT3(store[FS_lam], i, s - 1, 0), n_lam * sizeof(double));
             nc_arr Ws[WK_COUNT];
             nc_stage_work(Wk, store, i, s - 1, Ws);
             for (int64_t j = 0; j < c; j++)
                 memcpy(dK + (7 * j + s) * N, dys + j * N + n, n * sizeof(double));
-            acceleration_derivatives(x, Ws, Y, Y + n, W, dys, N, dK + s * N + n, 7 * N);
+            acceleration_derivatives(x, Ws, Y, Y + n, W, K + s * N + n,
+                                     &AT3(store[FS_lam], i, s - 1, 0), dys, N, dK + s * N + n,
+                                     7 * N);
         }
         memcpy(F64(B[K_dynew]), dys, c * N * sizeof(double));     /* dY_6 (A[6] = B) */
         int last = i + 1 == m;
@@ -592,7 +593,7 @@ NC_WRAPPER(advance_swept)
     double eps_floor = v[8].f, drift_tol = v[12].f;
     nc_segments seg = {F64(v[17].arr), F64(v[18].arr), F64(v[19].arr), v[17].arr.shape[0]};
     int64_t N = rec_y->shape[1], cap = rec_t->size - 1, dsize = B[K_dy].size;
-    if (B[K_lanes].size < NC_LANES * (3 * B[K_a].size + B[K_mu].size)) {
+    if (B[K_lanes].size < NC_LANES * (3 * (B[K_dy].shape[1] / 2) + B[K_mu].size)) {
         PyErr_Format(PyExc_ValueError, "core.advance_swept: Work.lanes must hold %d (3 n + m) "
                      "entries (compiled_sensitivity.LANES = NC_LANES)", NC_LANES);
         return NULL;

@@ -20,8 +20,6 @@ enum {
 
 /* the sweep's buffers (all float64) */
 enum {
-    K_a,
-    K_lam,
     K_W,
     K_y,
     K_dK,
@@ -37,8 +35,8 @@ enum {
     K_lanes,
     K_COUNT
 };
-#define NC_SWEEP_KINDS "ddddddddddddddd"
-#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,F,s,mu,clock,lanes"
+#define NC_SWEEP_KINDS "ddddddddddddd"
+#define NC_SWEEP_NAMES "W,y,dK,dy,dys,dyold,dynew,dout,F,s,mu,clock,lanes"
 
 #include "nc_core.h"
 
