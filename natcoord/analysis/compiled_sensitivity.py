@@ -61,17 +61,18 @@ SPRING_KINDS = ("stiffness", "damping", "rest_length")
 Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_kind",
                                        "torque"])
 
-#: the sweep's buffers: the linearization point ``(a, λ)``, the weight table, a
-#: stage point ``y`` (2N,), the stage derivatives ``dK`` (c, 7, 2N), directions
-#: (c, 2N): ``dy`` at the last step's end, ``dyold`` at its start, the stage's
-#: ``dys``, the step's ``dynew`` before projection, the dense output's ``dout``;
-#: scratch ``comb``; the right-hand sides ``F`` (c, 4 n, 3), ``s`` (c, m) of all columns
-#: of a stage and the solutions ``dx``, ``mu``;
-#: the ``clock``; scratch ``lanes`` of the directional pass (for two directions or more).
+#: the sweep's buffers: the weight table, a stage point ``y`` (2N,), the stage
+#: derivatives ``dK`` (c, 7, 2N), directions (c, 2N): ``dy`` at the last step's end,
+#: ``dyold`` at its start, the stage's ``dys``, the step's ``dynew`` before projection,
+#: the dense output's ``dout``; the right-hand sides ``F`` (c, 4 n, 3), ``s`` (c, m) of
+#: all columns of a stage and the multipliers' scratch ``mu``; the ``clock``; scratch
+#: ``lanes`` of the directional pass (two directions or more) and of the projection's
+#: solves. The stage's accelerations and multipliers are read where the stepper left
+#: them (segments, store).
 #: Field order as the core's (``sensitivity.h``, ``K_*``).
 Work = namedtuple("Work", [
-    "a", "lam", "W", "y", "dK", "dy", "dys", "dyold", "dynew", "dout", "comb",
-    "F", "s", "dx", "mu", "clock", "lanes"])
+    "W", "y", "dK", "dy", "dys", "dyold", "dynew", "dout",
+    "F", "s", "mu", "clock", "lanes"])
 
 #: directions side by side in the core's directional pass (sensitivity.h, NC_LANES)
 LANES = engine.LANES
@@ -176,8 +177,7 @@ class Sweep:
 def _work(model, c):
     n, m, rows = model.n_coords, model.n_rows, 4 * model.n_bodies
     z = np.zeros
-    return Work(a=z(n), lam=z(m), W=z((model.n_weights, 3)), y=z(2 * n),
-                dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dyold=z((c, 2 * n)),
-                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), comb=z(2 * n), F=z((c, rows, 3)),
-                s=z((c, m)), dx=z(n), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]),
+    return Work(W=z((model.n_weights, 3)), y=z(2 * n), dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)), dys=z((c, 2 * n)), dyold=z((c, 2 * n)),
+                dynew=z((c, 2 * n)), dout=z((c, 2 * n)), F=z((c, rows, 3)),
+                s=z((c, m)), mu=z(m), clock=np.array([0.0, 0.0, -np.inf, 0.0]),
                 lanes=z(LANES * (3 * n + m)))

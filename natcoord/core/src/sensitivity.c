@@ -68,7 +68,11 @@ NC_INLINE double dot3s(const double *x, int64_t xs, const double *p)
  *   !stage: s_r += c (dx_b·P_a + dx_a·P_b),  P = w A + ẇ x;
  * and (dGᵀλ)_a += w c λ_r dx_b, (dGᵀλ)_b += w c λ_r dx_a. P and Q depend on the point
  * only: computed once per term for all c directions, whose own work is the four
- * products (on an undriven term, ẇ = ẅ = 0, P = w A and Q = 2 w v). A linear term
+ * products. On an undriven term (ẇ = ẅ = 0: most terms) P = w A and Q = 2 w v are not
+ * formed: the products take A and v as they are and the sum is scaled after,
+ * s_r −= (w c) (dx_b·A_a + dx_a·A_b + 2 (dv_b·v_a + dv_a·v_b)), the same bits for the
+ * usual w = 1 (scaling by 1 and 2 is exact) and twelve products fewer per term, which
+ * one direction, not sharing them, felt most (its pass ~15 % faster). A linear term
  * d·x_a: dg_t += ẇ d·dx_a, dγ −= 2 ẇ d·dv_a + ẅ d·dx_a, skipped on undriven rows.
  * Called with constant `stage`, c and strides, so that each caller gets its own
  * branch-free copy, the row sums acc[] stay in registers and, in the lane layout,
@@ -108,39 +112,41 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
         }
         const double *w = W + 3 * qw[k];
         const double w0 = w[0], w1 = w[1], w2 = w[2], cf = qc[k];
-        /* the point's factors in locals, shared by the c directions */
-        double Pa[3], Pb[3], Qa[3], Qb[3];
-        for (int i = 0; i < 3; i++) {
-            if (stage && w1 == 0.0 && w2 == 0.0) {     /* undriven: most terms */
-                Pa[i] = w0 * A[a + i];
-                Pb[i] = w0 * A[b + i];
-                Qa[i] = 2.0 * w0 * V[a + i];
-                Qb[i] = 2.0 * w0 * V[b + i];
-            } else if (stage) {
-                Pa[i] = w0 * A[a + i] + 2.0 * w1 * V[a + i] + w2 * X[a + i];
-                Pb[i] = w0 * A[b + i] + 2.0 * w1 * V[b + i] + w2 * X[b + i];
-                Qa[i] = 2.0 * w0 * V[a + i] + 2.0 * w1 * X[a + i];
-                Qb[i] = 2.0 * w0 * V[b + i] + 2.0 * w1 * X[b + i];
-            } else {
-                Pa[i] = w0 * A[a + i] + w1 * X[a + i];
-                Pb[i] = w0 * A[b + i] + w1 * X[b + i];
+        /* the point's factors: in locals, shared by the c directions, or on an undriven
+         * term A and V themselves with the scales ks (of the sum) and kq (of its Q part) */
+        double Pa[3], Pb[3], Qa[3], Qb[3], ks = 1.0, kq = 1.0;
+        const double *pa = Pa, *pb = Pb, *qa = Qa, *qb = Qb;
+        if (w1 == 0.0 && w2 == 0.0) {
+            pa = A + a, pb = A + b, qa = V + a, qb = V + b;
+            ks = w0, kq = 2.0;
+        } else {
+            for (int i = 0; i < 3; i++) {
+                if (stage) {
+                    Pa[i] = w0 * A[a + i] + 2.0 * w1 * V[a + i] + w2 * X[a + i];
+                    Pb[i] = w0 * A[b + i] + 2.0 * w1 * V[b + i] + w2 * X[b + i];
+                    Qa[i] = 2.0 * w0 * V[a + i] + 2.0 * w1 * X[a + i];
+                    Qb[i] = 2.0 * w0 * V[b + i] + 2.0 * w1 * X[b + i];
+                } else {
+                    Pa[i] = w0 * A[a + i] + w1 * X[a + i];
+                    Pb[i] = w0 * A[b + i] + w1 * X[b + i];
+                }
             }
         }
-        const double wl = stage ? w0 * cf * lam[r] : 0.0;
+        const double wc = ks * cf, wl = stage ? w0 * cf * lam[r] : 0.0;
         for (int j = 0; j < c; j++) {
             const double *dx = dX + j * xc;
-            double sum = dot3s(dx + b * xs, xs, Pa) + dot3s(dx + a * xs, xs, Pb);
+            double sum = dot3s(dx + b * xs, xs, pa) + dot3s(dx + a * xs, xs, pb);
             if (stage) {
                 const double *dv = dV + j * xc;
-                sum += dot3s(dv + b * xs, xs, Qa) + dot3s(dv + a * xs, xs, Qb);
-                acc[j] -= cf * sum;
+                sum += kq * (dot3s(dv + b * xs, xs, qa) + dot3s(dv + a * xs, xs, qb));
+                acc[j] -= wc * sum;
                 double *Fj = F + j * fc;
                 for (int i = 0; i < 3; i++) {
                     Fj[(a + i) * fs] -= wl * dx[(b + i) * xs];
                     Fj[(b + i) * fs] -= wl * dx[(a + i) * xs];
                 }
             } else {
-                acc[j] += cf * sum;
+                acc[j] += wc * sum;
             }
         }
     }
@@ -319,46 +325,73 @@ void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *
 }
 
 /* da_j (at da + j ldo) along the sweep's c directions dY + j ld (dY_j = (dX, dV)) with the
- * sweep's columns' parameters */
+ * sweep's columns' parameters, at the point (X, V) with accelerations A and multipliers
+ * lam (read where the stepper left them: no copies) */
 static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
-                                     const double *V, const double *W, const double *dY,
-                                     int64_t ld, double *da, int64_t ldo)
+                                     const double *V, const double *W, const double *A,
+                                     const double *lam, const double *dY, int64_t ld,
+                                     double *da, int64_t ldo)
 {
     const nc_arr *B = x->B;
-    int64_t n = B[K_dx].size;
+    int64_t n = B[K_dy].shape[1] / 2;
     nc_acceleration_derivatives(x->T, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
-                                F64(B[K_a]), F64(B[K_lam]), dY, dY + n, ld, F64(B[K_F]), n,
+                                A, lam, dY, dY + n, ld, F64(B[K_F]), n,
                                 F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, F64(B[K_lanes]), da,
                                 ldo);
 }
 
-/* out = (dp⁺, dv⁺) of the projection of dy at the projected (X, V), with K factored
- * in Wk and G in S[S_G] there (LinearizationPoint.projection_derivative):
+/* out + j N = (dp⁺, dv⁺) of the projection of the `width` directions dy + j N at the
+ * projected (X, V), with K factored in Wk and G in S[S_G] there
+ * (LinearizationPoint.projection_derivative):
  *     dp⁺ = dp − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ G dp      (one solve with [0; −G dp])
- *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)] */
-static void projection_derivative(const sweep_ctx *x, const nc_arr *Wk, const double *X,
-                                  const double *V, const double *W, const double *dy,
-                                  double *out)
+ *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)]
+ * Each of the two solves for all the directions at once, in L lanes (L = 2 or NC_LANES,
+ * a spare lane zero; L = 1 for one direction: the plain layout), in one pass over the
+ * factor (nc_solve_lanes), not 2 c solves one by one (hexapod, four directions: a
+ * sensitivity run 2.53 -> 2.38 forward runs). A direction's bits are those of its solve
+ * alone. Scratch: the lanes of B[K_lanes] (x, a zero r, s and λ), s (m) and mu (m). */
+static void projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
+                                   const double *V, const double *W, const double *dy,
+                                   int width, double *out)
 {
     const nc_arr *T = x->T, *S = x->S, *B = x->B;
-    int64_t n = B[K_dx].size, m = B[K_mu].size, nnz = T[T_pattern_row].size;
+    int64_t n = B[K_dy].shape[1] / 2, N = 2 * n, m = B[K_mu].size, nnz = T[T_pattern_row].size;
     const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
-    const double *G = F64(S[S_G]), *zero = F64(S[S_zero]);
-    double *s = F64(B[K_s]), *dx = F64(B[K_dx]), *mu = F64(B[K_mu]);
-    double *dp = out, *dv = out + n;
-    nc_jacobian_times(prow, pslot, nnz, G, dy, s, m);
-    for (int64_t r = 0; r < m; r++)
-        s[r] = -s[r];
-    nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
-    for (int64_t i = 0; i < n; i++)
-        dp[i] = dy[i] + dx[i];
-    nc_jacobian_times(prow, pslot, nnz, G, dy + n, s, m);
-    nc_velocity_directional(T, X, V, W, dp, mu, m);
-    for (int64_t r = 0; r < m; r++)                /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
-        s[r] = -(s[r] + mu[r]);
-    nc_solve_kernel(zero, s, x->P, Wk, dx, mu);
-    for (int64_t i = 0; i < n; i++)
-        dv[i] = dy[n + i] + dx[i];
+    const double *G = F64(S[S_G]);
+    double *s = F64(B[K_s]), *mu = F64(B[K_mu]);
+    const int L = width == 1 ? 1 : width == 2 ? 2 : NC_LANES;
+    double *xl = F64(B[K_lanes]), *rl = xl + L * n, *sl = rl + L * n;
+    double *lam = L == 1 ? mu : sl;          /* the lanes' λ over their s (nc_solve_lanes) */
+    memset(rl, 0, (L * n + L * m) * sizeof(double));       /* r = 0; spare lanes' s = 0 */
+    for (int j = 0; j < width; j++) {
+        nc_jacobian_times(prow, pslot, nnz, G, dy + j * N, s, m);
+        for (int64_t r = 0; r < m; r++)
+            sl[L * r + j] = -s[r];
+    }
+    if (L == 1)
+        nc_solve_kernel(rl, sl, x->P, Wk, xl, lam);
+    else
+        nc_solve_lanes(rl, sl, x->P, Wk, xl, lam, L);
+    for (int j = 0; j < width; j++) {
+        const double *d = dy + j * N;
+        double *dp = out + j * N;
+        for (int64_t i = 0; i < n; i++)
+            dp[i] = d[i] + xl[L * i + j];
+        nc_jacobian_times(prow, pslot, nnz, G, d + n, s, m);
+        nc_velocity_directional(T, X, V, W, dp, mu, m);
+        for (int64_t r = 0; r < m; r++)            /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
+            sl[L * r + j] = -(s[r] + mu[r]);
+    }
+    for (int j = width; j < L; j++)              /* the spare lane's λ of the first solve */
+        for (int64_t r = 0; r < m; r++)
+            sl[L * r + j] = 0.0;
+    if (L == 1)
+        nc_solve_kernel(rl, sl, x->P, Wk, xl, lam);
+    else
+        nc_solve_lanes(rl, sl, x->P, Wk, xl, lam, L);
+    for (int j = 0; j < width; j++)
+        for (int64_t i = 0; i < n; i++)
+            out[j * N + n + i] = dy[j * N + n + i] + xl[L * i + j];
 }
 
 /* dK[:, 0] = (dv, da) along the directions dy (c, 2 N) at the first state (t, y) of the
@@ -375,12 +408,11 @@ static int64_t first_stage(const sweep_ctx *x, const nc_arr *Wk, double t, const
                             K0);
     if (status != 0)
         return status;
-    memcpy(F64(B[K_a]), K0 + n, n * sizeof(double));
-    memcpy(F64(B[K_lam]), F64(x->S[S_lam]), B[K_lam].size * sizeof(double));
     double *dK = F64(B[K_dK]);
     for (int64_t j = 0; j < c; j++)
         memcpy(dK + 7 * N * j, dy + j * N + n, n * sizeof(double));
-    acceleration_derivatives(x, Wk, y, y + n, W, dy, N, dK + n, 7 * N);
+    acceleration_derivatives(x, Wk, y, y + n, W, K0 + n, F64(x->S[S_lam]), dy, N, dK + n,
+                             7 * N);
     return 0;
 }
 
@@ -397,8 +429,9 @@ static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, double t, const d
     int64_t status = nc_factor(x->S, x->P, Wk, NULL);
     if (status != 0)
         return status;
-    for (int64_t j = 0; j < c; j++)
-        projection_derivative(x, Wk, y, y + n, W, dy + j * N, out + j * N);
+    for (int64_t b = 0; b < c; b += NC_LANES)
+        projection_derivatives(x, Wk, y, y + n, W, dy + b * N,
+                               c - b < NC_LANES ? (int)(c - b) : NC_LANES, out + b * N);
     return 0;
 }
 
@@ -430,20 +463,39 @@ static int64_t outputs(const sweep_ctx *x, const nc_arr *Wk, const double *t_out
 }
 
 /* out = y + h Σ_{j<s} a_sj K_j (K (7, N) rows): the stage point Y_s (and dY_s) of the
- * forward run, to rounding: dopri5.c sums in OpenBLAS's order (its static combine),
- * here in stage order, vectorized over the N components */
-static void stage_point(const double *y, double h, const double *K, int64_t s, int64_t N,
-                        double *comb, double *out)
+ * forward run, summed in stage order as dopri5.c's combine (to the sign of a zero sum).
+ * One pass over the N components, each sum in a register, with the stage s a constant
+ * (nc_stage_point's switch): the inner sum unrolled, the pass over the components is
+ * vectorized (each lane rounds as the scalar loop). The former pass per stage through
+ * a scratch row, read and written s + 1 times, was 13 % of the six-bar's sweep. */
+NC_INLINE void stage_sum(const double *y, double h, const double *K, const int s, int64_t N,
+                         double *restrict out)
 {
     const double *a = NC_A_DENSE[s];
-    for (int64_t q = 0; q < N; q++)
-        comb[q] = a[0] * K[q];
-    for (int64_t j = 1; j < s; j++)
-        for (int64_t q = 0; q < N; q++)
-            comb[q] += a[j] * K[j * N + q];
-    for (int64_t q = 0; q < N; q++)
-        out[q] = y[q] + h * comb[q];
+    for (int64_t q = 0; q < N; q++) {
+        double sum = a[0] * K[q];
+        for (int j = 1; j < s; j++)
+            sum += a[j] * K[j * N + q];
+        out[q] = y[q] + h * sum;
+    }
 }
+
+NC_INLINE void nc_stage_point_body(const double *y, double h, const double *K, int64_t s,
+                                int64_t N, double *out)
+{
+    switch (s) {
+    case 1: stage_sum(y, h, K, 1, N, out); break;
+    case 2: stage_sum(y, h, K, 2, N, out); break;
+    case 3: stage_sum(y, h, K, 3, N, out); break;
+    case 4: stage_sum(y, h, K, 4, N, out); break;
+    case 5: stage_sum(y, h, K, 5, N, out); break;
+    default: stage_sum(y, h, K, 6, N, out); break;
+    }
+}
+NC_DISPATCH_VOID(nc_stage_point,
+                 (const double *y, double h, const double *K, int64_t s, int64_t N,
+                  double *out),
+                 (y, h, K, s, N, out))
 
 /* The directions B[K_dy] (c, 2 N) carried along the forward run's first m accepted
  * steps seg (t_old, h; y_old, y_new; stages K), whose stage factorizations are in
@@ -461,9 +513,9 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
     const nc_arr *B = x->B;
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
     double *dK = F64(B[K_dK]), *dy = F64(B[K_dy]), *dys = F64(B[K_dys]);
-    double *clock = F64(B[K_clock]), *Y = F64(B[K_y]), *comb = F64(B[K_comb]);
-    double *W = F64(B[K_W]), *a = F64(B[K_a]), *lam = F64(B[K_lam]);
-    int64_t n_lam = B[K_lam].size, k = 0;
+    double *clock = F64(B[K_clock]), *Y = F64(B[K_y]);
+    double *W = F64(B[K_W]);
+    int64_t k = 0;
     int64_t status = outputs(x, Wk, t_out, y_out, n_out, result, &k);
     for (int64_t i = 0; i < m && status == 0; i++) {
         double t = seg->t[2 * i], h = seg->t[2 * i + 1];
@@ -482,17 +534,17 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
         }
         memcpy(F64(B[K_dyold]), dy, c * N * sizeof(double));
         for (int64_t s = 1; s < 7; s++) {
-            stage_point(y, h, K, s, N, comb, Y);
+            nc_stage_point(y, h, K, s, N, Y);
             for (int64_t j = 0; j < c; j++)
-                stage_point(dy + j * N, h, dK + 7 * N * j, s, N, comb, dys + j * N);
+                nc_stage_point(dy + j * N, h, dK + 7 * N * j, s, N, dys + j * N);
             nc_weights_at(x->T, NULL, t + NC_C_DENSE[s] * h, W);
-            memcpy(a, K + s * N + n, n * sizeof(double));
-            memcpy(lam, &AT3(store[FS_lam], i, s - 1, 0), n_lam * sizeof(double));
             nc_arr Ws[WK_COUNT];
             nc_stage_work(Wk, store, i, s - 1, Ws);
             for (int64_t j = 0; j < c; j++)
                 memcpy(dK + (7 * j + s) * N, dys + j * N + n, n * sizeof(double));
-            acceleration_derivatives(x, Ws, Y, Y + n, W, dys, N, dK + s * N + n, 7 * N);
+            acceleration_derivatives(x, Ws, Y, Y + n, W, K + s * N + n,
+                                     &AT3(store[FS_lam], i, s - 1, 0), dys, N, dK + s * N + n,
+                                     7 * N);
         }
         memcpy(F64(B[K_dynew]), dys, c * N * sizeof(double));     /* dY_6 (A[6] = B) */
         int last = i + 1 == m;
@@ -541,7 +593,7 @@ NC_WRAPPER(advance_swept)
     double eps_floor = v[8].f, drift_tol = v[12].f;
     nc_segments seg = {F64(v[17].arr), F64(v[18].arr), F64(v[19].arr), v[17].arr.shape[0]};
     int64_t N = rec_y->shape[1], cap = rec_t->size - 1, dsize = B[K_dy].size;
-    if (B[K_lanes].size < NC_LANES * (3 * B[K_dx].size + B[K_mu].size)) {
+    if (B[K_lanes].size < NC_LANES * (3 * (B[K_dy].shape[1] / 2) + B[K_mu].size)) {
         PyErr_Format(PyExc_ValueError, "core.advance_swept: Work.lanes must hold %d (3 n + m) "
                      "entries (compiled_sensitivity.LANES = NC_LANES)", NC_LANES);
         return NULL;

@@ -20,8 +20,6 @@ enum {
 
 /* the sweep's buffers (all float64) */
 enum {
-    K_a,
-    K_lam,
     K_W,
     K_y,
     K_dK,
@@ -30,17 +28,15 @@ enum {
     K_dyold,
     K_dynew,
     K_dout,
-    K_comb,
     K_F,
     K_s,
-    K_dx,
     K_mu,
     K_clock,
     K_lanes,
     K_COUNT
 };
-#define NC_SWEEP_KINDS "ddddddddddddddddd"
-#define NC_SWEEP_NAMES "a,lam,W,y,dK,dy,dys,dyold,dynew,dout,comb,F,s,dx,mu,clock,lanes"
+#define NC_SWEEP_KINDS "ddddddddddddd"
+#define NC_SWEEP_NAMES "W,y,dK,dy,dys,dyold,dynew,dout,F,s,mu,clock,lanes"
 
 #include "nc_core.h"
 
