@@ -51,6 +51,7 @@
 #define EVALUATION_SHRINK 0.25    /* h after a failed evaluation, as the DOPRI5 step */
 #define STIFF_SHARE 0.03          /* J's neglected part's share of the Newton matrix */
 #define EXACT_UP_TO 24            /* N up to which the Newton matrices use all of J */
+#define JACOBIAN_AT 0.5           /* J's point: this fraction of the step (attempt) */
 
 static const double EPS = 2.220446049250313e-16;
 
@@ -396,6 +397,27 @@ static void mix3(const double *M, const double *Z, int64_t N2, double *out)
 }
 
 /* ------------------------------------------------------------ one attempt */
+/* out (N2) = u(t + s) − u(t) by the last accepted step's collocation polynomial
+ * u(t_old + θ h_old) = y_old + Σ θ^(k+1) Q_k, extrapolated beyond its step (t is its end,
+ * or the start of a retry; zero before the first step): Newton's starting stage increments
+ * and the point of the Jacobian (attempt) */
+static void extrapolate(const radau_ctx *x, double t, double s, double *out)
+{
+    const nc_arr *R = x->R;
+    const double *ctrl = F64(R[R_ctrl]), *Q = F64(R[R_Q]);
+    int64_t N2 = R[R_y].size;
+    if (ctrl[RC_HAVE_DENSE] == 0.0) {                   /* no step yet: u constant */
+        memset(out, 0, N2 * sizeof(double));
+        return;
+    }
+    double end = (t - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
+    double theta = (t + s - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
+    double w[3] = {theta - end, theta * theta - end * end,
+                   theta * theta * theta - end * end * end};
+    for (int64_t i = 0; i < N2; i++)
+        out[i] = w[0] * Q[i] + w[1] * Q[N2 + i] + w[2] * Q[2 * N2 + i];
+}
+
 /* Simplified Newton for Z at (t, y) with step h (IV.8, RADAU5): starts from the last
  * step's collocation polynomial extrapolated to t + c_i h (zero on the first step);
  * θ_k = ‖ΔW_k‖/‖ΔW_(k−1)‖ (from the third iteration the geometric mean of the last two
@@ -411,22 +433,12 @@ static int64_t newton(const radau_ctx *x, double t, const double *y, double h,
     int64_t N2 = R[R_y].size;
     double *ctrl = F64(R[R_ctrl]), *Z = F64(R[R_Z]), *W = F64(R[R_W]), *F = F64(R[R_F]);
     double *dW = F64(R[R_dW]), *point = F64(R[R_err]);
-    const double *coef = F64(R[R_coef]), *scale = F64(R[R_scale]), *Q = F64(R[R_Q]);
+    const double *coef = F64(R[R_coef]), *scale = F64(R[R_scale]);
     const double *c = coef + RCOEF_C, *TI = coef + RCOEF_TI, *Tm = coef + RCOEF_T;
     double mu = coef[RCOEF_MU], alpha = coef[RCOEF_ALPHA], beta = coef[RCOEF_BETA];
     double tol = ctrl[RC_NEWTON_TOL];
-    if (ctrl[RC_HAVE_DENSE] == 0.0) {
-        memset(Z, 0, 3 * N2 * sizeof(double));
-    } else {              /* u(t + c_i h) − u(t), u(t_old + θ h_old) = y_old + Σ θ^(k+1) Q_k */
-        double end = (t - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
-        for (int r = 0; r < 3; r++) {
-            double theta = (t + c[r] * h - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
-            double w[3] = {theta - end, theta * theta - end * end,
-                           theta * theta * theta - end * end * end};
-            for (int64_t i = 0; i < N2; i++)
-                Z[r * N2 + i] = w[0] * Q[i] + w[1] * Q[N2 + i] + w[2] * Q[2 * N2 + i];
-        }
-    }
+    for (int r = 0; r < 3; r++)
+        extrapolate(x, t, c[r] * h, Z + r * N2);
     mix3(TI, Z, N2, W);
     double faccon = pow(dmax(ctrl[RC_FACCON], EPS), 0.8), theta = ctrl[RC_JAC_RATE];
     double norm_old = 0.0, ratio_old = -1.0;
@@ -563,7 +575,12 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
     double *ctrl = F64(R[R_ctrl]), *y = F64(R[R_y]), *scale = F64(R[R_scale]);
     int64_t *counts = I64(R[R_counts]);
     if (ctrl[RC_HAVE_J] == 0.0) {
-        status = jacobian(x, t, y);
+        double *point = F64(R[R_err]);                        /* free until Newton */
+        double s = ctrl[RC_HAVE_DENSE] != 0.0 ? JACOBIAN_AT * h : 0.0;
+        extrapolate(x, t, s, point);
+        for (int64_t i = 0; i < N2; i++)
+            point[i] += y[i];
+        status = jacobian(x, t + s, point);
         if (status != 0)
             return status;
         stiff_basis(x, h);
