@@ -156,9 +156,26 @@ static int64_t project(const radau_ctx *x, double t, double *y)
 }
 
 /* ------------------------------------------------------------ linear algebra */
+/* out (N) = what is left of column j of Mt = [K, γ D]ᵀ (rows: columns) after the
+ * basis u_0 … u_(k−1): column − Σ c_ij u_i, c_ij its projections (rows of Uᵀ K and
+ * Uᵀ D as stiff_basis keeps them). Gram–Schmidt from the columns as they are, not
+ * downdated by each u_i (2 N² flops per basis vector saved, the hexapod's N = 156). */
+static void residual(const double *U, const double *Kb, const double *Db, double g,
+                     int64_t N, int64_t k, const double *Mt, int64_t j, double *out)
+{
+    memcpy(out, Mt + j * N, N * sizeof(double));
+    for (int64_t i = 0; i < k; i++) {
+        double c = j < N ? Kb[i * N + j] : g * Db[i * N + j - N];
+        for (int64_t l = 0; l < N; l++)
+            out[l] -= c * U[i * N + l];
+    }
+}
+
 /* J's stiff subspace (the Newton matrices below): an orthonormal basis u_0 … u_(k−1) of
  * the columns of K and γ D, γ = μ/h at the Jacobian's step, by Gram–Schmidt with
- * pivoting (the column of largest remaining norm next, reorthogonalized once), until the
+ * pivoting (the column of largest remaining norm next, its remainder formed from the
+ * projections already computed and reorthogonalized once; the columns themselves are
+ * not downdated, only their norms), until the
  * largest remaining columns rK of K and γ rD of γ D satisfy rK + γ rD ≤ STIFF_SHARE γ²
  * (or k = N). Kept: the basis, Uᵀ K, Uᵀ D (the projections Gram–Schmidt computes),
  * Uᵀ K U, Uᵀ D U and, for every k, rK and rD
@@ -176,7 +193,7 @@ static void stiff_basis(const radau_ctx *x, double h)
     const double *K = F64(R[R_K]), *D = F64(R[R_D]);
     double *U = F64(R[R_basis]), *Mt = F64(R[R_Mt]), *cn = F64(R[R_cn]), *cn0 = cn + 2 * N;
     double *Kb = F64(R[R_Kb]), *Db = F64(R[R_Db]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
-    double *resK = F64(R[R_res]), *resD = resK + N + 1, *c = F64(R[R_bw]);
+    double *resK = F64(R[R_res]), *resD = resK + N + 1, *c = F64(R[R_bw]), *left = c + 2 * N;
     double g = F64(R[R_coef])[RCOEF_MU] / h, limit = 0.0;
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < N; j++) {
@@ -202,10 +219,9 @@ static void stiff_basis(const radau_ctx *x, double h)
         if (k == N || resK[k] + g * resD[k] <= limit)
             break;
         double *u = U + k * N;
-        for (int pass = 0; pass < 2; pass++) {  /* u from column p, orthogonal to u_0 … */
-            if (pass == 0)
-                memcpy(u, Mt + p * N, N * sizeof(double));
-            else
+        residual(U, Kb, Db, g, N, k, Mt, p, u);
+        for (int pass = 0; pass < 2; pass++) {  /* reorthogonalized once, normalized */
+            if (pass == 1)
                 for (int64_t i = 0; i < k; i++) {
                     double d = nc_dot(U + i * N, u, N);
                     for (int64_t l = 0; l < N; l++)
@@ -221,12 +237,12 @@ static void stiff_basis(const radau_ctx *x, double h)
         for (int64_t j = 0; j < N; j++)
             Kb[k * N + j] = c[j], Db[k * N + j] = c[N + j] / g;
         for (int64_t j = 0; j < 2 * N; j++) {
-            for (int64_t l = 0; l < N; l++)
-                Mt[j * N + l] -= c[j] * u[l];
             /* the norm downdated, recomputed where that cancels (LAPACK's dlaqp2) */
             cn[j] -= c[j] * c[j];
-            if (cn[j] <= 1e-8 * cn0[j])
-                cn[j] = cn0[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+            if (cn[j] <= 1e-8 * cn0[j]) {
+                residual(U, Kb, Db, g, N, k + 1, Mt, j, left);
+                cn[j] = cn0[j] = nc_dot(left, left, N);
+            }
         }
     }
     for (int64_t i = 0; i < k; i++)          /* Uᵀ K U, Uᵀ D U */
