@@ -564,8 +564,8 @@ static double quotient(const double *ctrl, double h, double err, int64_t iterati
     return quot;
 }
 
-/* After a rejected attempt, the retry's h (h > 0; else kept). A Jacobian older than this
- * step's start is recomputed after a failed Newton iteration or evaluation, and after a
+/* After a rejected attempt, the retry's h (h > 0; else kept). A Jacobian kept from an
+ * earlier step is recomputed after a failed Newton iteration or evaluation, and after a
  * failed error test only if Newton contracted slowly (θ > THET, ctrl[RC_JAC_RATE]):
  * RADAU5 recomputes it after either, which cost the hexapod of benchmarks/stiff.py 6 of
  * its 14 Jacobians. */
@@ -580,7 +580,11 @@ static void rejected_attempt(double *ctrl, double h, int newton_failed)
 
 /* One attempt of step h to t_new (t_bound exactly for the last step): NC_ACCEPTED,
  * NC_REJECTED (the next h set) or a failed evaluation's status. The Jacobian is computed
- * at the step's start when none is kept, the LU factors whenever h differs from theirs.
+ * when none is kept, at the middle of the step (JACOBIAN_AT: y + u(t + h/2) − u(t) on
+ * the last step's collocation polynomial u, y itself before the first step; a stiff
+ * spring turns within the step, and simplified Newton contracts the slower the larger
+ * the angle between J's spring and a stage's, halved from the middle), the LU factors
+ * whenever h differs from theirs.
  * After an accepted step (projected) J is kept if Newton contracted with θ ≤ THET
  * (ctrl[RC_JAC_RATE]), and with it h and the LU factors if the proposed change lies in
  * [KEEP_H_LOW, KEEP_H_HIGH]; after a rejection h does not grow. */
@@ -670,7 +674,7 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
 /* Attempts from (ctrl[RC_T_NOW], R.y) until one is accepted (NC_ACCEPTED), max_attempts
  * (NC_MAX_ATTEMPTS), a step-size underflow (NC_UNDERFLOW), an evaluation that keeps
  * failing (its status, once h < 1e-12 max(|t_bound|, 1); a failed evaluation retries
- * with h/4 and a Jacobian of the step's start) or a Python exception (NC_CALLBACK: a
+ * with h/4 and a Jacobian of its own) or a Python exception (NC_CALLBACK: a
  * callback raised, the exception set; the run's cause, not the step's).
  * *rejected: the attempts rejected. */
 static int64_t radau_step(const radau_ctx *x, int64_t max_attempts, double eps_floor,
