@@ -43,16 +43,25 @@ pieces, as in IV.8 (the RADAU5 code):
 * the predictive (Gustafsson) step-size controller with the safety factor
   ``fac = min(0.9, 0.9 (2 NIT + 1)/(2 NIT + iterations))``, no growth right
   after a rejection, a tenth of the step after a rejected first step;
-* the Jacobian is computed at a step's start only when none is kept: it is kept
-  while Newton contracts with ``θ ≤ THET`` (RADAU5's default 0.001 for small
-  systems, its 0.1 for costly Jacobians: :func:`jacobian_rate`) and recomputed after a failed Newton iteration or slow
+* the Jacobian is computed only when none is kept, at the middle of the step
+  (``JACOBIAN_AT`` of radau.c): on the last step's collocation polynomial
+  extrapolated to ``t + h/2`` (at ``y0`` before the first step). In natural
+  coordinates a stiff spring's direction turns with the bodies, by ``φ̇ h`` within
+  a step; simplified Newton contracts the slower the larger the angle between J's
+  spring and a stage's, and from the middle that angle is halved (RADAU5 takes J
+  at ``y0``; measured below). It is kept while Newton contracts with ``θ ≤ THET``
+  (RADAU5's default 0.001 for small systems, its 0.1 for costly Jacobians:
+  :func:`jacobian_rate`) and recomputed after a failed Newton iteration or slow
   convergence; the LU
   factorizations are kept with ``h`` when the proposed change ``h_new/h`` lies in
   ``[1, 1.2]`` and ``J`` is kept;
 * the collocation polynomial as dense output (order 3 uniformly).
 
-This is the logic of RADAU5 (IV.8 and radau5.f), with its constants, and two
-departures measured on benchmarks/stiff.py: slow convergence is predicted from
+This is the logic of RADAU5 (IV.8 and radau5.f), with its constants, and three
+departures measured on benchmarks/stiff.py: J at the middle of the step (above: on
+the elastic pendulum 167 → 156 steps, 30 → 12 rejected, end error 4.9e-8 → 8.9e-9 m;
+on the elastic hexapod 9 → 7 Jacobians; fractions 0.3, 0.65, 0.8, 1 of the step gave
+the pendulum 169, 163, 166, 160 steps), slow convergence is predicted from
 the third Newton iteration, not the second (RADAU5's second-iteration θ is a single
 ratio, which a stiff component the first increment mostly corrects inflates: on the
 elastic pendulum ratios 0.6, 0.08, 0.3, … where the iteration converges; 169 steps,
@@ -71,7 +80,7 @@ compile (forces and drive laws given as Python callables, forces without a law i
 core, the ``dense``, ``superlu`` or ``cholmod`` solver) called back through the
 :class:`~natcoord.integrate.stepper.Callbacks` that DOPRI5 uses — one projection rule,
 one right-hand side. ``J`` is the core's where it knows every force law and factors
-itself: column by column from one factorization at the step's start, by the derivative
+itself: column by column from one factorization at its point, by the derivative
 the sensitivity sweep uses (natcoord/core/src/sensitivity.c), exact for the constraint,
 spring and torque terms, without Baumgarte's stabilization terms (which only slows
 Newton down). Otherwise (a force law in Python, a reference backend) the step calls
@@ -86,9 +95,10 @@ solves.
 In natural coordinates a stiff spring's direction turns with the bodies, so the
 Jacobian of one stage is not that of another. On the elastic pendulum
 (``models.spring_pendulum``, k = 10⁶ N/m, ω = 1000 s⁻¹, rtol = atol = 1e-6, 2 s;
-benchmarks/stiff.py) the run takes 167 steps, 30 rejected, where the same problem
+benchmarks/stiff.py) the run takes 156 steps, 12 rejected, where the same problem
 in polar coordinates (the spring's direction fixed) takes 90 and SciPy's Radau on
-this module's right-hand side and Jacobian 271. Two limits, measured:
+this module's right-hand side and Jacobian 271. Three limits, measured (the first
+two with J at the step's start, 167 steps and 30 rejected; the same picture since):
 
 * simplified Newton contracts slowly once the spring turns by a few hundredths of
   a radian within a step (h ≳ 0.01 s at the bottom of the swing): all 32 (of 169
@@ -97,18 +107,33 @@ this module's right-hand side and Jacobian 271. Two limits, measured:
   errors of 0.01–0.05, grows h past ≈ 0.011 s; a Jacobian kept from the previous
   step (THET = 0.1) makes it worse, 218 steps and 63 rejections;
 * where Newton converges, the error estimate holds h near 0.012–0.014 s at
-  err ≈ 0.25–0.4 over most of the swing (median of the accepted steps 0.25):
-  ≈ 150 steps for 2 s. It is the velocity
+  err ≈ 0.25–0.4 over most of the swing (median of the accepted steps 0.25; the
+  controller's safety factor, lowered by Newton's 4 iterations a step to 0.75, aims
+  at 0.75⁴ ≈ 0.32): ≈ 150 steps for 2 s. The estimate is neither the
+  Jacobian's point (filtered with J at the step's start, middle or end: medians 0.262,
+  0.264, 0.269) nor the constraints' normal directions (the estimate projected onto
+  the tangent space of the position and velocity constraints: 0.262; it lies along
+  the spring, a free direction, and the projection of accepted steps moves nothing
+  on this model). It is the velocity
   along the spring: at the turning point t = 1.09 s (h = 0.0129 s, err = 0.36) the
   filtered estimate is 1.9e-6 m/s along the spring (scaled 1.56 and 0.85 in x, y
   against atol + rtol |v| ≈ 1.1e-6) and 6e-9 m in position — the stiff mode
   turns a position error δ along the spring into a velocity ω δ. In polar
   coordinates that direction is a coordinate of its own, which J, the filter and
-  the quasi-static r(t) follow exactly.
+  the quasi-static r(t) follow exactly;
+* the first step (0.0225 s from ``initial_step``) ends with a velocity along the
+  spring 2.8e-5 m/s off the polar solution's (3.3e-5 against 4.9e-6) that its
+  error estimate, 0.024, does not see; the spring mode rings with it (damping ratio
+  0.01), and the error estimate then holds h near 0.003 s until t ≈ 0.13 s:
+  ≈ 20 steps. First steps of 0.01 to 1e-4 s take 148 steps but end 1.8e-8 to
+  2.5e-6 m from the reference (8.9e-9 m from 0.0225 s).
 
 RADAU5's tolerance transformation (above; measured with THET = 0.1) took it to
-146 steps with a 140× larger error; 120 steps are not reached by RADAU5's logic
-in these coordinates.
+146 steps with a 140× larger error, and its Newton accuracy alone (κ·Tol of its
+transformed tolerance expressed in the user's, ≈ 0.03 against 1e-3 here) to 143 steps
+with the ball 1.1e-6 m off at 2 s instead of 8.9e-9 m; 120 steps are not reached
+by RADAU5's logic in these coordinates (err at h = 0.0167 s, 2 s / 120, would be
+≈ 0.33 (0.0167/0.0125)⁴ ≈ 1.1).
 
 The coefficients ``T, Λ, e`` are computed from the Butcher tableau at import
 (``T`` from the eigenvectors of ``A⁻¹``, ``e`` from the order conditions of
@@ -188,7 +213,15 @@ NEWTON_MAXITER = 7
 #: (N = 12) 0.001: 169 steps, 32 rejected, 169 Jacobians, 3.5 ms; 0.1: 218, 63, 90,
 #: 4.9 ms (a Jacobian one step old has a spring direction turned by φ̇ h ≈ 0.03 rad);
 #: driven hexapod (N = 156, 1 s) 0.001: 39 Jacobians in 40 steps, 0.37 s; 0.1: 1 in 42,
-#: 0.067 s; six-bar (N = 60) 0.036 s against 0.017 s
+#: 0.067 s; six-bar (N = 60) 0.036 s against 0.017 s. Again with J at the middle of the
+#: step (radau.c JACOBIAN_AT), the elastic pendulum's cost split: a Jacobian 8 µs (the
+#: core's radau_jacobian: one evaluation and 24 directional derivatives with their
+#: solves; its stiff basis ≈ 1.5 µs more), an evaluation ≈ 0.45 µs, a Newton iteration
+#: three of them and the solves, an LU of the 3 × 3 matrices below 0.2 µs; THET 0.001,
+#: 0.01, 0.02, 0.03, 0.05, 0.1: 156, 151, 151, 151, 177, 216 steps, 12, 13, 12, 12, 32,
+#: 59 rejected, 152, 139, 133, 125, 100, 81 Jacobians, 2.20, 2.10, 2.09, 2.05, 2.18,
+#: 2.40 ms (benchmarks/stiff.py's run): at most 7 % below 0.001, the size of the shared
+#: machine's noise, and a cliff past 0.03, where Newton's failures return; 0.001 kept
 JAC_RATE_SMALL, JAC_RATE_COSTLY = 0.001, 0.1
 
 

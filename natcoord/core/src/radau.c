@@ -51,6 +51,7 @@
 #define EVALUATION_SHRINK 0.25    /* h after a failed evaluation, as the DOPRI5 step */
 #define STIFF_SHARE 0.03          /* J's neglected part's share of the Newton matrix */
 #define EXACT_UP_TO 24            /* N up to which the Newton matrices use all of J */
+#define JACOBIAN_AT 0.5           /* J's point: this fraction of the step (attempt) */
 
 static const double EPS = 2.220446049250313e-16;
 
@@ -155,9 +156,26 @@ static int64_t project(const radau_ctx *x, double t, double *y)
 }
 
 /* ------------------------------------------------------------ linear algebra */
+/* out (N) = what is left of column j of Mt = [K, γ D]ᵀ (rows: columns) after the
+ * basis u_0 … u_(k−1): column − Σ c_ij u_i, c_ij its projections (rows of Uᵀ K and
+ * Uᵀ D as stiff_basis keeps them). Gram–Schmidt from the columns as they are, not
+ * downdated by each u_i (2 N² flops per basis vector saved, the hexapod's N = 156). */
+static void residual(const double *U, const double *Kb, const double *Db, double g,
+                     int64_t N, int64_t k, const double *Mt, int64_t j, double *out)
+{
+    memcpy(out, Mt + j * N, N * sizeof(double));
+    for (int64_t i = 0; i < k; i++) {
+        double c = j < N ? Kb[i * N + j] : g * Db[i * N + j - N];
+        for (int64_t l = 0; l < N; l++)
+            out[l] -= c * U[i * N + l];
+    }
+}
+
 /* J's stiff subspace (the Newton matrices below): an orthonormal basis u_0 … u_(k−1) of
  * the columns of K and γ D, γ = μ/h at the Jacobian's step, by Gram–Schmidt with
- * pivoting (the column of largest remaining norm next, reorthogonalized once), until the
+ * pivoting (the column of largest remaining norm next, its remainder formed from the
+ * projections already computed and reorthogonalized once; the columns themselves are
+ * not downdated, only their norms), until the
  * largest remaining columns rK of K and γ rD of γ D satisfy rK + γ rD ≤ STIFF_SHARE γ²
  * (or k = N). Kept: the basis, Uᵀ K, Uᵀ D (the projections Gram–Schmidt computes),
  * Uᵀ K U, Uᵀ D U and, for every k, rK and rD
@@ -175,7 +193,7 @@ static void stiff_basis(const radau_ctx *x, double h)
     const double *K = F64(R[R_K]), *D = F64(R[R_D]);
     double *U = F64(R[R_basis]), *Mt = F64(R[R_Mt]), *cn = F64(R[R_cn]), *cn0 = cn + 2 * N;
     double *Kb = F64(R[R_Kb]), *Db = F64(R[R_Db]), *KU = F64(R[R_KU]), *DU = F64(R[R_DU]);
-    double *resK = F64(R[R_res]), *resD = resK + N + 1, *c = F64(R[R_bw]);
+    double *resK = F64(R[R_res]), *resD = resK + N + 1, *c = F64(R[R_bw]), *left = c + 2 * N;
     double g = F64(R[R_coef])[RCOEF_MU] / h, limit = 0.0;
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < N; j++) {
@@ -201,10 +219,9 @@ static void stiff_basis(const radau_ctx *x, double h)
         if (k == N || resK[k] + g * resD[k] <= limit)
             break;
         double *u = U + k * N;
-        for (int pass = 0; pass < 2; pass++) {  /* u from column p, orthogonal to u_0 … */
-            if (pass == 0)
-                memcpy(u, Mt + p * N, N * sizeof(double));
-            else
+        residual(U, Kb, Db, g, N, k, Mt, p, u);
+        for (int pass = 0; pass < 2; pass++) {  /* reorthogonalized once, normalized */
+            if (pass == 1)
                 for (int64_t i = 0; i < k; i++) {
                     double d = nc_dot(U + i * N, u, N);
                     for (int64_t l = 0; l < N; l++)
@@ -220,12 +237,12 @@ static void stiff_basis(const radau_ctx *x, double h)
         for (int64_t j = 0; j < N; j++)
             Kb[k * N + j] = c[j], Db[k * N + j] = c[N + j] / g;
         for (int64_t j = 0; j < 2 * N; j++) {
-            for (int64_t l = 0; l < N; l++)
-                Mt[j * N + l] -= c[j] * u[l];
             /* the norm downdated, recomputed where that cancels (LAPACK's dlaqp2) */
             cn[j] -= c[j] * c[j];
-            if (cn[j] <= 1e-8 * cn0[j])
-                cn[j] = cn0[j] = nc_dot(Mt + j * N, Mt + j * N, N);
+            if (cn[j] <= 1e-8 * cn0[j]) {
+                residual(U, Kb, Db, g, N, k + 1, Mt, j, left);
+                cn[j] = cn0[j] = nc_dot(left, left, N);
+            }
         }
     }
     for (int64_t i = 0; i < k; i++)          /* Uᵀ K U, Uᵀ D U */
@@ -396,6 +413,27 @@ static void mix3(const double *M, const double *Z, int64_t N2, double *out)
 }
 
 /* ------------------------------------------------------------ one attempt */
+/* out (N2) = u(t + s) − u(t) by the last accepted step's collocation polynomial
+ * u(t_old + θ h_old) = y_old + Σ θ^(k+1) Q_k, extrapolated beyond its step (t is its end,
+ * or the start of a retry; zero before the first step): Newton's starting stage increments
+ * and the point of the Jacobian (attempt) */
+static void extrapolate(const radau_ctx *x, double t, double s, double *out)
+{
+    const nc_arr *R = x->R;
+    const double *ctrl = F64(R[R_ctrl]), *Q = F64(R[R_Q]);
+    int64_t N2 = R[R_y].size;
+    if (ctrl[RC_HAVE_DENSE] == 0.0) {                   /* no step yet: u constant */
+        memset(out, 0, N2 * sizeof(double));
+        return;
+    }
+    double end = (t - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
+    double theta = (t + s - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
+    double w[3] = {theta - end, theta * theta - end * end,
+                   theta * theta * theta - end * end * end};
+    for (int64_t i = 0; i < N2; i++)
+        out[i] = w[0] * Q[i] + w[1] * Q[N2 + i] + w[2] * Q[2 * N2 + i];
+}
+
 /* Simplified Newton for Z at (t, y) with step h (IV.8, RADAU5): starts from the last
  * step's collocation polynomial extrapolated to t + c_i h (zero on the first step);
  * θ_k = ‖ΔW_k‖/‖ΔW_(k−1)‖ (from the third iteration the geometric mean of the last two
@@ -411,22 +449,12 @@ static int64_t newton(const radau_ctx *x, double t, const double *y, double h,
     int64_t N2 = R[R_y].size;
     double *ctrl = F64(R[R_ctrl]), *Z = F64(R[R_Z]), *W = F64(R[R_W]), *F = F64(R[R_F]);
     double *dW = F64(R[R_dW]), *point = F64(R[R_err]);
-    const double *coef = F64(R[R_coef]), *scale = F64(R[R_scale]), *Q = F64(R[R_Q]);
+    const double *coef = F64(R[R_coef]), *scale = F64(R[R_scale]);
     const double *c = coef + RCOEF_C, *TI = coef + RCOEF_TI, *Tm = coef + RCOEF_T;
     double mu = coef[RCOEF_MU], alpha = coef[RCOEF_ALPHA], beta = coef[RCOEF_BETA];
     double tol = ctrl[RC_NEWTON_TOL];
-    if (ctrl[RC_HAVE_DENSE] == 0.0) {
-        memset(Z, 0, 3 * N2 * sizeof(double));
-    } else {              /* u(t + c_i h) − u(t), u(t_old + θ h_old) = y_old + Σ θ^(k+1) Q_k */
-        double end = (t - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
-        for (int r = 0; r < 3; r++) {
-            double theta = (t + c[r] * h - ctrl[RC_T_OLD]) / ctrl[RC_H_OLD];
-            double w[3] = {theta - end, theta * theta - end * end,
-                           theta * theta * theta - end * end * end};
-            for (int64_t i = 0; i < N2; i++)
-                Z[r * N2 + i] = w[0] * Q[i] + w[1] * Q[N2 + i] + w[2] * Q[2 * N2 + i];
-        }
-    }
+    for (int r = 0; r < 3; r++)
+        extrapolate(x, t, c[r] * h, Z + r * N2);
     mix3(TI, Z, N2, W);
     double faccon = pow(dmax(ctrl[RC_FACCON], EPS), 0.8), theta = ctrl[RC_JAC_RATE];
     double norm_old = 0.0, ratio_old = -1.0;
@@ -536,8 +564,8 @@ static double quotient(const double *ctrl, double h, double err, int64_t iterati
     return quot;
 }
 
-/* After a rejected attempt, the retry's h (h > 0; else kept). A Jacobian older than this
- * step's start is recomputed after a failed Newton iteration or evaluation, and after a
+/* After a rejected attempt, the retry's h (h > 0; else kept). A Jacobian kept from an
+ * earlier step is recomputed after a failed Newton iteration or evaluation, and after a
  * failed error test only if Newton contracted slowly (θ > THET, ctrl[RC_JAC_RATE]):
  * RADAU5 recomputes it after either, which cost the hexapod of benchmarks/stiff.py 6 of
  * its 14 Jacobians. */
@@ -552,7 +580,11 @@ static void rejected_attempt(double *ctrl, double h, int newton_failed)
 
 /* One attempt of step h to t_new (t_bound exactly for the last step): NC_ACCEPTED,
  * NC_REJECTED (the next h set) or a failed evaluation's status. The Jacobian is computed
- * at the step's start when none is kept, the LU factors whenever h differs from theirs.
+ * when none is kept, at the middle of the step (JACOBIAN_AT: y + u(t + h/2) − u(t) on
+ * the last step's collocation polynomial u, y itself before the first step; a stiff
+ * spring turns within the step, and simplified Newton contracts the slower the larger
+ * the angle between J's spring and a stage's, halved from the middle), the LU factors
+ * whenever h differs from theirs.
  * After an accepted step (projected) J is kept if Newton contracted with θ ≤ THET
  * (ctrl[RC_JAC_RATE]), and with it h and the LU factors if the proposed change lies in
  * [KEEP_H_LOW, KEEP_H_HIGH]; after a rejection h does not grow. */
@@ -563,7 +595,12 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
     double *ctrl = F64(R[R_ctrl]), *y = F64(R[R_y]), *scale = F64(R[R_scale]);
     int64_t *counts = I64(R[R_counts]);
     if (ctrl[RC_HAVE_J] == 0.0) {
-        status = jacobian(x, t, y);
+        double *point = F64(R[R_err]);                        /* free until Newton */
+        double s = ctrl[RC_HAVE_DENSE] != 0.0 ? JACOBIAN_AT * h : 0.0;
+        extrapolate(x, t, s, point);
+        for (int64_t i = 0; i < N2; i++)
+            point[i] += y[i];
+        status = jacobian(x, t + s, point);
         if (status != 0)
             return status;
         stiff_basis(x, h);
@@ -637,7 +674,7 @@ static int64_t attempt(const radau_ctx *x, double t, double h, double t_new)
 /* Attempts from (ctrl[RC_T_NOW], R.y) until one is accepted (NC_ACCEPTED), max_attempts
  * (NC_MAX_ATTEMPTS), a step-size underflow (NC_UNDERFLOW), an evaluation that keeps
  * failing (its status, once h < 1e-12 max(|t_bound|, 1); a failed evaluation retries
- * with h/4 and a Jacobian of the step's start) or a Python exception (NC_CALLBACK: a
+ * with h/4 and a Jacobian of its own) or a Python exception (NC_CALLBACK: a
  * callback raised, the exception set; the run's cause, not the step's).
  * *rejected: the attempts rejected. */
 static int64_t radau_step(const radau_ctx *x, int64_t max_attempts, double eps_floor,

@@ -19,7 +19,8 @@
  * Uᵀ K and Uᵀ D (N, N), Uᵀ K U and Uᵀ D U (N, N), the basis's scratch: the columns of K
  * and γ D as rows (2 N, N), their squared norms (2, 2 N: now and when last computed
  * in full), the largest remaining column norms
- * of K and D after k basis vectors (2, N + 1), scratch (4, N) for the Woodbury solves,
+ * of K and D after k basis vectors (2, N + 1), scratch (4, N) for the Woodbury solves
+ * and the basis,
  * the directional pass's lanes (NC_LANES (3 N + m)) and the weight table (n_weights, 3) */
 enum {
     R_ctrl, R_counts, R_coef, R_y, R_f, R_yold, R_Q, R_K, R_D, R_lu, R_piv, R_luc, R_pivc,
