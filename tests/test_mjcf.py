@@ -304,3 +304,23 @@ def test_actuator_controls_are_checked(tmp_path):
         nc.simulate(model, 0.1, u=nc.actuator_torques(model, lambda t, q, qd: [np.nan] * 4))
     with pytest.raises(ValueError, match="no MuJoCo actuator natcoord applies"):
         nc.actuator_torques(nc.load_mjcf(_files(tmp_path)).build(), [])
+
+
+def test_one_actuator_takes_a_bare_number(tmp_path):
+    """A pendulum's one motor (gear 3) driven by a bare number, not a list: the hinge's
+    q̈ at rest, hanging, is gear·ctrl / I about the hinge, MuJoCo's too."""
+    path = tmp_path / "motor.xml"
+    path.write_text("""<mujoco><worldbody><body name="arm"><joint name="hinge" axis="0 1 0"/>
+      <inertial pos="0 0 -0.5" mass="2" diaginertia="0.1 0.1 0.1"/></body></worldbody>
+      <actuator><motor name="drive" joint="hinge" gear="3"/></actuator></mujoco>""")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = nc.load_mjcf(path).build()
+    sol = nc.simulate(model, 1e-3, t_eval=[0.0], u=nc.actuator_torques(model, 0.25))
+    inertia = 0.1 + 2 * 0.5 ** 2                    # about the hinge: I_c + m d²
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.ctrl[:] = 0.25
+    mujoco.mj_forward(m, d)
+    assert sol.qdd[0, 0] == pytest.approx(3 * 0.25 / inertia, rel=1e-12)
+    assert sol.qdd[0, 0] == pytest.approx(d.qacc[0], rel=1e-12)

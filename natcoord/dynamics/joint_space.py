@@ -1354,10 +1354,13 @@ class JointTorques:
                                      f"natcoord applies: {list(names)}")
                 raw = [raw.get(a, 0.0) for a in names]
             c = float_array(raw)
+            if c is not None and c.ndim == 0 and len(names) == 1:
+                c = c.reshape(1)                 # one actuator: a bare number is its control
             if c is None or c.shape != (len(names),) or not np.all(np.isfinite(c)):
                 raise ValueError(f"ctrl{'(t, q, qd)' if callable(ctrl) else ''} gave "
                                  f"{shown(raw)} at t = {t:g}: it must be {len(names)} finite "
-                                 f"numbers, one per actuator {list(names)} (or a dict by name)")
+                                 f"number{'s' * (len(names) > 1)}, one per actuator "
+                                 f"{list(names)} (or a dict by name)")
             return c
 
         def u(t, q, qd):
