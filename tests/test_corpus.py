@@ -209,9 +209,10 @@ def compare_mjcf(path):
     report = mech.import_report
     ours = [w for w in caught if issubclass(w.category, UserWarning)
             and str(w.message).startswith(path)]
-    assert len(ours) == (1 if report["not_modelled"] else 0)
+    assert len(ours) == (1 if report["not_modelled"] or report["non_physical_inertia"] else 0)
     for what, names in report["not_modelled"].items():       # the one warning names them
         assert all(n in str(ours[0].message) for n in names), what
+    assert all(n in str(ours[0].message) for n in report["non_physical_inertia"])
     model = mech.build()
     m = _mujoco_peer(path, report)
     d = mujoco.MjData(m)
@@ -335,11 +336,13 @@ def _urdf_files():
 
 def _check_urdf_refusal(pin, path, message):
     """One message. Where links cannot be bodies, it names exactly the bodies whose
-    lumped inertia in Pinocchio (which lumps fixed links alike) is not a mass with a
-    volume — massless, a point mass (radii of gyration under 1 µm), or a principal
-    second moment within rounding (1e-12) of zero relative to the largest moment (a
-    line or plane; a thin plate is a volume) or negative (non-physical) —
-    except Pinocchio's massless universal-joint crosses, which natcoord models."""
+    lumped inertia in Pinocchio (which lumps fixed links alike) natcoord cannot simulate
+    — massless, a point mass (radii of gyration under 1 µm), a negative principal
+    moment, or a principal second moment within rounding (1e-12) of zero relative to
+    the largest moment (a line or plane; a thin plate is a volume) — except
+    Pinocchio's massless universal-joint crosses, which natcoord models. A negative
+    second moment with positive principal moments (non-physical, but a positive
+    definite spatial inertia) is simulated as given, as Pinocchio does."""
     assert message.startswith(str(path))
     if "cannot be bodies" not in message:
         assert message.count(str(path)) == 1
@@ -353,7 +356,7 @@ def _check_urdf_refusal(pin, path, message):
         principal = np.linalg.eigvalsh(inertia.inertia)
         second = 0.5 * principal.sum() - principal
         if inertia.mass <= 0 or np.abs(principal).max() <= 1e-12 * inertia.mass \
-                or second.min() <= 1e-12 * np.abs(principal).max():
+                or principal.min() < 0 or abs(second).min() <= 1e-12 * np.abs(principal).max():
             bad.add(next(f.name for f in pm.frames if f.parentJoint == i
                          and f.type == pin.FrameType.BODY))
     assert message.split(": ", 1)[1].startswith(f"{len(named)} link(s) cannot be bodies")
@@ -389,9 +392,10 @@ def compare_urdf(folder, relative):
     report = mech.import_report
     ours = [w for w in caught if issubclass(w.category, UserWarning)
             and str(w.message).startswith(str(path))]
-    assert len(ours) == (1 if report["not_modelled"] else 0)
+    assert len(ours) == (1 if report["not_modelled"] or report["non_physical_inertia"] else 0)
     for what, names in report["not_modelled"].items():       # the one warning names them
         assert all(n in str(ours[0].message) for n in names), what
+    assert all(n in str(ours[0].message) for n in report["non_physical_inertia"])
     model = mech.build()
     pm = pin.buildModelFromUrdf(str(path), *([pin.JointModelFreeFlyer()] if floating else []))
     pd = pm.createData()

@@ -27,6 +27,7 @@ from scipy.spatial.transform import Rotation
 
 import natcoord as nc
 from natcoord.io.urdf import REPAIR_MARGIN
+from natcoord.linalg import available_solvers
 from urdf_peer import damping_torque, pinocchio_q
 
 # What a robot file has that natcoord does not model (limits, collision geometry,
@@ -217,10 +218,10 @@ TRIANGLE = (1e-3, 1e-3, 2.2e-3)
 NEGATIVE = (-1e-4, 2e-3, 2e-3)
 
 
-def bad_urdf(second=NEGATIVE):
+def bad_urdf(second=NEGATIVE, first=TRIANGLE):
     return "\n".join([
         '<robot name="bad">', '<link name="base"/>',
-        f'<link name="upper">{_inertial(1.0, com=(0.1, 0, 0), moments=TRIANGLE)}</link>',
+        f'<link name="upper">{_inertial(1.0, com=(0.1, 0, 0), moments=first)}</link>',
         f'<link name="lower">{_inertial(1.0, com=(0.1, 0, 0), moments=second)}</link>',
         f'<link name="hand">{_inertial(0.5, moments=(1e-3, 1e-3, 1e-3))}</link>',
         _joint("j1", "revolute", "base", "upper", axis=(0, 1, 0)),
@@ -229,15 +230,88 @@ def bad_urdf(second=NEGATIVE):
         '</robot>'])
 
 
-def test_every_non_physical_link_is_named_in_one_error(tmp_path):
+def test_every_link_with_a_negative_principal_moment_is_named_in_one_error(tmp_path):
+    """A negative principal moment makes the spatial inertia indefinite: refused, every
+    such link named at once; a link that only violates the triangle inequality is not
+    among them (it is simulated as given, below)."""
     with pytest.raises(ValueError) as err:
-        nc.load_urdf(_write(tmp_path, bad_urdf()))
+        nc.load_urdf(_write(tmp_path, bad_urdf(first=NEGATIVE)))
     message = str(err.value)
     assert "2 link(s) cannot be bodies" in message
-    assert '<link name="upper">' in message and "triangle inequality" in message
-    assert '<link name="lower">' in message and "must be positive" in message
+    assert '<link name="upper">' in message and '<link name="lower">' in message
+    assert message.count("must be positive") == 2
     assert '<link name="hand">' not in message
     assert "inertia_repair=True" in message
+    with pytest.raises(ValueError) as err:
+        nc.load_urdf(_write(tmp_path, bad_urdf()))
+    assert "1 link(s) cannot be bodies" in str(err.value)
+    assert '<link name="upper">' not in str(err.value)
+
+
+def test_a_non_physical_inertia_is_simulated_as_pinocchio_reads_it(tmp_path):
+    """Principal moments violating only the triangle inequality (no mass distribution
+    has them; romeo_small's shoulders) still make a positive definite spatial inertia:
+    the link is imported as given, named in the file's one warning and in
+    ``import_report["non_physical_inertia"]``. Its q̈ at random states is Pinocchio's
+    ``aba`` to 1e-12 relative, with the block factorization and both reference
+    backends, and a loop closed through it keeps the same constraint rows in all three
+    (redundancy is decided on the spatial inertia, not on the indefinite ``J4``)."""
+    pin = pytest.importorskip("pinocchio")
+    path = _write(tmp_path, bad_urdf(second=(2e-3, 2e-3, 3e-3)).replace(
+        '"revolute"', '"continuous"'))           # urdfdom wants a revolute's limits
+    with pytest.warns(UserWarning) as record:
+        mech = nc.load_urdf(path)
+    ours = [str(w.message) for w in record if str(w.message).startswith(str(path))]
+    assert len(ours) == 1 and "links upper have inertias no mass distribution has" in ours[0]
+    assert mech.import_report["non_physical_inertia"] == ["upper"]
+    model = mech.build()
+    js = nc.joint_space(model)
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    assert list(js.v_names) == list(pm.names)[1:]
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        theta, v = rng.standard_normal(pm.nv), rng.standard_normal(pm.nv)
+        expected = pin.aba(pm, pd, pinocchio_q(pm, theta), v, np.zeros(pm.nv))
+        st = nc.joint_state(model, theta, v)
+        for solver in ("block", "dense", "superlu"):
+            a, _, _ = nc.accelerations(model, st, solver=solver)
+            qdd = js.accelerations(st.p, st.v, a)
+            assert np.abs(qdd - expected).max() <= 1e-12 * np.abs(expected).max(), solver
+    if "cholmod" in available_solvers():        # it inverts J4: refused, the body named
+        with pytest.raises(ValueError, match=r"\['upper'\].*non-physical inertias"):
+            nc.accelerations(model, st, solver="cholmod")
+    with pytest.raises(ValueError, match="triangle inequality"):        # the builder's
+        nc.Mechanism().add_body("upper", 1.0, (0, 0, 0), np.diag(TRIANGLE))   # default
+
+
+def test_a_loop_through_a_non_physical_link_drops_the_same_rows_in_every_solver():
+    """A planar four-bar whose coupler has a non-physical inertia (J4 indefinite),
+    written to a model file and read back: its three redundant loop rows are found by
+    the block factorization and by the dense and SuperLU backends alike, and the three
+    agree on the accelerations."""
+    mech = nc.models.four_bar()
+    coupler = mech.bodies[1]
+    rebuilt = nc.Mechanism(gravity=mech.gravity)
+    for method, arguments in mech.calls:
+        if method == "add_body" and arguments["name"] == coupler.name:
+            arguments = {**arguments, "inertia": np.diag([1e-3, 1e-3, 2.5e-3]) * coupler.mass,
+                         "non_physical_inertia": True}
+        getattr(rebuilt, method)(**arguments)
+    from natcoord.io.modelfile import from_dict, to_dict
+    model = from_dict(to_dict(rebuilt)).build()       # the model file keeps the permission
+    assert not model.bodies[1].physical
+    results = {}
+    for solver in ("block", "dense", "superlu"):
+        assembly = nc.assemble(model, solver=solver)
+        a, _, info = nc.accelerations(model, assembly.state, solver=solver)
+        results[solver] = a, info.dropped
+    a_block, dropped_block = results["block"]
+    assert dropped_block.size == 3
+    for solver in ("dense", "superlu"):
+        a, dropped = results[solver]
+        assert np.array_equal(dropped, dropped_block), solver
+        assert np.abs(a - a_block).max() <= 1e-10 * np.abs(a_block).max(), solver
 
 
 def _principal(I):
@@ -288,7 +362,7 @@ def test_a_point_mass_is_a_body_with_zero_inertia_and_inertia_repair_leaves_it(t
         lower = model.bodies[model.body_index["lower"]]
         assert lower.point_mass and lower.mass == 1.0 and not np.any(lower.inertia)
     with pytest.raises(ValueError) as err:
-        nc.load_urdf(_write(tmp_path, bad_urdf(second=(0, 0, 0))))
+        nc.load_urdf(_write(tmp_path, bad_urdf(second=(0, 0, 0), first=NEGATIVE)))
     message = str(err.value)
     assert "1 link(s) cannot be bodies" in message and '<link name="upper">' in message
     assert '<link name="lower">' not in message and "inertia_repair=True" in message
@@ -472,7 +546,7 @@ def test_everything_not_modelled_is_named_in_one_warning_and_the_import_report(t
     assert len(ours) == 1
     message = str(ours[0].message)
     assert mech.import_report == {"source": str(path), "format": "urdf",
-                                  "not_modelled": NOT_MODELLED}
+                                  "not_modelled": NOT_MODELLED, "non_physical_inertia": []}
     for what, names in NOT_MODELLED.items():
         assert f"{what}: {', '.join(names)}" in message
     for silent in ("arm_look", "grey", "tool_mount", "tool"):

@@ -22,8 +22,13 @@ Loops: ``<loop_joint>`` elements (revolute, continuous, prismatic, fixed,
 spherical) inside ``<robot>``, with
 ``<parent link>``, ``<child link>``, ``<origin>`` (in the parent link frame)
 and ``<axis>``. Every link natcoord cannot take as a body is named in one
-error; ``inertia_repair=True`` projects non-physical inertias to the nearest
-physical ones instead, with a warning.
+error. Inertias: positive principal moments that violate the triangle
+inequality (romeo_small's shoulders: no mass distribution has them) are
+simulated as given, as Pinocchio reads them — the dynamics are defined, every
+solve uses the spatial inertia — and named in the file's warning and on
+``import_report["non_physical_inertia"]``; a negative principal moment is
+refused. ``inertia_repair=True`` projects both to the nearest physical
+inertias instead, with a warning giving each change.
 
 Forces: ``<dynamics damping="c">`` of a revolute, continuous or prismatic
 joint is the joint damper ``τ = −c q̇`` (:meth:`Mechanism.add_joint_spring`).
@@ -44,7 +49,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..model.body import validate_mass_properties
+from ..model.body import physical_inertia, validate_mass_properties
 from ..model.mechanism import GROUND, Mechanism
 from .xml_common import (combined_mass_properties, compound_exists, floats, located, parse_xml,
                          rpy_matrix)
@@ -173,8 +178,11 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     (module docstring); their massless links are frames with ``after = (joint,
     k)`` (``nc.joint_space(model).frame_placement``). Links that cannot be
     bodies after lumping (no mass and not between two moving joints, a
-    non-physical inertia, a numerically singular spatial inertia) are all named in one
-    ``ValueError``, and so are chains without an exact constraint set.
+    negative principal moment of inertia, a numerically singular spatial
+    inertia) are all named in one ``ValueError``, and so are chains without an
+    exact constraint set. An
+    inertia that violates only the triangle inequality is simulated as given
+    (module docstring) and named in the file's ``UserWarning``;
     ``inertia_repair=True`` replaces each non-physical inertia by the nearest
     physical one (:func:`nearest_physical_inertia`) and names the links and
     the size of each change in one ``UserWarning``.
@@ -247,7 +255,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
                          f"nothing moves; pass floating_base=True for a free-flying robot")
 
     mech = Mechanism(gravity=gravity, name=robot.get("name") or path.stem)
-    problems, repairs, repairable = [], [], False
+    problems, repairs, repairable, as_given = [], [], False, []
     for name in moving:
         mass, com, inertia = mass_properties[name]
         where = f"<link name=\"{name}\">"
@@ -262,8 +270,11 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
             continue
         if np.abs(np.linalg.eigvalsh(inertia)).max() <= POINT_MASS * mass:
             inertia = np.zeros((3, 3))       # rounding of zero: a point mass, exactly
+        # an inertia that only violates the triangle inequality is simulated as given, as
+        # Pinocchio reads it (reported below), unless inertia_repair asks to project it
+        non_physical = not inertia_repair and not physical_inertia(inertia)
         try:
-            validate_mass_properties(name, mass, inertia)
+            validate_mass_properties(name, mass, inertia, non_physical=non_physical)
         except ValueError as err:
             if not inertia_repair:
                 problems.append(f"{where}: {err}")
@@ -279,9 +290,12 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
         x, R = pose[name]
         try:
             mech.add_body(name, mass=mass, com=com, inertia=inertia, origin=x, axes=R,
-                          local=True)
+                          local=True, non_physical_inertia=non_physical)
         except ValueError as err:
             problems.append(f"{where}: {err}")
+            continue
+        if non_physical:
+            as_given.append(name)
     if problems:
         hint = "" if not repairable else (
             "\ninertia_repair=True replaces each non-physical inertia by the nearest "
@@ -370,11 +384,20 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     _not_modelled(robot, joints + loops, note)
     mech.scenario = {"t_end": float(t_end)}
     mech.import_report = {"source": str(path), "format": "urdf",
-                          "not_modelled": not_modelled}
-    if not_modelled:                 # worded as the MJCF importer's, so both read alike
-        warnings.warn(f"{path}: imported without " + "; ".join(
+                          "not_modelled": not_modelled, "non_physical_inertia": as_given}
+    told = []                        # one warning for the file, worded as the MJCF importer's
+    if not_modelled:
+        told.append("imported without " + "; ".join(
             f"{what}: {', '.join(items)}" for what, items in not_modelled.items())
-            + " (mech.import_report['not_modelled'])", UserWarning, stacklevel=2)
+            + " (mech.import_report['not_modelled'])")
+    if as_given:
+        told.append(f"links {', '.join(as_given)} have inertias no mass distribution has "
+                    f"(principal moments violating the triangle inequality), simulated as "
+                    f"given, as Pinocchio reads them (mech.import_report"
+                    f"['non_physical_inertia']); inertia_repair=True projects them to the "
+                    f"nearest physical ones")
+    if told:
+        warnings.warn(f"{path}: " + "; ".join(told), UserWarning, stacklevel=2)
     return mech
 
 

@@ -102,14 +102,19 @@ class CholmodKKT(KKTSolver):
     def __init__(self, model, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         super().__init__(model, drop_tol, hold_tol)
         mass = model.J4[:, :1, :1]
-        condition = np.linalg.cond(model.J4 / np.where(mass > 0.0, mass, 1.0)) \
-            if model.n_bodies else []
+        # a singular or indefinite J4 (a point mass; a non-physical inertia, add_body's
+        # non_physical_inertia) counts as infinitely conditioned: M⁻¹ does not exist or
+        # S is not positive definite
+        lam = np.linalg.eigvalsh(model.J4 / np.where(mass > 0.0, mass, 1.0)) \
+            if model.n_bodies else np.ones((0, 4))
+        condition = np.full(len(lam), np.inf)
+        np.divide(lam[:, -1], lam[:, 0], out=condition, where=lam[:, 0] > 0.0)
         thin = [b.name for b, c in zip(model.bodies, condition) if c > self.max_J4_condition]
         if thin:
             raise MassSpreadError(
                 f"{self.name}: the range-space method inverts each body's J4, and bodies "
                 f"{thin} have J4/m conditioned up to {max(condition):.1e} (thin plates, "
-                f"point masses), "
+                f"point masses, non-physical inertias), "
                 f"beyond the {self.max_J4_condition:.0e} it resolves: use solver='block' "
                 f"(the default), 'superlu' or 'dense', which solve with the bodies' mass on "
                 f"their rigid motions")

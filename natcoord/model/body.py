@@ -44,6 +44,12 @@ class Body:
         return not np.any(self.inertia)
 
     @property
+    def physical(self) -> bool:
+        """Whether some mass distribution has this inertia (:func:`physical_inertia`);
+        a body without is accepted only as ``add_body(..., non_physical_inertia=True)``."""
+        return physical_inertia(self.inertia)
+
+    @property
     def J4(self) -> np.ndarray:
         """4×4 ``J4 = [[m, m c̄ᵀ], [m c̄, J]]`` so that ``M_i = J4 ⊗ I3`` (§1.2).
 
@@ -83,7 +89,7 @@ def mass_block(mass, com, inertia) -> np.ndarray:
     return J4
 
 
-def validate_mass_properties(name, mass, inertia):
+def validate_mass_properties(name, mass, inertia, non_physical=False):
     """Physical mass and a volume distribution (``J4`` positive definite).
 
     The central second moments ``J_c = ½ tr(I) 1 − I`` have eigenvalues
@@ -93,6 +99,12 @@ def validate_mass_properties(name, mass, inertia):
     point mass, accepted (:func:`validate_conditioning`), and with it a mass of zero:
     a massless body, the frame between two joints that MuJoCo composes in one body
     (natcoord.io.mjcf).
+
+    ``non_physical=True`` accepts positive principal moments that violate the
+    triangle inequality, an inertia no mass distribution has but rigid-body
+    dynamics can: its spatial inertia ``Ĩ`` (Schur complement ``I_c``) is positive
+    definite, and every solve works with ``Ĩ``, not ``J4`` (which is indefinite),
+    as Pinocchio and RBDL do with such URDF inertias (:func:`physical_inertia`).
     """
     I = float_array(inertia)
     point = I is not None and I.shape == (3, 3) and not np.any(I)
@@ -111,13 +123,26 @@ def validate_mass_properties(name, mass, inertia):
                          f"got {principal}")
     second_moments = 0.5 * principal.sum() - principal
     if second_moments.min() < -_TOL * scale:
+        if non_physical:
+            return mass, I.copy()
         raise ValueError(f"body {name!r}: principal moments {principal} violate the triangle "
-                         f"inequality I1 + I2 >= I3; no mass distribution has this inertia")
+                         f"inequality I1 + I2 >= I3; no mass distribution has this inertia "
+                         f"(pass non_physical_inertia=True to simulate it as given, as "
+                         f"Pinocchio does)")
     if second_moments.min() <= _PLANE_TOL * scale:
         raise ValueError(f"body {name!r}: inertia {principal} describes a line or plane mass "
                          f"distribution (singular J4); natcoord needs a volume: give the body "
                          f"a small thickness")
     return mass, I.copy()
+
+
+def physical_inertia(inertia) -> bool:
+    """Whether some mass distribution has the central inertia ``inertia`` (3×3):
+    its principal second moments ``½ tr(I) − I_k`` are not negative beyond rounding
+    (the triangle inequality of the principal moments, :func:`validate_mass_properties`)."""
+    principal = np.linalg.eigvalsh(np.asarray(inertia, float))
+    scale = max(np.abs(principal).max(), np.finfo(float).tiny)
+    return bool((0.5 * principal.sum() - principal).min() >= -_TOL * scale)
 
 
 def validate_conditioning(body):

@@ -113,7 +113,7 @@ class Mechanism:
 
     # ------------------------------------------------------------- bodies
     def add_body(self, name, mass, com, inertia, origin=(0.0, 0.0, 0.0), axes=None,
-                 local=False):
+                 local=False, non_physical_inertia=False):
         """Add a rigid body; returns its name.
 
         ``com``: centre of mass (world point unless ``local``); ``inertia``:
@@ -122,6 +122,11 @@ class Mechanism:
         a point mass; a zero mass with it, a massless body (a frame between two
         joints). Either is accepted when the joints to the bodies it carries
         determine its motion, checked by :meth:`build` (docs/method.md §1.2).
+        ``non_physical_inertia=True`` accepts positive principal moments that violate
+        the triangle inequality (no mass distribution has them; URDF files do, and
+        Pinocchio simulates them as given): the dynamics are defined, since every
+        solve uses the body's spatial inertia (:func:`~natcoord.model.body.
+        validate_mass_properties`).
         """
         if not isinstance(name, str) or not name or name.lower() == "ground":
             raise ValueError(f"body name must be a non-empty string other than 'ground', "
@@ -133,7 +138,8 @@ class Mechanism:
         origin = _vector(origin, "origin", where)
         A = validate_axes(name, np.eye(3) if axes is None else axes)
         com = _vector(com, "com", where)
-        mass, inertia = validate_mass_properties(name, mass, inertia)
+        mass, inertia = validate_mass_properties(name, mass, inertia,
+                                                 non_physical=bool(non_physical_inertia))
         local_com = com if local else A.T @ (com - origin)
         body = Body(name, len(self.bodies), mass, local_com, inertia, origin, A)
         validate_conditioning(body)
