@@ -20,10 +20,10 @@ solution ``δe_l = Σ_k S_kl f_k`` (``f_k`` the reciprocal basis of ``e_k``,
 from the residual ``z = r − M a − G_Jᵀλ_J`` (``G_RCᵀ μ = z``).
 
 **Joint nodes.** Their pivot ``S = −Ĉ P Ĉᵀ + …`` is negative semidefinite;
-it is factored as the Cholesky ``−S = L Lᵀ`` with pivot monitoring.
+it is factored as ``S = L D Lᵀ`` (unit ``L``, ``D < 0``) with pivot monitoring.
 
 **Constraint partitioning.** Scalar joint row k is *dropped* when its
-Cholesky pivot, after eliminating every node and joint row before it,
+pivot ``−D_k``, after eliminating every node and joint row before it,
 satisfies ``pivot ≤ drop_tol · ref_k`` (or ``ref_k ≤ 0``), with
 ``ref_k = Σ_i ĉ_ki (TᵀM_iT)⁻¹ ĉ_kiᵀ = g_k P g_kᵀ`` its pivot before any
 joint row is eliminated — only its bodies' rigid-body rows (``P`` as in
@@ -113,7 +113,7 @@ class BlockPlan:
     """Index arrays that drive the kernels, derived from the block structure.
 
     Blocks (6×6 buffers, leading ``size[q] × size[k]`` used): block ``k < N`` is
-    the diagonal of node k (later its Cholesky factor), block ``N + e`` the
+    the diagonal of node k (later its factor ``L_k``, ``D_k``), block ``N + e`` the
     coupling of column entry ``e`` (node ``col_node[e]`` with node k).
     ``upd_*``: for each node k the pairs ``(e_q, e_p) → target`` of the Schur
     update ``A_qp −= A_qk D_k⁻¹ A_pkᵀ``. ``e_index`` (n, 3): Jacobian blocks
@@ -266,7 +266,7 @@ class BlockPlan:
     def flops(self):
         """Floating-point operations of one factorization plus one solve.
 
-        Counts the block operations (Cholesky ``d³/3``, triangular solves
+        Counts the block operations (LDLᵀ ``d³/3``, triangular solves
         ``d_q d_k²``, Schur updates ``2 d_q d_p d_k`` or ``d_q (d_q + 1) d_k`` on
         a diagonal block, forward and backward substitution ``4 d_q d_k + 2 d_k²``);
         the per-body assembly and the rigid-body transformation add a constant

@@ -25,8 +25,11 @@
  * not contracted into fused multiply-adds (-ffp-contract=off; Clang: the pragma), and
  * vectorizing across independent outputs changes no operation of any one output: both
  * variants, on every machine, give the same bits (those of the scalar loops these
- * replaced). The price is the latency of the sequential pivots (sqrt, division,
- * ordered sums), which bounds a chain, where every node waits for the one before it.
+ * replaced). The price is the latency of the sequential pivots (division, ordered
+ * sums), which bounds a chain, where every node waits for the one before it; the
+ * factorization is LDLᵀ without square roots (the rational Cholesky, ldl6) for that
+ * reason: it cut the factorization of chain(512) by 17 % and its solve by 12 % against
+ * the Cholesky LLᵀ it replaced (benchmarks/core_speed.py, 2026-11-28).
  */
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -177,31 +180,37 @@ NC_INLINE double twist_bound(double J4_min, const double *E)
     return sigma > 0.0 && J4_min > 0.0 ? 1.0 / (J4_min * sigma) : INFINITY;
 }
 
-/* In-place lower Cholesky of a 6×6 body pivot A, inv = 1/diag(L). A pivot below floor
- * (a lower bound of λ_min(A) in exact arithmetic) is round-off and raised to it. 0 if
- * not positive definite. */
-NC_INLINE int cholesky6(double *restrict A, double *restrict inv, double floor)
+/* In-place LDLᵀ (the rational Cholesky: no square root) of a 6×6 body pivot A, column
+ * by column: D_r = A_rr − Σ_{c<r} L_rc W_rc, W_ir = A_ir − Σ_{c<r} L_ic W_rc (i > r),
+ * L_ir = W_ir / D_r, with W = L D. The strict lower triangle becomes L (unit diagonal),
+ * the diagonal D, inv = 1/D; W is kept in the upper triangle (W_ir at (r, i)), the
+ * block's scratch. Per row the pivot chain is one division and three dependent
+ * operations, where the Cholesky LLᵀ had a square root too. A pivot below floor (a
+ * lower bound of λ_min(A) in exact arithmetic) is round-off and raised to it. 0 if not
+ * positive definite. */
+NC_INLINE int ldl6(double *restrict A, double *restrict inv, double floor)
 {
 #pragma GCC unroll 6
     for (int r = 0; r < 6; r++) {
-        double s = A[7 * r];
+        double D = A[7 * r];
 #pragma GCC unroll 6
         for (int c = 0; c < r; c++)
-            s -= A[6 * r + c] * A[6 * r + c];
-        if (s < floor)
-            s = floor;
-        if (!(s > 0.0))
+            D -= A[6 * r + c] * A[6 * c + r];
+        if (D < floor)
+            D = floor;
+        if (!(D > 0.0))
             return 0;
-        const double d = sqrt(s), id = 1.0 / d;
-        A[7 * r] = d;
+        const double id = 1.0 / D;
+        A[7 * r] = D;
         inv[r] = id;
 #pragma GCC unroll 6
         for (int i = r + 1; i < 6; i++) {
-            double t = A[6 * i + r];
+            double w = A[6 * i + r];
 #pragma GCC unroll 6
             for (int c = 0; c < r; c++)
-                t -= A[6 * i + c] * A[6 * r + c];
-            A[6 * i + r] = t * id;
+                w -= A[6 * i + c] * A[6 * c + r];
+            A[6 * r + i] = w;
+            A[6 * i + r] = w * id;
         }
     }
     return 1;
@@ -235,14 +244,14 @@ static double exact_reference(const double *G, const ldl *s, int64_t start, int6
     while (t < stop) {
         int64_t body = twist_row(G, s, &t, stop, E, y);
         spatial_inertia(s->J4 + 16 * body, E, I6);
-        if (!cholesky6(I6, y + 6, 0.0))
+        if (!ldl6(I6, y + 6, 0.0))
             return 0.0;
-        for (int r = 0; r < 6; r++) {
+        for (int r = 0; r < 6; r++) {         /* ĉ Ĩ⁻¹ ĉᵀ = Σ_r u_r² / D_r, u = L⁻¹ ĉᵀ */
             double acc = y[r];
             for (int c = 0; c < r; c++)
                 acc -= I6[6 * r + c] * y[c];
-            y[r] = acc * y[6 + r];
-            ref += y[r] * y[r];
+            y[r] = acc;
+            ref += acc * acc * y[6 + r];
         }
     }
     return ref;
@@ -294,22 +303,24 @@ static int drop_decision(const double *G, const ldl *s, int64_t row, double p,
     return 1;
 }
 
-/* Lower Cholesky of −A (leading d×d) dropping redundant joint rows (the rule of
- * _cholesky_monitored in natcoord.linalg.blockldl: s ≤ threshold·ref/ratio drops,
- * s > threshold·ref·ratio keeps, in between is ambiguous and counted; forced: follow
+/* In-place LDLᵀ of a joint pivot A (leading d×d, negative semidefinite: D < 0), as
+ * ldl6, dropping redundant joint rows by their pivot p = −D_r (the rule of
+ * natcoord.linalg.blockldl's "Constraint partitioning": p ≤ threshold·ref/ratio drops,
+ * p > threshold·ref·ratio keeps, in between is ambiguous and counted; forced: follow
  * s->decided, and a kept row with a non-positive pivot returns 1). A dropped row gets
- * a zero column of L, a unit diagonal and inv = 0; the padding r ≥ d gets inv = 0. */
-NC_INLINE int cholesky_monitored_d(double *restrict A, int d, double *restrict inv,
-                                   int64_t row0, const double *G, const double *threshold,
-                                   double ratio, int forced, const ldl *s)
+ * a zero column of L and of W and inv = 0; the padding r ≥ d gets inv = 0. */
+NC_INLINE int ldl_monitored_d(double *restrict A, int d, double *restrict inv, int64_t row0,
+                              const double *G, const double *threshold, double ratio,
+                              int forced, const ldl *s)
 {
     int ambiguous = 0;
 #pragma GCC unroll 6
     for (int r = 0; r < d; r++) {
-        double p = -A[7 * r];
+        double D = A[7 * r];
 #pragma GCC unroll 6
         for (int c = 0; c < r; c++)
-            p -= A[6 * r + c] * A[6 * r + c];
+            D -= A[6 * r + c] * A[6 * c + r];
+        const double p = -D;
         int64_t row = row0 + r;
         int dropped;
         if (forced) {
@@ -321,22 +332,23 @@ NC_INLINE int cholesky_monitored_d(double *restrict A, int d, double *restrict i
             if (dropped)
                 dropped = drop_decision(G, s, row, p, threshold[row], ratio, &ambiguous);
         }
+        A[7 * r] = D;
         if (dropped) {
-            A[7 * r] = 1.0, inv[r] = 0.0;
+            inv[r] = 0.0;
             for (int i = r + 1; i < d; i++)
-                A[6 * i + r] = 0.0;
+                A[6 * i + r] = A[6 * r + i] = 0.0;
             continue;
         }
-        const double dr = sqrt(p), id = 1.0 / dr;
-        A[7 * r] = dr;
+        const double id = 1.0 / D;
         inv[r] = id;
 #pragma GCC unroll 6
         for (int i = r + 1; i < d; i++) {
-            double t = -A[6 * i + r];
+            double w = A[6 * i + r];
 #pragma GCC unroll 6
             for (int c = 0; c < r; c++)
-                t -= A[6 * i + c] * A[6 * r + c];
-            A[6 * i + r] = t * id;
+                w -= A[6 * i + c] * A[6 * c + r];
+            A[6 * r + i] = w;
+            A[6 * i + r] = w * id;
         }
     }
     for (int r = d; r < 6; r++)
@@ -344,13 +356,12 @@ NC_INLINE int cholesky_monitored_d(double *restrict A, int d, double *restrict i
     return ambiguous;
 }
 
-NC_INLINE int cholesky_monitored(double *A, int d, double *inv, int64_t row0, const double *G,
-                                 const double *threshold, double ratio, int forced,
-                                 const ldl *s)
+NC_INLINE int ldl_monitored(double *A, int d, double *inv, int64_t row0, const double *G,
+                            const double *threshold, double ratio, int forced, const ldl *s)
 {
     if (d == 5)                             /* revolute and prismatic joints: unrolled */
-        return cholesky_monitored_d(A, 5, inv, row0, G, threshold, ratio, forced, s);
-    return cholesky_monitored_d(A, d, inv, row0, G, threshold, ratio, forced, s);
+        return ldl_monitored_d(A, 5, inv, row0, G, threshold, ratio, forced, s);
+    return ldl_monitored_d(A, d, inv, row0, G, threshold, ratio, forced, s);
 }
 
 /* ------------------------------------------------------------ numeric phase */
@@ -457,12 +468,13 @@ NC_INLINE void augment(const ldl *s)
  * padded row or column of a target would receive −σ·(+0): skipping either changes no
  * bit of any result. */
 
-/* V ← V L⁻ᵀ for a coupling V stored transposed (Vt[6 c + i] = V_ic) and the factor L of
- * its column's pivot, of size d (columns r ≥ d are padding): each step updates a whole
- * column of V, 6 independent rows (vectorized); every entry sees the operations of the
- * row-by-row loop V_ir = (V_ir − Σ_{c<r} V_ic L_rc) · (1 / L_rr) in the same order. */
-NC_INLINE void coupling_solve_d(double *restrict Vt, const double *restrict L,
-                                const double *restrict inv, int d)
+/* W ← V L⁻ᵀ for a coupling V stored transposed (Vt[6 c + i] = V_ic) and the unit lower
+ * factor L of its column's pivot, of size d (columns r ≥ d are padding): W = L_qk D_k is
+ * what the coupling keeps (L_qk = W D_k⁻¹ enters the Schur updates and the solve as W
+ * times inv, the multiplication outside the chain of the columns). Each step updates a
+ * whole column of V, 6 independent rows (vectorized); every entry sees the operations of
+ * the row-by-row loop W_ir = V_ir − Σ_{c<r} W_ic L_rc in the same order. */
+NC_INLINE void coupling_solve_d(double *restrict Vt, const double *restrict L, int d)
 {
 #ifdef NC_VECTOR
     v4 a[6];
@@ -477,9 +489,6 @@ NC_INLINE void coupling_solve_d(double *restrict Vt, const double *restrict L,
             a[r] -= a[c] * BC4(l);
             b[r] -= b[c] * BC2(l);
         }
-        const double ir = inv[r];
-        a[r] *= BC4(ir);
-        b[r] *= BC2(ir);
         ST4(Vt + 6 * r, a[r]);
         ST2(Vt + 6 * r + 4, b[r]);
     }
@@ -491,78 +500,75 @@ NC_INLINE void coupling_solve_d(double *restrict Vt, const double *restrict L,
             for (int i = 0; i < 6; i++)
                 col[i] -= vc[i] * l;
         }
-        for (int i = 0; i < 6; i++)
-            col[i] *= inv[r];
     }
 #endif
 }
 
-NC_INLINE void coupling_solve(double *restrict Vt, const double *restrict L,
-                              const double *restrict inv, int d)
+NC_INLINE void coupling_solve(double *restrict Vt, const double *restrict L, int d)
 {
     if (d == 6)                             /* bodies, 6-row joints: unrolled */
-        coupling_solve_d(Vt, L, inv, 6);
+        coupling_solve_d(Vt, L, 6);
     else if (d == 5)                        /* revolute and prismatic joints */
-        coupling_solve_d(Vt, L, inv, 5);
+        coupling_solve_d(Vt, L, 5);
     else
-        coupling_solve_d(Vt, L, inv, d);
+        coupling_solve_d(Vt, L, d);
 }
 
-/* T_xy −= σ Σ_{c<dk} X_xc Y_yc (x < dx, y < dy) for row-major T and transposed X, Y
- * (Xt[6 c + x] = X_xc): the Schur update A_qp −= σ V_q V_pᵀ of a diagonal target
- * (X = Y = V_q; the upper triangle, never read, is updated too) or, on a coupling target
- * stored transposed, its transpose (X = V_p, Y = V_q). dx, dy, dk: the sizes of the
- * nodes of X, Y and of the column (the rest is padding). Each sum starts at 0 and adds
- * by ascending c. */
+/* T_xy −= Σ_{c<dk} X_xc D_c⁻¹ Y_yc for row-major T and transposed X, Y
+ * (Xt[6 c + x] = X_xc), inv = D⁻¹ of the column's pivot: the Schur update
+ * A_qp −= L_qk D_k L_pkᵀ = W_q D_k⁻¹ W_pᵀ of a diagonal target (X = Y = W_q; the upper
+ * triangle, never read, is updated too) or, on a coupling target stored transposed, its
+ * transpose (X = W_p, Y = W_q). dx, dy, dk: the sizes of the nodes of X, Y and of the
+ * column (the rest is padding; a dropped row of the column has inv 0). Each sum starts
+ * at 0 and adds (X_xc D_c⁻¹) Y_yc by ascending c. */
 NC_INLINE void schur_update_d(double *restrict T, const double *restrict Xt,
-                              const double *restrict Yt, double sigma, int dx, int dy,
-                              int dk)
+                              const double *restrict Yt, const double *restrict inv, int dx,
+                              int dy, int dk)
 {
 #ifdef NC_VECTOR
-    const v4 s4 = BC4(sigma);
-    const v2 s2 = BC2(sigma);
 #pragma GCC unroll 6
     for (int x = 0; x < dx; x++) {
         v4 acc4 = {0.0, 0.0, 0.0, 0.0};
         v2 acc2 = {0.0, 0.0};
 #pragma GCC unroll 6
         for (int c = 0; c < dk; c++) {
-            const double v = Xt[6 * c + x];
+            const double v = Xt[6 * c + x] * inv[c];
             acc4 += BC4(v) * LD4(Yt + 6 * c);
             if (dy > 4)
                 acc2 += BC2(v) * LD2(Yt + 6 * c + 4);
         }
-        ST4(T + 6 * x, LD4(T + 6 * x) - s4 * acc4);
+        ST4(T + 6 * x, LD4(T + 6 * x) - acc4);
         if (dy > 4)
-            ST2(T + 6 * x + 4, LD2(T + 6 * x + 4) - s2 * acc2);
+            ST2(T + 6 * x + 4, LD2(T + 6 * x + 4) - acc2);
     }
 #else
     for (int x = 0; x < dx; x++) {
         double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         for (int c = 0; c < dk; c++) {
-            const double v = Xt[6 * c + x];
+            const double v = Xt[6 * c + x] * inv[c];
             for (int y = 0; y < dy; y++)
                 acc[y] += v * Yt[6 * c + y];
         }
         for (int y = 0; y < dy; y++)
-            T[6 * x + y] -= sigma * acc[y];
+            T[6 * x + y] -= acc[y];
     }
 #endif
 }
 
 NC_INLINE void schur_update(double *restrict T, const double *restrict Xt,
-                            const double *restrict Yt, double sigma, int dx, int dy, int dk)
+                            const double *restrict Yt, const double *restrict inv, int dx,
+                            int dy, int dk)
 {
     /* unrolled for nodes of 6 (bodies, 6-row joints) and 5 rows (revolute, prismatic) */
 #define SCHUR_CASE(a, b, c)                                                               \
     case 100 * a + 10 * b + c:                                                            \
-        schur_update_d(T, Xt, Yt, sigma, a, b, c);                                        \
+        schur_update_d(T, Xt, Yt, inv, a, b, c);                                          \
         return;
     switch (100 * dx + 10 * dy + dk) {
         SCHUR_CASE(6, 6, 6) SCHUR_CASE(6, 6, 5) SCHUR_CASE(6, 5, 6) SCHUR_CASE(5, 6, 6)
         SCHUR_CASE(5, 5, 6) SCHUR_CASE(6, 5, 5) SCHUR_CASE(5, 6, 5) SCHUR_CASE(5, 5, 5)
     default:
-        schur_update_d(T, Xt, Yt, sigma, dx, dy, dk);
+        schur_update_d(T, Xt, Yt, inv, dx, dy, dk);
     }
 #undef SCHUR_CASE
 }
@@ -570,19 +576,20 @@ NC_INLINE void schur_update(double *restrict T, const double *restrict Xt,
 /* The couplings and Schur updates of the column of node k (its pivot factored). */
 NC_INLINE void eliminate_column(const ldl *s, int64_t k)
 {
-    const double *L = s->B + 36 * k, *iv = s->inv + 6 * k, sigma = s->sign[k];
+    const double *L = s->B + 36 * k, *iv = s->inv + 6 * k;
     double *C = s->B + 36 * s->N;
     const int dk = (int)s->size[k];
     for (int64_t e = s->col_ptr[k]; e < s->col_ptr[k + 1]; e++)
-        coupling_solve(C + 36 * e, L, iv, dk);
+        coupling_solve(C + 36 * e, L, dk);
     for (int64_t u = s->upd_ptr[k]; u < s->upd_ptr[k + 1]; u++) {
         const int64_t q = s->upd_q[u], p = s->upd_p[u];
-        schur_update(s->B + 36 * s->upd_t[u], C + 36 * p, C + 36 * q, sigma,
+        schur_update(s->B + 36 * s->upd_t[u], C + 36 * p, C + 36 * q, iv,
                      (int)s->size[s->col_node[p]], (int)s->size[s->col_node[q]], dk);
     }
 }
 
-/* Block LDLᵀ in place: diagonal blocks become L_k, couplings V_qk = A_qk L_k⁻ᵀ. Returns
+/* Block LDLᵀ in place: diagonal blocks become L_k and D_k (ldl6), couplings
+ * W_qk = A_qk L_k⁻ᵀ = L_qk D_k. Returns
  * the failing node or −1; sets the dropped rows (from the first joint row) in s->dropped,
  * their number and the ambiguous decisions. */
 NC_INLINE int64_t eliminate(const double *G, const double *threshold, double ratio, int forced,
@@ -592,14 +599,14 @@ NC_INLINE int64_t eliminate(const double *G, const double *threshold, double rat
     for (int64_t k = 0; k < s->N; k++) {
         double *L = s->B + 36 * k, *iv = s->inv + 6 * k;
         if (s->sign[k] > 0.0) {
-            if (!cholesky6(L, iv, s->floor[k]))
+            if (!ldl6(L, iv, s->floor[k]))
                 return k;
             eliminate_column(s, k);
             continue;
         }
         int d = (int)s->size[k];
-        *ambiguous += cholesky_monitored(L, d, iv, s->node_row0[k], G, threshold, ratio,
-                                         forced, s);
+        *ambiguous += ldl_monitored(L, d, iv, s->node_row0[k], G, threshold, ratio,
+                                    forced, s);
         if (forced && *ambiguous)
             return k;
         for (int r = 0; r < d; r++)
@@ -671,11 +678,11 @@ NC_DISPATCH(int64_t, nc_factor_kernel,
  * nl = 1, so each right-hand side's result is bit for bit its own solve's, and for
  * nl > 1 the product of a block entry with the nl lanes is one vector instruction. */
 
-/* x ← L⁻¹ x over the node's d rows (a dropped row, inv = 0, gives 0; padded rows are left
- * alone: the couplings' padded rows and columns are zero, so they reach no result).
- * Unrolled on registers: only the last product of each row waits for the row before. */
-NC_INLINE void forward_d(const double *restrict L, const double *restrict inv,
-                         double *restrict x, int d, const int nl)
+/* x ← L⁻¹ x over the node's d rows, L unit lower (a dropped row's column of L is zero:
+ * its entry reaches no other row, and D⁻¹ = 0 removes it; padded rows are left alone:
+ * the couplings' padded rows and columns are zero, so they reach no result). Unrolled on
+ * registers: only the last product of each row waits for the row before. */
+NC_INLINE void forward_d(const double *restrict L, double *restrict x, int d, const int nl)
 {
     /* v[nl c + j] is set (row c) before it is read (rows r > c); GCC's may-be-uninitialized
      * analysis loses that for nl > 1 with a variable d, and zeroing v costs 3 % of a run */
@@ -695,58 +702,59 @@ NC_INLINE void forward_d(const double *restrict L, const double *restrict inv,
         /* x[r] is read only above: stored with v (a copy loop after this one became a
          * memcpy call for a variable d, slowing the single solve) */
         for (int j = 0; j < nl; j++)
-            x[nl * r + j] = v[nl * r + j] = t[j] * inv[r];
+            x[nl * r + j] = v[nl * r + j] = t[j];
     }
 }
 
-/* x ← σ L⁻ᵀ x over the node's d rows (σ = ±1, the node's sign) */
+/* x ← L⁻ᵀ D⁻¹ x over the node's d rows. Row r subtracts the rows below it from the
+ * last to the first, so that the row just computed, r + 1, comes last: one product
+ * and one subtraction per row wait for the row before. */
 NC_INLINE void backward_d(const double *restrict L, const double *restrict inv,
-                          double sigma, double *restrict x, int d, const int nl)
+                          double *restrict x, int d, const int nl)
 {
     double v[6 * NC_LANES];
 #pragma GCC unroll 6
     for (int r = d - 1; r >= 0; r--) {
         double t[NC_LANES];
         for (int j = 0; j < nl; j++)
-            t[j] = x[nl * r + j];
+            t[j] = x[nl * r + j] * inv[r];
 #pragma GCC unroll 6
-        for (int i = r + 1; i < d; i++)
+        for (int i = d - 1; i > r; i--)
             for (int j = 0; j < nl; j++)
                 t[j] -= L[6 * i + r] * v[nl * i + j];
-        for (int j = 0; j < nl; j++) {       /* as in forward_d */
-            v[nl * r + j] = t[j] * inv[r];
-            x[nl * r + j] = v[nl * r + j] * sigma;
-        }
+        for (int j = 0; j < nl; j++)        /* as in forward_d */
+            x[nl * r + j] = v[nl * r + j] = t[j];
     }
 }
 
-NC_INLINE void forward(const double *restrict L, const double *restrict inv,
-                       double *restrict x, int d, const int nl)
+NC_INLINE void forward(const double *restrict L, double *restrict x, int d, const int nl)
 {
     if (d == 6)
-        forward_d(L, inv, x, 6, nl);
+        forward_d(L, x, 6, nl);
     else if (d == 5)
-        forward_d(L, inv, x, 5, nl);
+        forward_d(L, x, 5, nl);
     else
-        forward_d(L, inv, x, d, nl);
+        forward_d(L, x, d, nl);
 }
 
-NC_INLINE void backward(const double *restrict L, const double *restrict inv, double sigma,
+NC_INLINE void backward(const double *restrict L, const double *restrict inv,
                         double *restrict x, int d, const int nl)
 {
     if (d == 6)
-        backward_d(L, inv, sigma, x, 6, nl);
+        backward_d(L, inv, x, 6, nl);
     else if (d == 5)
-        backward_d(L, inv, sigma, x, 5, nl);
+        backward_d(L, inv, x, 5, nl);
     else
-        backward_d(L, inv, sigma, x, d, nl);
+        backward_d(L, inv, x, d, nl);
 }
 
-/* z_q −= σ V z_k for a coupling stored transposed, over the column node's dk entries
- * (vectorized over the rows for one lane, as before the lanes (faster there than the
- * lane loops), over the lanes for more; the same operations either way) */
+/* z_q −= W D⁻¹ z_k (= L_qk z_k) for a coupling W stored transposed, over the column
+ * node's dk entries (vectorized over the rows for one lane, as before the lanes (faster
+ * there than the lane loops), over the lanes for more; the same operations either
+ * way) */
 NC_INLINE void coupling_times(const double *restrict Vt, const double *restrict zk,
-                              double sigma, double *restrict zq, int dk, const int nl)
+                              const double *restrict inv, double *restrict zq, int dk,
+                              const int nl)
 {
 #ifdef NC_VECTOR
     if (nl == 1) {                  /* a row of V is a 6-vector: 4 + 2 lanes (nc_simd.h) */
@@ -754,26 +762,30 @@ NC_INLINE void coupling_times(const double *restrict Vt, const double *restrict 
         v2 acc2 = {0.0, 0.0};
 #pragma GCC unroll 6
         for (int c = 0; c < dk; c++) {
-            const double zc = zk[c];
+            const double zc = zk[c] * inv[c];
             acc4 += LD4(Vt + 6 * c) * BC4(zc);
             acc2 += LD2(Vt + 6 * c + 4) * BC2(zc);
         }
-        ST4(zq, LD4(zq) - BC4(sigma) * acc4);
-        ST2(zq + 4, LD2(zq + 4) - BC2(sigma) * acc2);
+        ST4(zq, LD4(zq) - acc4);
+        ST2(zq + 4, LD2(zq + 4) - acc2);
         return;
     }
 #endif
     double acc[6 * NC_LANES] = {0.0};
 #pragma GCC unroll 6
-    for (int c = 0; c < dk; c++)
+    for (int c = 0; c < dk; c++) {
+        double zc[NC_LANES];
+        for (int j = 0; j < nl; j++)
+            zc[j] = zk[nl * c + j] * inv[c];
 #pragma GCC unroll 6
         for (int i = 0; i < 6; i++)
             for (int j = 0; j < nl; j++)
-                acc[nl * i + j] += Vt[6 * c + i] * zk[nl * c + j];
+                acc[nl * i + j] += Vt[6 * c + i] * zc[j];
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < nl; j++)
-            zq[nl * i + j] -= sigma * acc[nl * i + j];
+            zq[nl * i + j] -= acc[nl * i + j];
 }
 
 /* z_k −= Vᵀ x_q for a coupling stored transposed: dk dot products of the row node's dq
@@ -891,15 +903,16 @@ NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
     for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */
         const int dk = (int)s.size[k];
         double *zk = z + nl * 6 * k;
-        forward(B + 36 * k, s.inv + 6 * k, zk, dk, nl);
+        const double *iv = s.inv + 6 * k;
+        forward(B + 36 * k, zk, dk, nl);
         for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
             double *zq = z + nl * 6 * s.col_node[e];
             if (dk == 6)
-                coupling_times(C + 36 * e, zk, s.sign[k], zq, 6, nl);
+                coupling_times(C + 36 * e, zk, iv, zq, 6, nl);
             else if (dk == 5)
-                coupling_times(C + 36 * e, zk, s.sign[k], zq, 5, nl);
+                coupling_times(C + 36 * e, zk, iv, zq, 5, nl);
             else
-                coupling_times(C + 36 * e, zk, s.sign[k], zq, dk, nl);
+                coupling_times(C + 36 * e, zk, iv, zq, dk, nl);
         }
     }
     for (int64_t k = N - 1; k >= 0; k--) {  /* backward substitution */
@@ -917,7 +930,7 @@ NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
             else
                 coupling_transpose_times(C + 36 * e, xq, zk, dk, dq, nl);
         }
-        backward(B + 36 * k, s.inv + 6 * k, s.sign[k], zk, dk, nl);
+        backward(B + 36 * k, s.inv + 6 * k, zk, dk, nl);
     }
     for (int64_t row = 0; row < s.n_row_z; row++)
         for (int j = 0; j < nl; j++)
