@@ -2,7 +2,10 @@
 
 * The Jacobian ``∂a/∂p, ∂a/∂v`` the core computes for Newton (one directional
   solve per column on the kept factorization) equals central differences of
-  ``nc.accelerations`` on closed loops and a stiff spring–damper.
+  ``nc.accelerations`` on closed loops, a stiff spring–damper and a driven loop with
+  every kind of force law in the core; its columns come body by body from the
+  constraint terms and forces that read the body, so that loop has a body that no
+  force reads (its columns from the constraint terms alone, a drive's among them).
 * On the elastic hexapod (N = 156; its six spherical joints replaced by spring-dampers
   of 10⁷ N/m and 10⁴ N s/m) Newton's matrices keep J's stiff part: an orthonormal
   basis of the 18 directions the leg springs act in (3 each), outside of which no
@@ -23,6 +26,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.integrate.radau import H_LU, MU, RANK_LU, Radau
+from natcoord.model.body import rod_inertia
 
 
 def finite_difference_jacobian(model, t, y, step=1e-5):
@@ -55,11 +59,40 @@ def spring_and_damper_pendulum():
     return nc.models.spring_pendulum(stiffness=1e4, damping=30.0)
 
 
+def driven_sprung_five_bar():
+    """A planar five-bar loop (crank, two couplers, rocker; hinges along z: 2 DOF) whose
+    crank is driven (a sinusoidal angle: linear constraint terms with time-dependent
+    weights; 1 DOF left), with a spring–damper from the ground to the first coupler, a
+    torque on it, a joint spring–damper on the couplers' hinge and a Cartesian
+    spring–damper from the ground to the rocker: no force reads the crank."""
+    z = (0.0, 0.0, 1.0)
+    mech = nc.Mechanism(gravity=(0.0, -9.81, 0.0), name="driven sprung five-bar")
+    for name, start, e1 in [("crank", (0, 0, 0), (0, 1, 0)), ("coupler", (0, 1, 0), (1, 0, 0)),
+                            ("coupler2", (1, 1, 0), (1, 0, 0)), ("rocker", (2, 0, 0), (0, 1, 0))]:
+        mech.add_body(name, mass=1.0, com=np.add(start, np.multiply(0.5, e1)),
+                      inertia=rod_inertia(1.0, 1.0, 0.05, axis=0), origin=start,
+                      axes=np.column_stack([e1, np.cross(z, e1), z]))
+    mech.add_revolute(nc.GROUND, "crank", point=(0, 0, 0), axis=z,
+                      drive=nc.Drive.sinusoid(0.3, 1.0 / np.pi))
+    mech.add_revolute("crank", "coupler", point=(0, 1, 0), axis=z)
+    mech.add_revolute("coupler", "coupler2", point=(1, 1, 0), axis=z, name="knee")
+    mech.add_revolute("coupler2", "rocker", point=(2, 1, 0), axis=z)
+    mech.add_revolute(nc.GROUND, "rocker", point=(2, 0, 0), axis=z)
+    mech.add_spring(nc.GROUND, "coupler", point_a=(0.5, 2.0, 0.3), point_b=(0.5, 1.0, 0.0),
+                    stiffness=30.0, damping=5.0)
+    mech.add_torque("coupler", (0.0, 0.0, 2.0))
+    mech.add_joint_spring("knee", stiffness=20.0, damping=2.0)
+    mech.add_cartesian_spring(nc.GROUND, "rocker", point_a=(2, 1, 0), point_b=(2, 1, 0),
+                              stiffness=(20.0, 30.0, 40.0), damping=(1.0, 2.0, 3.0))
+    return mech
+
+
 @pytest.mark.parametrize("build", [
     lambda: nc.models.six_bar(),                       # closed loop, one redundant row
     spring_and_damper_pendulum,                        # stiff spring with damping: ∂a/∂v
     lambda: nc.models.four_bar(),
-], ids=["six-bar", "spring-damper", "four-bar"])
+    driven_sprung_five_bar,                            # all force laws, drive, loop
+], ids=["six-bar", "spring-damper", "four-bar", "driven-sprung-five-bar"])
 def test_core_jacobian_equals_central_differences(build):
     model = build().build()
     J, reference = core_and_difference_jacobians(model)
@@ -68,6 +101,8 @@ def test_core_jacobian_equals_central_differences(build):
     np.testing.assert_array_equal(J[:N, :N], 0.0)
     scale = np.abs(reference).max()
     np.testing.assert_allclose(J[N:], reference, rtol=0, atol=1e-6 * scale)  # measured ≤ 3.4e-8
+    if build is driven_sprung_five_bar:              # the forceless crank's columns: not 0
+        assert np.abs(J[N:, :12]).max() > 1.0 and np.abs(J[N:, N:N + 12]).max() > 1.0
 
 
 @pytest.mark.parametrize("build", [

@@ -91,10 +91,22 @@ double nc_spring_frame(const nc_arr *T, int64_t i, const double *X, const double
                        double n[3], double rate[3]);
 /* F += C(r̄_a)ᵀ f − C(r̄_b)ᵀ f: f on spring i's end a, −f on end b */
 void nc_spring_pair(const nc_arr *T, int64_t i, double *F, const double f[3]);
-/* F (size entries) = ∂f/∂p dX + ∂f/∂v dV of the flattened applied forces at (X, V):
- * exact (gravity and constant point forces do not vary) */
-void nc_force_derivative(const nc_arr *T, const double *X, const double *V, const double *dX,
-                         const double *dV, double *F, int64_t size);
+/* Some of the terms of the constraint kernel and the applied forces, as ascending
+ * indices: those that read one body's slots (nc_body_terms, sensitivity.c), the only ones
+ * whose derivative along a direction on that body alone is not zero. NULL: all terms. */
+typedef struct {
+    const int64_t *quad, *lin, *force;
+    int64_t n_quad, n_lin, n_force;
+} nc_terms;
+/* whether the flattened applied force k reads a slot of body (its derivative along a
+ * direction on that body alone may not be zero) */
+int nc_force_reads(const nc_arr *T, int64_t k, int64_t body);
+/* F (size entries) = ∂f/∂p dX + ∂f/∂v dV of the flattened applied forces at (X, V)
+ * (with terms, of its forces only): exact (gravity and constant point forces do not
+ * vary) */
+void nc_force_derivative(const nc_arr *T, const nc_terms *terms, const double *X,
+                         const double *V, const double *dX, const double *dV, double *F,
+                         int64_t size);
 /* ½ vᵀ M v − f_g·p + the springs' ½ k (l − l0)², the joint springs' ½ k δ² and the
  * Cartesian springs' ½ Σ k_k (d_k − d0_k)² */
 double nc_energy(const nc_arr *T, const double *X, const double *V);

@@ -371,16 +371,63 @@ void nc_generalized_forces(const nc_arr *T, const double *X, const double *V, do
 }
 
 
+/* whether a slot of slots[0 .. count) is one of body's four (4 body .. 4 body + 3) */
+static int slots_in_body(const int64_t *slots, int64_t count, int64_t body)
+{
+    for (int64_t k = 0; k < count; k++)
+        if (slots[k] / 4 == body)
+            return 1;
+    return 0;
+}
+
+/* whether quadratic form f reads a slot of body */
+static int form_reads(const nc_arr *T, int64_t f, int64_t body)
+{
+    const int64_t *qp = I64(T[T_form_qptr]), *lp = I64(T[T_form_lptr]);
+    return slots_in_body(I64(T[T_form_qa]) + qp[f], qp[f + 1] - qp[f], body)
+           || slots_in_body(I64(T[T_form_qb]) + qp[f], qp[f + 1] - qp[f], body)
+           || slots_in_body(I64(T[T_form_la]) + lp[f], lp[f + 1] - lp[f], body);
+}
+
+/* whether affine point e reads a slot of body */
+static int point_reads(const nc_arr *T, int64_t e, int64_t body)
+{
+    const int64_t *ptr = I64(T[T_aff_ptr]);
+    return slots_in_body(I64(T[T_aff_slot]) + ptr[e], ptr[e + 1] - ptr[e], body);
+}
+
+int nc_force_reads(const nc_arr *T, int64_t k, int64_t body)
+{
+    int64_t i = I64(T[T_force_index])[k];
+    switch (I64(T[T_force_kind])[k]) {
+    case NC_TORQUE: return I64(T[T_tq_body])[i] == body;
+    case NC_SPRING:
+        return point_reads(T, I64(T[T_sp_a])[i], body) || point_reads(T, I64(T[T_sp_b])[i], body);
+    case NC_JOINT_SPRING: {
+        int64_t f1 = I64(T[T_js_f1])[i];
+        return form_reads(T, I64(T[T_js_f0])[i], body) || (f1 >= 0 && form_reads(T, f1, body));
+    }
+    case NC_CARTESIAN_SPRING: {
+        int64_t f = I64(T[T_cs_form])[i];
+        return form_reads(T, f, body) || form_reads(T, f + 1, body) || form_reads(T, f + 2, body);
+    }
+    default: return 0;                                   /* a constant point force */
+    }
+}
+
 /* F = ∂f/∂p dp + ∂f/∂v dv (4 n, 3) of the flattened forces: springs, joint and Cartesian
  * springs (forces.c) and constant torques ½ τ × de_k; gravity and constant point forces
- * do not vary. */
-void nc_force_derivative(const nc_arr *T, const double *X, const double *V, const double *dX,
-                         const double *dV, double *F, int64_t size)
+ * do not vary. With `terms`, of its forces only (the others' derivative is zero along
+ * the direction: nc_body_terms). */
+void nc_force_derivative(const nc_arr *T, const nc_terms *terms, const double *X,
+                         const double *V, const double *dX, const double *dV, double *F,
+                         int64_t size)
 {
     memset(F, 0, size * sizeof(double));
     const int64_t *kind = I64(T[T_force_kind]), *index = I64(T[T_force_index]);
-    for (int64_t k = 0; k < T[T_force_kind].size; k++) {
-        int64_t i = index[k];
+    int64_t count = terms != NULL ? terms->n_force : T[T_force_kind].size;
+    for (int64_t f = 0; f < count; f++) {
+        int64_t k = terms != NULL ? terms->force[f] : f, i = index[k];
         if (kind[k] == NC_TORQUE)
             nc_torque_forces(&AT2(T[T_tq_vec], i, 0), 4 * I64(T[T_tq_body])[i], dX, F);
         else if (kind[k] == NC_SPRING)
@@ -471,7 +518,7 @@ NC_WRAPPER(force_derivative)
         return NULL;
     const nc_arr *T = a[0].tuple;
     int64_t size = T[T_gravity_force].size;
-    nc_force_derivative(T, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
+    nc_force_derivative(T, NULL, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
                         F64(a[5].arr), size);
     Py_RETURN_NONE;
 }

@@ -21,17 +21,19 @@
  * in full), the largest remaining column norms
  * of K and D after k basis vectors (2, N + 1), scratch (4, N) for the Woodbury solves
  * and the basis,
- * the directional pass's lanes (NC_LANES (3 N + m)) and the weight table (n_weights, 3) */
+ * the directional pass's lanes (NC_LANES (3 N + m)), the weight table (n_weights, 3) and
+ * the lists of one body's terms (int64: the model's quadratic and linear constraint
+ * terms and applied forces, nc_body_terms) */
 enum {
     R_ctrl, R_counts, R_coef, R_y, R_f, R_yold, R_Q, R_K, R_D, R_lu, R_piv, R_luc, R_pivc,
     R_Z, R_W, R_F, R_dW, R_scale, R_err, R_point, R_value, R_b, R_bc, R_ja, R_jlam, R_jF,
     R_js, R_jmu, R_je, R_jzero, R_jda, R_basis, R_Kb, R_Db, R_KU, R_DU, R_Mt, R_cn, R_res,
-    R_bw, R_jlanes, R_weights, R_COUNT
+    R_bw, R_jlanes, R_weights, R_jterms, R_COUNT
 };
-#define NC_RADAU_KINDS "dqddddddddqdqddddddddddddddddddddddddddddd"
+#define NC_RADAU_KINDS "dqddddddddqdqdddddddddddddddddddddddddddddq"
 #define NC_RADAU_NAMES "ctrl,counts,coef,y,f,yold,Q,K,D,lu,piv,luc,pivc,Z,W,F,dW,scale," \
     "err,point,value,b,bc,ja,jlam,jF,js,jmu,je,jzero,jda,basis,Kb,Db,KU,DU,Mt,cn,res,bw,jlanes," \
-    "weights"
+    "weights,jterms"
 
 /* ctrl (float64): time and step, tolerances (rtol, atol, proj_tol), max_step, t_bound,
  * Newton's tolerance κ·Tol, the contraction rate up to which J is kept (RADAU5's THET),

@@ -77,8 +77,11 @@ NC_INLINE double dot3s(const double *x, int64_t xs, const double *p)
  * Called with constant `stage`, c and strides, so that each caller gets its own
  * branch-free copy, the row sums acc[] stay in registers and, in the lane layout,
  * the c directions' products are vector instructions. A direction's arithmetic is the
- * same in either layout: its results do not depend on the directions beside it. */
-NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
+ * same in either layout: its results do not depend on the directions beside it. With
+ * `terms` (not NULL) only its terms, in the same order: the directions are zero on the
+ * slots of all the others (nc_body_terms), whose products would add zeros. */
+NC_INLINE void constraint_directional_body(const nc_arr *T, const nc_terms *terms,
+                                           const double *X,
                                            const double *V, const double *W,
                                            const double *restrict dX,
                                            const double *restrict dV, const int64_t xc,
@@ -100,7 +103,9 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
     const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
     const int64_t *qw = I64(T[T_quad_w]);
     const double *qc = F64(T[T_quad_c]);
-    for (int64_t k = 0; k < T[T_quad_row].size; k++) {
+    const int64_t n_quad = terms != NULL ? terms->n_quad : T[T_quad_row].size;
+    for (int64_t t = 0; t < n_quad; t++) {
+        const int64_t k = terms != NULL ? terms->quad[t] : t;
         int64_t r = row[k], a = 3 * qa[k], b = 3 * qb[k];
         if (r != cur) {
             for (int j = 0; j < c; j++) {
@@ -154,7 +159,9 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
         s[j * sc + cur * ss] = acc[j];
     const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
     const double *ld = F64(T[T_lin_d]);
-    for (int64_t k = 0; k < T[T_lin_row].size; k++) {
+    const int64_t n_lin = terms != NULL ? terms->n_lin : T[T_lin_row].size;
+    for (int64_t t = 0; t < n_lin; t++) {
+        const int64_t k = terms != NULL ? terms->lin[t] : t;
         const double *w = W + 3 * lw[k];
         const double w1 = w[1], w2 = w[2];
         if (w1 == 0.0 && w2 == 0.0)
@@ -174,44 +181,46 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const double *X,
 /* its three callers' copies, each in an AVX2 and a baseline variant (nc_simd.h): a
  * stage's right-hand side of one direction and of L = 2 or NC_LANES in the lane layout,
  * the velocity projection's of one */
-NC_INLINE void nc_stage_directional_body(const nc_arr *T, const double *X, const double *V,
-                                         const double *W, const double *dX,
-                                         const double *dV, const double *A,
-                                         const double *lam, double *s, int64_t m, double *F)
+NC_INLINE void nc_stage_directional_body(const nc_arr *T, const nc_terms *terms,
+                                         const double *X, const double *V, const double *W,
+                                         const double *dX, const double *dV,
+                                         const double *A, const double *lam, double *s,
+                                         int64_t m, double *F)
 {
-    constraint_directional_body(T, X, V, W, dX, dV, 0, 1, 1, A, lam, 1, s, 0, 1, m, F, 0, 1);
+    constraint_directional_body(T, terms, X, V, W, dX, dV, 0, 1, 1, A, lam, 1, s, 0, 1, m, F,
+                                0, 1);
 }
 NC_DISPATCH_VOID(nc_stage_directional,
-                 (const nc_arr *T, const double *X, const double *V, const double *W,
-                  const double *dX, const double *dV, const double *A, const double *lam,
-                  double *s, int64_t m, double *F),
-                 (T, X, V, W, dX, dV, A, lam, s, m, F))
+                 (const nc_arr *T, const nc_terms *terms, const double *X, const double *V,
+                  const double *W, const double *dX, const double *dV, const double *A,
+                  const double *lam, double *s, int64_t m, double *F),
+                 (T, terms, X, V, W, dX, dV, A, lam, s, m, F))
 
-NC_INLINE void nc_lane_directional_body(const nc_arr *T, const double *X, const double *V,
-                                        const double *W, const double *dX,
-                                        const double *dV, const double *A,
+NC_INLINE void nc_lane_directional_body(const nc_arr *T, const nc_terms *terms,
+                                        const double *X, const double *V, const double *W,
+                                        const double *dX, const double *dV, const double *A,
                                         const double *lam, double *s, int64_t m, double *F,
                                         int L)
 {
     if (L == 2)
-        constraint_directional_body(T, X, V, W, dX, dV, 1, 2, 2, A, lam, 1, s, 1, 2, m, F, 1,
-                                    2);
+        constraint_directional_body(T, terms, X, V, W, dX, dV, 1, 2, 2, A, lam, 1, s, 1, 2, m,
+                                    F, 1, 2);
     else
-        constraint_directional_body(T, X, V, W, dX, dV, 1, NC_LANES, NC_LANES, A, lam, 1, s,
-                                    1, NC_LANES, m, F, 1, NC_LANES);
+        constraint_directional_body(T, terms, X, V, W, dX, dV, 1, NC_LANES, NC_LANES, A, lam,
+                                    1, s, 1, NC_LANES, m, F, 1, NC_LANES);
 }
 NC_DISPATCH_VOID(nc_lane_directional,
-                 (const nc_arr *T, const double *X, const double *V, const double *W,
-                  const double *dX, const double *dV, const double *A, const double *lam,
-                  double *s, int64_t m, double *F, int L),
-                 (T, X, V, W, dX, dV, A, lam, s, m, F, L))
+                 (const nc_arr *T, const nc_terms *terms, const double *X, const double *V,
+                  const double *W, const double *dX, const double *dV, const double *A,
+                  const double *lam, double *s, int64_t m, double *F, int L),
+                 (T, terms, X, V, W, dX, dV, A, lam, s, m, F, L))
 
 NC_INLINE void nc_velocity_directional_body(const nc_arr *T, const double *X,
                                             const double *V, const double *W,
                                             const double *dX, double *s, int64_t m)
 {
-    constraint_directional_body(T, X, V, W, dX, NULL, 0, 1, 1, V, NULL, 0, s, 0, 1, m, NULL,
-                                0, 1);
+    constraint_directional_body(T, NULL, X, V, W, dX, NULL, 0, 1, 1, V, NULL, 0, s, 0, 1, m,
+                                NULL, 0, 1);
 }
 NC_DISPATCH_VOID(nc_velocity_directional,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
@@ -259,6 +268,27 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
 
 /* ------------------------------------------------------------ one point */
 
+void nc_body_terms(const nc_arr *T, int64_t body, int64_t *buffer, nc_terms *out)
+{
+    const int64_t *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]), *la = I64(T[T_lin_a]);
+    int64_t *list = buffer;
+    out->quad = list;
+    for (int64_t k = 0; k < T[T_quad_row].size; k++)
+        if (qa[k] / 4 == body || qb[k] / 4 == body)
+            *list++ = k;
+    out->n_quad = list - out->quad;
+    out->lin = list;
+    for (int64_t k = 0; k < T[T_lin_row].size; k++)
+        if (la[k] / 4 == body)
+            *list++ = k;
+    out->n_lin = list - out->lin;
+    out->force = list;
+    for (int64_t k = 0; k < T[T_force_kind].size; k++)
+        if (nc_force_reads(T, k, body))
+            *list++ = k;
+    out->n_force = list - out->force;
+}
+
 /* da_j (at da + j ldo) of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a]
  * along the c directions (dX + j ld, dV + j ld) and, with D (not NULL), the parameters
  * of D's columns j0 + j, K factored in Wk at (X, V) with the accelerations A and
@@ -267,16 +297,19 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
  * of all c directions first, then per NC_LANES of them the constraint terms in one
  * pass and their solves with the kept factorization in one pass over its blocks
  * (nc_solve_lanes), both in the lane layout; a last two in two lanes, a last one alone
- * (nc_solve_kernel): a column's bits do not depend on the columns beside it. */
-void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
-                                 const nc_arr *D, int64_t j0, int64_t c, const double *X,
+ * (nc_solve_kernel): a column's bits do not depend on the columns beside it. With
+ * `terms` (not NULL: directions on one body alone, nc_body_terms) the right-hand sides
+ * visit only its terms and forces. */
+void nc_acceleration_derivatives(const nc_arr *T, const nc_terms *terms, const nc_arr *P,
+                                 const nc_arr *Wk, const nc_arr *D, int64_t j0, int64_t c,
+                                 const double *X,
                                  const double *V, const double *W, const double *A,
                                  const double *lam, const double *dX, const double *dV,
                                  int64_t ld, double *F, int64_t n, double *s, double *mu,
                                  int64_t m, double *lanes, double *da, int64_t ldo)
 {
     for (int64_t j = 0; j < c; j++) {
-        nc_force_derivative(T, X, V, dX + j * ld, dV + j * ld, F + j * n, n);
+        nc_force_derivative(T, terms, X, V, dX + j * ld, dV + j * ld, F + j * n, n);
         if (D != NULL)
             parameter_force(T, D, j0 + j, X, V, A, F + j * n);
     }
@@ -284,7 +317,7 @@ void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr 
     for (int64_t b = 0; b < c; b += NC_LANES) {
         const int width = c - b < NC_LANES ? (int)(c - b) : NC_LANES;
         if (width == 1) {
-            nc_stage_directional(T, X, V, W, dX + b * ld, dV + b * ld, A, lam, s + b * m, m,
+            nc_stage_directional(T, terms, X, V, W, dX + b * ld, dV + b * ld, A, lam, s + b * m, m,
                                  F + b * n);
             nc_solve_kernel(F + b * n, s + b * m, P, Wk, da + b * ldo, mu);
             continue;
@@ -302,7 +335,7 @@ void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr 
                 fl[L * q + j] = f[q];
             }
         }
-        nc_lane_directional(T, X, V, W, xl, vl, A, lam, sl, m, fl, L);
+        nc_lane_directional(T, terms, X, V, W, xl, vl, A, lam, sl, m, fl, L);
         /* the L solves in one pass over the factor, in the lane layout (the multipliers
          * into sl, read before they are written; the accelerations into xl, free now) */
         nc_solve_lanes(fl, sl, P, Wk, xl, sl, L);
@@ -320,7 +353,7 @@ void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *
                                 double *F, int64_t n, double *s, double *mu, int64_t m,
                                 double *da)
 {
-    nc_acceleration_derivatives(T, P, Wk, D, j, 1, X, V, W, A, lam, dX, dV, 0, F, n, s, mu, m,
+    nc_acceleration_derivatives(T, NULL, P, Wk, D, j, 1, X, V, W, A, lam, dX, dV, 0, F, n, s, mu, m,
                                 NULL, da, 0);
 }
 
@@ -334,7 +367,7 @@ static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const
 {
     const nc_arr *B = x->B;
     int64_t n = B[K_dy].shape[1] / 2;
-    nc_acceleration_derivatives(x->T, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
+    nc_acceleration_derivatives(x->T, NULL, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
                                 A, lam, dY, dY + n, ld, F64(B[K_F]), n,
                                 F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, F64(B[K_lanes]), da,
                                 ldo);

@@ -39,6 +39,7 @@ enum {
 #define NC_SWEEP_NAMES "W,y,dK,dy,dys,dyold,dynew,dout,F,s,mu,clock,lanes"
 
 #include "nc_core.h"
+#include "dopri5.h"                 /* nc_terms */
 
 /* NC_LANES: directions side by side in nc_acceleration_derivatives' directional pass
  * and solve (the lane layout, sensitivity.c) */
@@ -51,13 +52,20 @@ enum {
  * mu (m) scratch, for c > 1 also lanes (4 (3 n + m)) and Wk's z and ap
  * holding NC_LANES lanes (nc_solve_lanes). Exact for the constraint terms,
  * springs, joint and Cartesian springs and torques. The right-hand sides' shared parts
- * are computed once for the c columns. */
-void nc_acceleration_derivatives(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
-                                 const nc_arr *D, int64_t j0, int64_t c, const double *X,
+ * are computed once for the c columns; with `terms` (not NULL), directions that are zero
+ * outside one body's slots, of its terms and forces only (nc_body_terms). */
+void nc_acceleration_derivatives(const nc_arr *T, const nc_terms *terms, const nc_arr *P,
+                                 const nc_arr *Wk, const nc_arr *D, int64_t j0, int64_t c,
+                                 const double *X,
                                  const double *V, const double *W, const double *A,
                                  const double *lam, const double *dX, const double *dV,
                                  int64_t ld, double *F, int64_t n, double *s, double *mu,
                                  int64_t m, double *lanes, double *da, int64_t ldo);
+/* the constraint kernel's terms and applied forces that read a slot of body, into out
+ * (its lists in buffer: T's quadratic and linear terms and forces' count entries at
+ * most); a direction zero outside the body's slots has a non-zero derivative only in
+ * them (the kernel's terms and the force laws read only their own slots) */
+void nc_body_terms(const nc_arr *T, int64_t body, int64_t *buffer, nc_terms *out);
 /* nc_acceleration_derivatives of the one column j (F (n), s (m) scratch) */
 void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
                                 const nc_arr *D, int64_t j, const double *X,
