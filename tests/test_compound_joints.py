@@ -505,11 +505,17 @@ def test_urdf_massless_links_that_cannot_be_folded_are_refused_or_become_bodies(
         "slider", "hip_z", "hip_x", "hip_y", "knee", "ankle_y", "ankle_x", "rail", "wrist")
     worst_qdd, worst_frame = _pinocchio_check(path, model, mech.frames)
     assert worst_qdd < 1e-9 and worst_frame < 1e-12
-    nc.save_mechanism(mech, tmp_path / "leg.json")     # a massless body keeps its mass 0
-    again = nc.load_mechanism(tmp_path / "leg.json").build()
+    nc.save_mechanism(mech, tmp_path / "leg.json")     # a massless body keeps its mass 0,
+    loaded = nc.load_mechanism(tmp_path / "leg.json")  # the named frames their places
+    again = loaded.build()
     assert [(b.name, b.mass) for b in again.bodies if b.point_mass] == [("hip_virtual_2", 0.0)]
     state = nc.assemble(model).state
     assert np.array_equal(nc.accelerations(again, state)[0], nc.accelerations(model, state)[0])
+    assert loaded.frames.keys() == mech.frames.keys()
+    for name, frame in mech.frames.items():
+        placed = nc.joint_space(again).frame_placement(loaded.frames[name], state.p)
+        for ours, theirs in zip(placed, nc.joint_space(model).frame_placement(frame, state.p)):
+            assert np.array_equal(ours, theirs), name
 
 
 def test_compound_joints_round_trip_through_model_files(tmp_path):

@@ -324,3 +324,31 @@ def test_one_actuator_takes_a_bare_number(tmp_path):
     mujoco.mj_forward(m, d)
     assert sol.qdd[0, 0] == pytest.approx(3 * 0.25 / inertia, rel=1e-12)
     assert sol.qdd[0, 0] == pytest.approx(d.qacc[0], rel=1e-12)
+
+
+def test_actuators_and_welded_bodies_survive_a_model_file(tmp_path):
+    """A saved and reloaded MJCF model keeps its import report, so the motor still
+    drives the hinge as MuJoCo's does, and the body welded to the arm stays a named
+    frame where MuJoCo puts that body."""
+    path = tmp_path / "motor.xml"
+    path.write_text("""<mujoco><worldbody><body name="arm"><joint name="hinge" axis="0 1 0"/>
+      <inertial pos="0 0 -0.5" mass="2" diaginertia="0.1 0.1 0.1"/>
+      <body name="tip" pos="0.1 0 -1"><inertial pos="0 0 0" mass="0.5"
+      diaginertia="0.01 0.01 0.01"/></body></body></worldbody>
+      <actuator><motor name="drive" joint="hinge" gear="3"/></actuator></mujoco>""")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mech = nc.load_mjcf(path)
+    nc.save_mechanism(mech, tmp_path / "motor.json")
+    again = nc.load_mechanism(tmp_path / "motor.json")
+    assert again.import_report["actuators"]["drive"]["gear"] == 3.0
+    model = again.build()
+    sol = nc.simulate(model, 1e-3, t_eval=[0.0], u=nc.actuator_torques(model, 0.25))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.ctrl[:] = 0.25
+    mujoco.mj_forward(m, d)
+    assert sol.qdd[0, 0] == pytest.approx(d.qacc[0], rel=1e-12)
+    tip = again.frames["tip"]
+    assert np.abs(sol.point(tip.body, tip.origin, local=True)[0] - d.body("tip").xpos).max() \
+        < 1e-15

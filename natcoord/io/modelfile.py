@@ -4,8 +4,9 @@ A file lists the builder calls that made the mechanism, grouped by kind:
 ``bodies`` (``add_body``), ``joints`` (``add_<type>``), ``forces``
 (``add_spring``/``add_force``/``add_torque``/…), ``initial`` (``set_initial``),
 ``joint_rates`` (``set_joint_rate``), ``inputs`` (``add_input``: joint torque
-laws), plus ``name``, ``gravity``, ``scenario``
-and ``format_version``. Each entry holds the method's keyword arguments as
+laws), ``frames`` (``attach_frame``, in body coordinates), plus ``name``,
+``gravity``, ``scenario``, ``format_version`` and an importer's ``import_report``
+(so ``nc.actuator_torques`` and the list of what was not modelled survive a save). Each entry holds the method's keyword arguments as
 given (world reference coordinates unless the entry says ``"local": true``),
 so loading replays them through the same public methods and every check of
 the builder applies; writing then reading gives the identical model.
@@ -45,7 +46,7 @@ FORMAT_VERSION = 1
 #: force entries: file ``type`` -> builder method
 FORCE_METHODS = {"spring": "add_spring", "force": "add_force", "torque": "add_torque",
                  "cartesian_spring": "add_cartesian_spring", "joint_spring": "add_joint_spring"}
-_SECTIONS = ("bodies", "joints", "forces", "initial", "joint_rates", "inputs")
+_SECTIONS = ("bodies", "joints", "forces", "initial", "joint_rates", "inputs", "frames")
 
 
 def schema():
@@ -136,7 +137,13 @@ def to_dict(mech: Mechanism, sample_drives=None) -> dict:
             if "drive" in entry:
                 entry["drive"] = _drive_spec(entry["drive"], where, sample_drives, t_end)
             data["joints"].append({"type": kind, **entry})
-    for section in ("forces", "initial", "joint_rates", "inputs"):
+    data["frames"] = [{"name": name, "body": snapshot(f.body), "origin": snapshot(f.origin),
+                       "axes": snapshot(f.axes), "local": True,
+                       **({"after": snapshot(f.after)} if f.after is not None else {})}
+                      for name, f in mech.frames.items()]
+    if mech.import_report:
+        data["import_report"] = snapshot(mech.import_report)
+    for section in ("forces", "initial", "joint_rates", "inputs", "frames"):
         if not data[section]:
             del data[section]
     return data
@@ -433,6 +440,9 @@ def from_dict(data, source="model") -> Mechanism:
         _replay(mech.set_joint_rate, entry, what, source)
     for k, entry in enumerate(data.get("inputs", [])):
         _replay(mech.add_input, dict(entry), f"inputs[{k}] (joint {entry['joint']!r})", source)
+    for what, entry in entries("frames"):
+        _replay(mech.attach_frame, entry, what, source)
+    mech.import_report = dict(data.get("import_report", {}))
     scenario = dict(data.get("scenario", {}))
     if "t_end" in scenario:
         scenario["t_end"] = number(scenario["t_end"], "t_end", f"{source}: scenario", "positive")

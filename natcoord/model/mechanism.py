@@ -178,7 +178,7 @@ class Mechanism:
         configuration's world coordinates, or in the body frame if ``local``.
         ``after=(joint, k)``: the frame moves with the first k DOF of compound
         joint ``joint`` from ``body`` (its body a; :class:`NamedFrame`).
-        Frames are looked up in ``frames``; model files do not store them.
+        Frames are looked up in ``frames``; model files store them (``frames``).
         """
         if not isinstance(name, str) or not name:
             raise ValueError(f"frame name must be a non-empty string, got {shown(name)}")
