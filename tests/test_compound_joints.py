@@ -516,6 +516,10 @@ def test_urdf_massless_links_that_cannot_be_folded_are_refused_or_become_bodies(
         placed = nc.joint_space(again).frame_placement(loaded.frames[name], state.p)
         for ours, theirs in zip(placed, nc.joint_space(model).frame_placement(frame, state.p)):
             assert np.array_equal(ours, theirs), name
+    moving = next(name for name, frame in mech.frames.items() if frame.after is not None)
+    sol = nc.simulate(again, 1e-3, t_eval=[0.0])
+    with pytest.raises(ValueError, match="frame_placement"):    # not fixed in a body
+        sol.point(moving, (0, 0, 0), local=True)
 
 
 def test_compound_joints_round_trip_through_model_files(tmp_path):

@@ -181,6 +181,13 @@ def test_lumped_links_stay_named_frames(tmp_path):
         tip_reference - shoulder[0])
     assert np.abs(path - expected).max() < 1e-9
     assert angle[-1] == pytest.approx(0.6, rel=1e-6)
+    # the frame by name: the same trajectory, its axes turned by the joint angle,
+    # the pedestal (fixed in ground) where it is
+    assert np.array_equal(sol.point("tool", tip_in_tool, local=True), path)
+    turned = Rotation.from_rotvec(np.outer(angle, (0, 0, 1))).as_matrix() @ shoulder[1] @ R
+    assert np.abs(sol.rotation("tool") - turned).max() < 1e-9
+    assert np.array_equal(sol.point("pedestal", (0, 0, 0), local=True),
+                          np.tile(mech.frames["pedestal"].point(), (7, 1)))
 
 
 def test_floating_base_adds_a_free_root_with_six_more_dof(tmp_path):

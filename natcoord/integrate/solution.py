@@ -151,16 +151,18 @@ class Solution:
                 f"{self.stats.get('steps', 0)} steps, {self.message}>")
 
     def point(self, body, point, local=False):
-        """World trajectory (k, 3) of a body point (reference-world unless ``local``)."""
+        """World trajectory (k, 3) of a body point (reference-world unless ``local``);
+        ``body`` may name a frame (``model.frames``), ``local`` points then in its axes."""
         expr = self.model.point_expression(body, point, local)
         X = self.p.reshape(self.t.size, -1, 3)
-        return expr.const + sum(c * X[:, s] for s, c in expr.terms.items())
+        return expr.const + sum((c * X[:, s] for s, c in expr.terms.items()),
+                                np.zeros((self.t.size, 3)))     # (k, 3) for ground's too
 
     def point_velocity(self, body, point, local=False):
         """World velocity (k, 3) of a body point."""
         expr = self.model.point_expression(body, point, local)
         V = self.v.reshape(self.t.size, -1, 3)
-        return sum(c * V[:, s] for s, c in expr.terms.items())
+        return sum((c * V[:, s] for s, c in expr.terms.items()), np.zeros((self.t.size, 3)))
 
     def joint_multipliers(self, joint):
         """Multipliers (k, rows) of one joint's rows (needs ``multipliers=True``)."""
@@ -291,17 +293,26 @@ class Solution:
 
     def _body(self, body):
         if body not in self.model.body_index:
-            raise KeyError(f"unknown body {body!r}; bodies: {list(self.model.body_index)}")
+            raise KeyError(f"unknown body {body!r}; bodies: {list(self.model.body_index)}"
+                           + (f"; frames: {list(self.model.frames)}" if self.model.frames
+                              else ""))
         return self.model.body_index[body]
 
     def rotation(self, body):
-        """Rotation matrices ``R = [e1 e2 e3]`` (k, 3, 3) of a body.
+        """Rotation matrices ``R = [e1 e2 e3]`` (k, 3, 3) of a body, or of a named frame
+        (``model.frames``: its body's ``R`` times the frame's axes).
 
         ``R`` maps body to world coordinates; in the reference configuration it
         is the ``axes`` given to ``add_body``. Orthonormal to the projection
         tolerance (the rigid-body constraints of §1.3).
         """
         from ..model.kinematics import rotation
+        frame = self.model.frames.get(body) if body not in self.model.body_index else None
+        if frame is not None:           # a named frame: its body's rotation times its axes
+            frame.point()               # (refused for one that moves with a compound joint)
+            if frame.body not in self.model.body_index:
+                return np.broadcast_to(frame.axes, (self.t.size, 3, 3)).copy()
+            return rotation(self._slots()[0], self._body(frame.body)) @ frame.axes
         return rotation(self._slots()[0], self._body(body)).copy()
 
     def quaternion(self, body):

@@ -188,6 +188,10 @@ class Model:
     #: declared joint inputs (``natcoord.model.inputs.JointInput``), applied by
     #: ``nc.simulate`` unless it is given ``u=`` or ``inputs=False``
     inputs: tuple = ()
+    #: the mechanism's named frames (``Mechanism.frames``: URDF links lumped into a
+    #: body, welded MJCF bodies, ``attach_frame``), addressed by name wherever a
+    #: body point is (:meth:`point_expression`: ``sol.point("tool0", x, local=True)``)
+    frames: FrozenDict = field(default_factory=FrozenDict)
 
     @classmethod
     def from_mechanism(cls, mech):
@@ -224,7 +228,8 @@ class Model:
             velocity_requests=FrozenDict(mech.velocity_requests()),
             p_guess=_frozen(p0), v_guess=_frozen(v0),
             p_reference=_frozen(np.concatenate([b.coordinates().ravel() for b in bodies])),
-            import_report=FrozenDict(mech.import_report), inputs=tuple(mech.inputs))
+            import_report=FrozenDict(mech.import_report), inputs=tuple(mech.inputs),
+            frames=FrozenDict(mech.frames))
         check_point_masses(model)
         return model
 
@@ -315,14 +320,26 @@ class Model:
                        f"{[j.name for j in self.joints]}")
 
     def point_expression(self, body, point, local=False):
-        """Affine expression of a body point (world reference point unless local)."""
+        """Affine expression of a body point (world reference point unless local).
+
+        ``body`` may name a frame (:attr:`frames`): ``local`` points are then in
+        the frame's axes from its origin, world reference points follow the body
+        the frame is fixed in (a frame fixed in ground gives a constant)."""
         from .expressions import Affine
+        x = np.asarray(point, float)
+        if body not in self.body_index and body in self.frames:
+            frame = self.frames[body]
+            if local or frame.after is not None:    # to the body's frame; frame.point
+                x, local = frame.point(x), True     # refuses one moving with a joint
+            if frame.body not in self.body_index:   # fixed in ground: a world point
+                return Affine.constant(x)
+            body = frame.body
         if body not in self.body_index:
             hint = (f" ({body!r} is a joint)" if any(j.name == body for j in self.joints)
                     else "")
-            raise KeyError(f"unknown body {body!r}{hint}; bodies: {list(self.body_index)}")
+            raise KeyError(f"unknown body {body!r}{hint}; bodies: {list(self.body_index)}"
+                           + (f"; frames: {list(self.frames)}" if self.frames else ""))
         b = self.bodies[self.body_index[body]]
-        x = np.asarray(point, float)
         return Affine.body_point(b.index, x if local else b.to_local_point(x))
 
     # --------------------------------------------------------------- energy

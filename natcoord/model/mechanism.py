@@ -45,9 +45,10 @@ class NamedFrame:
     ``body``: the body's name (``GROUND`` for a frame fixed in the world);
     ``origin`` (3,) and ``axes`` (3×3, columns) place the frame in the body
     frame. A frame adds nothing to the dynamics; it names body-fixed points:
-    ``sol.point(f.body, f.point(x), local=True)`` is the world trajectory of
-    the point ``x`` given in frame ``f``, ``sol.rotation(f.body) @ f.axes``
-    its orientation. On ground, ``point`` gives world coordinates.
+    ``sol.point(name, x, local=True)`` (``= sol.point(f.body, f.point(x),
+    local=True)``) is the world trajectory of the point ``x`` given in frame
+    ``f``, ``sol.rotation(name)`` its orientation. On ground, ``point`` gives
+    world coordinates.
 
     ``after = (joint, k)``: the frame of a massless link inside a compound
     joint (a URDF chain folded by ``load_urdf``): it moves with ``body`` (the
