@@ -517,7 +517,7 @@ NC_INLINE void coupling_solve(double *restrict Vt, const double *restrict L, int
 /* T_xy −= Σ_{c<dk} X_xc D_c⁻¹ Y_yc for row-major T and transposed X, Y
  * (Xt[6 c + x] = X_xc), inv = D⁻¹ of the column's pivot: the Schur update
  * A_qp −= L_qk D_k L_pkᵀ = W_q D_k⁻¹ W_pᵀ of a diagonal target (X = Y = W_q; the upper
- * triangle, never read, is updated too) or, on a coupling target stored transposed, its
+ * triangle, never read, in part too) or, on a coupling target stored transposed, its
  * transpose (X = W_p, Y = W_q). dx, dy, dk: the sizes of the nodes of X, Y and of the
  * column (the rest is padding; a dropped row of the column has inv 0). Each sum starts
  * at 0 and adds (X_xc D_c⁻¹) Y_yc by ascending c. */
@@ -526,19 +526,24 @@ NC_INLINE void schur_update_d(double *restrict T, const double *restrict Xt,
                               int dy, int dk)
 {
 #ifdef NC_VECTOR
+    /* a diagonal target (X = Y) is read in its lower triangle only: the 2-lane part
+     * (columns 4, 5) of rows 0-3 lies above the diagonal and is left out (ldl6 and
+     * ldl_monitored overwrite that scratch before reading it) */
+    const int diagonal = Xt == Yt;
 #pragma GCC unroll 6
     for (int x = 0; x < dx; x++) {
+        const int part2 = dy > 4 && (x >= 4 || !diagonal);
         v4 acc4 = {0.0, 0.0, 0.0, 0.0};
         v2 acc2 = {0.0, 0.0};
 #pragma GCC unroll 6
         for (int c = 0; c < dk; c++) {
             const double v = Xt[6 * c + x] * inv[c];
             acc4 += BC4(v) * LD4(Yt + 6 * c);
-            if (dy > 4)
+            if (part2)
                 acc2 += BC2(v) * LD2(Yt + 6 * c + 4);
         }
         ST4(T + 6 * x, LD4(T + 6 * x) - acc4);
-        if (dy > 4)
+        if (part2)
             ST2(T + 6 * x + 4, LD2(T + 6 * x + 4) - acc2);
     }
 #else
