@@ -99,6 +99,16 @@ def test_cli_help_is_plain_text_with_defaults(command, capsys):
         assert "(default: position+velocity)" in text and "(default: [])" not in text
 
 
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("*.py")))
+def test_every_benchmark_script_answers_help(script):
+    """``--help`` prints the usage and exits 0, running nothing (tolerance.py took
+    ``--help`` for a model name and died with a KeyError)."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--help"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage:")
+
+
 def test_plain_text_strips_rest_roles():
     from natcoord.cli import plain_text
     assert plain_text("see :class:`~natcoord.dynamics.workspace.Workspace` and :mod:`natcoord.models`, "
