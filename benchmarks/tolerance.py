@@ -12,7 +12,10 @@ from natcoord.cli import main
 #: model -> the command-line arguments of its two experiments
 EXPERIMENTS = {
     "six-bar": [["--repeat", "5"],
-                ["--work-precision", "--repeat", "3"]],
+                ["--work-precision", "--repeat", "3"],
+                # the paper's partitioning without hysteresis, for the comparison figure
+                ["--hold-tol", "0", "--repeat", "3",
+                 "--out", "data/six_bar_tolerance_no_hysteresis.csv"]],
     "hexapod": [["--scenario", "passive", "--repeat", "3"],
                 ["--scenario", "passive", "--work-precision", "--repeat", "3"]],
 }
