@@ -314,7 +314,7 @@ def test_drift_within_drift_tol_is_a_success():
 
 # ------------------------------------------------------------- 6. wall time
 def test_wall_time_excludes_the_first_evaluation():
-    """A first evaluation that takes 0.5 s (as Numba compilation may) is not timed."""
+    """A first evaluation that takes 0.5 s (a Python force warming its caches) is not timed."""
     calls = []
 
     def force(t, state):
