@@ -214,6 +214,29 @@ def test_every_kind_run_joint_accelerations_need_no_torque_at_any_output():
     np.testing.assert_allclose(rate, qd[1:-1, i], atol=1e-3 * max(1.0, np.abs(qd[:, i]).max()))
 
 
+def test_every_kind_batched_rates_are_each_states_and_a_wrong_size_is_named():
+    """Joint rates and accelerations of states stacked on leading axes ((2, 3) states,
+    and none) are, state for state, bit for bit those of one state at a time (one
+    implementation, looped over the states); a velocity of the wrong size is refused
+    naming it."""
+    model = every_kind()
+    js = nc.joint_space(model)
+    rng = np.random.default_rng(6)
+    states = [nc.joint_state(model, js.retract(js.neutral(), rng.uniform(-2, 2, js.nv)),
+                             rng.standard_normal(js.nv)) for _ in range(6)]
+    a = [nc.accelerations(model, st)[0] for st in states]
+    P, V, A = (np.reshape(x, (2, 3, -1)) for x in ([st.p for st in states],
+                                                   [st.v for st in states], a))
+    qd, qdd = js.velocities(P, V), js.accelerations(P, V, A)
+    assert qd.shape == qdd.shape == (2, 3, js.nv)
+    for k, st in enumerate(states):
+        assert np.array_equal(qd.reshape(6, -1)[k], js.velocities(st.p, st.v))
+        assert np.array_equal(qdd.reshape(6, -1)[k], js.accelerations(st.p, st.v, a[k]))
+    assert js.accelerations(P[:0, 0], V[:0, 0], A[:0, 0]).shape == (0, js.nv)
+    with pytest.raises(ValueError, match=r"joint_rates: v \(as p\) has the wrong size"):
+        js.velocities(states[0].p, states[0].v[:-3])
+
+
 # ------------------------------------------------------------ loops
 def driven_four_bar():
     """A crank–rocker four-bar with the crank driven: θ(t) = 2t + t²/2."""

@@ -47,7 +47,11 @@ columns of ``Ξ`` the unit twists of its DOF in world coordinates, and
 axes turn with the earlier ones). Natural coordinates follow exactly: ``o = Φ(o_ref)``,
 ``e_k = D A_ref e_k``, ``ȯ = v_O + ω × o``, ``ė_k = ω × e_k``, and the
 accelerations alike. Read back, ``ω = ½ Σ e_k × ė_k`` (docs/method.md#11-coordinates)
-gives the twists and ``q̇ = Ξ⁺ (V_b − V_a)``.
+gives the twists and ``q̇ = Ξ⁺ (V_b − V_a)``. This read-back — the twists of the
+DOF fixed in bodies, the bias ``Ξ̇_rel q̇``, q̇ and q̈, looped over a trajectory's
+states — runs in the compiled core (``natcoord/core/src/joint_space.c``) on tables
+built once here; a compound joint's twists, which depend on its coordinates, are
+computed here and handed to it.
 
 **Joint geometry** is read from the model's constraints, not stored twice:
 at the reference configuration the relative twists a joint's rows allow form
@@ -80,6 +84,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
+from ..core import engine
 from ..model import validate
 from ..model.derived import derived
 from ..model.frozen import State
@@ -116,8 +121,7 @@ CHANGE_TOL = 1e-8
 def _cross(a, b):
     """``a × b`` over the last axis of (..., 3) arrays (broadcast), component by
     component. ``np.cross`` computes the same products, but moves axes and
-    checks shapes at every call — most of the time of :meth:`JointSpace._rates`
-    on a robot, whose arrays are a few vectors each."""
+    checks shapes at every call, most of the time on arrays of a few vectors."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     c0 = a1 * b2 - a2 * b1
@@ -201,9 +205,11 @@ def _motion_cross(V, W):
 _OMEGA_OMEGA_V, _OMEGA_V_OMEGA = np.array([0, 0, 1]), np.array([0, 1, 0])
 
 
-#: ground's slot vectors: origin 0, the world axes
-_GROUND_SLOTS = np.vstack([np.zeros(3), np.eye(3)])
-_GROUND_SLOTS.setflags(write=False)
+#: the kinds of a DOF for the core (natcoord/core/src/joint_space.c): a slide, a turn,
+#: a twist the caller gives (a compound joint's)
+_DOF_SLIDE, _DOF_TURN, _DOF_GIVEN = 0, 1, 2
+#: an empty argument of the core (no accelerations)
+_EMPTY = np.empty(0)
 
 
 # ---------------------------------------------------------------- the tree
@@ -302,59 +308,44 @@ class JointSpace:
                 f"nv = {self.nv}, cut joints {list(self.cut_joints)}>")
 
     def _dof_tables(self, moving):
-        """Index tables of the DOF (one per q̇ column), built once, so that the twists,
-        the least squares and the bias of every joint are a few NumPy operations over
-        all DOF at once (:meth:`twists`, :meth:`_rates`), not a loop over joints.
+        """The tables of the DOF (one per q̇ column) and of the joints with DOF, built once,
+        for the core's twists, bias and rates (``natcoord/core/src/joint_space.c``) and
+        the NumPy operations over all DOF of :meth:`forward` and :meth:`subtree_forces`.
 
         A DOF of a joint that is not compound is the unit twist of an axis fixed in
         one body turning about a point fixed in one body, or sliding along it
         (:func:`_dof_geometry`); axis and point in their bodies' axes (:meth:`_local`)
-        make them sums of the bodies' slot vectors (:meth:`twists`). Compound joints'
-        twists depend on their coordinates (:func:`_compound_twists`); their columns
-        are filled joint by joint.
+        make them weighted sums of the bodies' slot vectors (origin, e_1, e_2, e_3).
+        Compound joints' twists depend on their coordinates (:func:`_compound_twists`):
+        their rows are of kind "given", filled by :meth:`twists` before the core's call.
         """
-        rows, turn, simple = [], [], []
+        dofs, weights = [], []
         for j in moving:
             if j.kind == "compound":
+                dofs += [(-1, -1, _DOF_GIVEN)] * j.nv
+                weights += [np.zeros(8)] * j.nv
                 continue
             for body, u, on, turning in _dof_geometry(j):
-                rows.append((body, np.concatenate([[0.0], self._local(body, u)])))
-                rows.append((on, np.concatenate([[1.0], self._local(on, j.point, True)])))
-                turn.append(turning)
-            simple.extend(range(j.v.start, j.v.stop))
-        #: the q̇ columns of the joints that are not compound (all: a slice)
-        self._simple = (slice(None) if len(simple) == self.nv
-                        else np.array(simple, np.int64))
-        #: each DOF's axis w and point c are combinations of its body's slots
-        #: (origin, e_1, e_2, e_3): rows (axis, point) per DOF, body and weights
-        self._slot_body = np.array([body for body, _ in rows], np.int64)
-        self._slot_weights = np.array([w for _, w in rows], float).reshape(-1, 1, 4)
-        self._turn = np.array(turn, float)[:, None]
-        self._slide = 1.0 - self._turn
+                dofs.append((body, on, _DOF_TURN if turning else _DOF_SLIDE))
+                weights.append(np.concatenate([[0.0], self._local(body, u),
+                                               [1.0], self._local(on, j.point, True)]))
         self._compound = tuple(j for j in moving if j.kind == "compound")
-        #: per DOF: its joint (index into ``moving``), whose bodies a and b it moves
+        #: per joint with DOF: its bodies a, b, first q̇ column, DOF count, and whether a
+        #: DOF's axis turns with the DOF before it (universal and compound joints: the
+        #: bias Ξ̇_rel q̇ of :meth:`_bias`)
+        joints = np.array([(j.a, j.b, j.v.start, j.nv, j.kind in ("universal", "compound"))
+                           for j in moving], np.int64).reshape(-1, 5)
+        # unpacked for the core once (engine.pack): a call then skips the buffer requests
+        self._core_dofs = engine.pack(np.array(dofs, np.int64).reshape(-1, 3), "q")
+        self._core_weights = engine.pack(np.array(weights, float).reshape(-1, 8), "d")
+        self._core_joints = engine.pack(joints, "q")
         joint_of = np.array([i for i, j in enumerate(moving) for _ in range(j.nv)], np.int64)
-        self._joint_a = np.array([j.a for j in moving], np.int64)
-        self._joint_b = np.array([j.b for j in moving], np.int64)
-        self._dof_joint = joint_of
         #: ``Ξ_j q̇_j`` summed per joint: the incidence (joints, nv)
         self._incidence = (joint_of[None, :] == np.arange(len(moving))[:, None]).astype(float)
-        #: the joints' normal equations are the blocks of one (nv, nv) matrix
-        self._block = (joint_of[:, None] == joint_of[None, :]).astype(float)
-        self._dof_a, self._dof_b = self._joint_a[joint_of], self._joint_b[joint_of]
-        self._one_dof = all(j.nv == 1 for j in moving)
         #: per DOF: the body its joint places, and −1 where the tree reaches the
         #: joint from its body b (``subtree_forces``)
         self._dof_child = np.array([j.child for j in moving], np.int64)[joint_of]
         self._dof_sign = np.array([-1.0 if j.reversed else 1.0 for j in moving])[joint_of]
-        #: pairs (i, k), i < k, of DOF of one joint whose later axis turns with the
-        #: earlier (universal and compound joints, :func:`_bias`), and their joint
-        pairs = [(j.v.start + i, j.v.start + k, n) for n, j in enumerate(moving)
-                 if j.kind in ("universal", "compound")
-                 for k in range(1, j.nv) for i in range(k)]
-        self._pairs = np.array(pairs, np.int64).reshape(-1, 3).T
-        self._pair_incidence = (self._pairs[2][None, :]
-                                == np.arange(len(moving))[:, None]).astype(float)
 
     def _local(self, body, x, point=False):
         """A reference-world direction (or ``point``) x (3,) in the reference axes of
@@ -493,33 +484,24 @@ class JointSpace:
             return A @ quaternion_matrix(qj[..., 3:]) @ A.T, _mv(A, qj[..., :3])
         return eye, zero
 
-    def _slots(self, Z, ground):
-        """Slot vectors (or their rates) Z (..., 4 n, 3) as (..., n + 1, 4, 3), ground's
-        ``ground`` last (index −1, as the joints' body −1)."""
-        lead = Z.shape[:-2]
-        out = np.empty(lead + (self.n_bodies + 1, 4, 3))
-        out[..., :-1, :, :] = Z.reshape(lead + (self.n_bodies, 4, 3))
-        out[..., -1, :, :] = ground
-        return out
-
     def twists(self, X, q=None):
         """``Ξ`` (..., nv, 6): the world unit twists (ω, v_O) of every DOF (row per q̇
         column) at slot vectors X (..., 4 n, 3).
 
         A turning DOF about axis ``w`` through the point ``c``: ``(w, c × w)``; a
-        sliding one ``(0, w)``. Fixed in their bodies, ``w = Σ ℓ_k e_k`` and
-        ``c = o + Σ ℓ'_k e_k`` with the reference coordinates ℓ, ℓ' in the body's axes
-        (:meth:`_dof_tables`): one weighted sum for all DOF. A compound joint's twists
-        depend on its coordinates (``q``, or read from X when not given):
+        sliding one ``(0, w)``; fixed in their bodies, w and c are weighted sums of
+        the slots (:meth:`_dof_tables`), evaluated by the core. A compound joint's
+        twists depend on its coordinates (``q``, or read from X when not given):
         :func:`_compound_twists`."""
-        lead = X.shape[:-2]
-        slots = self._slots(X, _GROUND_SLOTS)
-        # (take: a gather that costs a quarter of fancy indexing on arrays this small)
-        wc = (self._slot_weights @ slots.take(self._slot_body, -3))[..., 0, :]
-        w, c = wc[..., 0::2, :], wc[..., 1::2, :]
-        Xi = np.empty(lead + (self.nv, 6))
-        Xi[..., self._simple, :3] = w * self._turn
-        Xi[..., self._simple, 3:] = _cross(c, w) * self._turn + w * self._slide
+        X = np.ascontiguousarray(X, float)
+        Xi = self._compound_rows(X, q)
+        engine.joint_twists(self._core_dofs, self._core_weights, self.n_bodies, X, Xi)
+        return Xi
+
+    def _compound_rows(self, X, q=None):
+        """Twists (..., nv, 6) with the compound joints' rows filled (the others to be
+        written by the core)."""
+        Xi = np.empty(X.shape[:-2] + (self.nv, 6))
         if self._compound:
             D, d = self._poses(X)
             for j in self._compound:
@@ -534,13 +516,14 @@ class JointSpace:
         second axis with the first (a rotation ``θ̇a θ̇b ω_a × ω_b`` about the joint
         point), each DOF of a compound joint with those before it; zero for the
         other kinds (the spherical and free joints' axes are body b's, which turn
-        with the joint's own ω: ``ω × ω = 0``). 0 when no joint has such pairs."""
-        i, k, _ = self._pairs
-        if not i.size:
-            return 0.0
-        terms = ((qd.take(i, -1) * qd.take(k, -1))[..., None]
-                 * _motion_cross(Xi.take(i, -2), Xi.take(k, -2)))
-        return self._pair_incidence @ terms
+        with the joint's own ω: ``ω × ω = 0``). Evaluated by the core, which uses it
+        for :meth:`accelerations` too."""
+        lead = np.broadcast_shapes(Xi.shape[:-2], qd.shape[:-1])
+        out = np.empty(lead + (len(self.joints), 6))
+        engine.joint_bias(self._core_joints,
+                          np.ascontiguousarray(np.broadcast_to(Xi, lead + Xi.shape[-2:])),
+                          np.ascontiguousarray(np.broadcast_to(qd, lead + qd.shape[-1:])), out)
+        return out
 
     def forward(self, q, qd=None, qdd=None):
         """Natural coordinates ``(p, v, a)`` (..., 12 n) of joint-space ``(q, q̇, q̈)``.
@@ -696,31 +679,23 @@ class JointSpace:
         return self._rates(p, v, a)[1]
 
     def _rates(self, p, v, a=None):
-        X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
-        # bodies' twists and accelerations, ground's (zero) last
-        V, A = _body_motion(self._slots(X, _GROUND_SLOTS),
-                            self._slots(np.reshape(v, X.shape), 0.0),
-                            None if a is None else self._slots(np.reshape(a, X.shape), 0.0))
-        Xi = self.twists(X)
+        """``(q̇, q̈)`` (..., nv) of coordinates, velocities and (given) accelerations
+        (..., 12 n), q̈ None without ``a``: the core's ``joint_rates``, per state
+        ``q̇_j = Ξ_j⁺ (V_b − V_a)`` and ``Ξ_j q̈_j = A_b − A_a − V_a ×ₘ Ξ_j q̇_j −
+        Ξ̇_rel q̇`` (module docstring) with the bodies' twists and accelerations read
+        from the slots (docs/method.md#11-coordinates)."""
+        p = np.ascontiguousarray(p, float)
+        lead = p.shape[:-1]
+        X = p.reshape(lead + (p.shape[-1] // 3, 3))      # (not −1: no states is a trajectory)
+        Xi = self._compound_rows(X)
         for j in self._compound:
             _check_regular(j, Xi[..., j.v, :])
-        # q̇_j = Ξ_j⁺ (V_b − V_a): the rows of every Ξ_j⁺ = (Ξ_jᵀ Ξ_j)⁻¹ Ξ_jᵀ at once, as
-        # the solve of the block-diagonal normal equations (the joints' blocks of Ξ Ξᵀ);
-        # diagonal when every joint has one DOF: a quotient (LAPACK's call costs more)
-        if self._one_dof:
-            P = Xi / (Xi * Xi).sum(-1)[..., None]
-        else:
-            P = np.linalg.solve(self._block * (Xi @ np.swapaxes(Xi, -1, -2)), Xi)
-        a_, b_ = self._dof_a, self._dof_b          # each DOF's joint's bodies
-        qd = (P * (V.take(b_, -2) - V.take(a_, -2))).sum(-1)
-        if A is None:
-            return qd, None
-        # Ξ q̈ = A_b − A_a − V_a ×ₘ Ξ q̇ − Ξ̇_rel q̇ (module docstring), each DOF its joint's
-        rel = self._block @ (Xi * qd[..., :, None])
-        rhs = A.take(b_, -2) - A.take(a_, -2) - _motion_cross(V.take(a_, -2), rel)
-        if self._pairs.size:
-            rhs -= self._bias(Xi, qd).take(self._dof_joint, -2)
-        return qd, (P * rhs).sum(-1)
+        qd = np.empty(lead + (self.nv,))
+        qdd = _EMPTY if a is None else np.empty(qd.shape)
+        engine.joint_rates(self._core_dofs, self._core_weights, self._core_joints,
+                           self.n_bodies, p, np.ascontiguousarray(v, float),
+                           _EMPTY if a is None else np.ascontiguousarray(a, float), Xi, qd, qdd)
+        return qd, (None if a is None else qdd)
 
     # ------------------------------------------------------------ loops and dynamics
     def retract(self, q, dv):
@@ -974,39 +949,6 @@ def _universal_angles(ua, ub, Drel):
     sb = _mv(Drel, ub)
     sa = _mv(np.swapaxes(Drel, -1, -2), ua)
     return np.stack([np.arctan2(sb @ v2, sb @ v1), np.arctan2(-(sa @ w2), sa @ w1)], -1)
-
-
-def _body_motion(B, Bv, Ba=None):
-    """Twists ``(ω, v_O)`` and, given slot accelerations, spatial accelerations
-    ``(α, a_O)`` (..., m, 6) of bodies with slots B, Bv, Ba (..., m, 4, 3):
-    ``ω = ½ Σ e_k × ė_k``, ``v_O = ȯ − ω × o``, ``α = ½ Σ e_k × ë_k``,
-    ``a_O = ö − α × o − ω × ȯ`` (docs/method.md#11-coordinates).
-
-    ``Σ_k e_k × ė_k`` is the axial vector of ``Sᵀ − S``, ``S = Σ_k ė_k e_kᵀ``
-    (``[a × b]× = b aᵀ − a bᵀ``): one matrix product per body gives S for ė and ë
-    together; the rest is elementwise, as fast per state over a trajectory's
-    leading axis as for one state.
-    """
-    E = B[..., 1:, :]                                          # (..., m, 3, 3): rows e_k
-    rates = Bv[..., 1:, :] if Ba is None else np.concatenate([Bv[..., 1:, :],
-                                                              Ba[..., 1:, :]], -1)
-    S = np.swapaxes(rates, -1, -2) @ E                         # (..., m, 3 or 6, 3)
-    S = S.reshape(S.shape[:-2] + (-1, 3, 3))                   # S of ė (, of ë)
-    spin = np.empty(S.shape[:-1])                              # ω (, α)
-    spin[..., 0] = S[..., 2, 1] - S[..., 1, 2]
-    spin[..., 1] = S[..., 0, 2] - S[..., 2, 0]
-    spin[..., 2] = S[..., 1, 0] - S[..., 0, 1]
-    spin *= 0.5
-    o, od = B[..., 0, :], Bv[..., 0, :]
-    turn_o = _cross(spin, o[..., None, :])                     # ω × o (, α × o)
-    V = np.empty(B.shape[:-2] + (6,))
-    V[..., :3], V[..., 3:] = spin[..., 0, :], od - turn_o[..., 0, :]
-    if Ba is None:
-        return V, None
-    A = np.empty(V.shape)
-    A[..., :3] = spin[..., 1, :]
-    A[..., 3:] = Ba[..., 0, :] - turn_o[..., 1, :] - _cross(spin[..., 0, :], od)
-    return V, A
 
 
 def _natural_velocity(X, T):

@@ -15,12 +15,13 @@ static PyObject *py_layout(PyObject *self, PyObject *unused)
 static PyMethodDef *const tables[] = {
     nc_binding_methods, nc_constraints_methods, nc_drives_methods, nc_forces_methods,
     nc_blockldl_methods, nc_dopri5_methods, nc_sensitivity_methods, nc_radau_methods,
+    nc_joint_space_methods,
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "engine",
     "natcoord's compiled core (C99): constraints, forces, drives, the block LDL^T, "
-    "the DOPRI5 step, the sensitivity sweep and the Radau IIA step.", -1, NULL,
+    "the DOPRI5 step, the sensitivity sweep, the Radau IIA step and the joint-space rates.", -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit_engine(void)

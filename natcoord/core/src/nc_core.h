@@ -120,6 +120,7 @@ extern PyMethodDef nc_blockldl_methods[];
 extern PyMethodDef nc_dopri5_methods[];
 extern PyMethodDef nc_sensitivity_methods[];
 extern PyMethodDef nc_radau_methods[];
+extern PyMethodDef nc_joint_space_methods[];
 
 /* Declare a fast-call wrapper. */
 #define NC_WRAPPER(name) static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
