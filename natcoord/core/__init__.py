@@ -2,8 +2,9 @@
 
 Constraint and force evaluation, drive laws, the block LDLᵀ with constraint
 partitioning, the DOPRI5 step with projection and dense output, the
-sensitivity sweep and the joint-space rates, each implemented once, in C. The kernels read the named
-tuples of arrays the Python layer prepares once per model and run
+sensitivity sweep and the joint-space rates, each implemented once, in C. The
+kernels read the named tuples of arrays the Python layer prepares once per model
+and run
 (``natcoord/core/src/nc_fields.h``) and write into preallocated buffers.
 """
 from . import engine

@@ -50,13 +50,13 @@ class Data:
         # forces given as Python callables, called back (drive laws: the t setter's table)
         self._hooks = Callbacks(model, solver) if not compilable(model) else None
         self._S = S = cc.make_buffers(model, solver)
-        self._args = cc.pack_run(tables, S, solver.plan, solver.work)
         self._y, self._out = np.zeros(2 * n), np.zeros(2 * n)
         self._weights = model.tables.weight_table(0.0, np.zeros((model.n_weights, 3)))
-        # written in place only (the setters): packed once, they skip a buffer request
-        # each per call, a tenth of forward's cost on small models
-        self._call = (*self._args, self._hooks, engine.pack(self._y, "d"),
-                      engine.pack(self._weights, "d"), engine.pack(self._out, "d"))
+        # y, weights and out are written in place only (the setters): packed once, they
+        # skip a buffer request each per call, a tenth of forward's cost on small models
+        self._call = (*cc.pack_run(tables, S, solver.plan, solver.work), self._hooks,
+                      engine.pack(self._y, "d"), engine.pack(self._weights, "d"),
+                      engine.pack(self._out, "d"))
         self._t = 0.0
         self.a = self._out[n:].view()
         self.lam = S.lam.view()

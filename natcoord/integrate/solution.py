@@ -293,9 +293,7 @@ class Solution:
 
     def _body(self, body):
         if body not in self.model.body_index:
-            raise KeyError(f"unknown body {body!r}; bodies: {list(self.model.body_index)}"
-                           + (f"; frames: {list(self.model.frames)}" if self.model.frames
-                              else ""))
+            raise KeyError(f"unknown body {body!r}; bodies: {list(self.model.body_index)}")
         return self.model.body_index[body]
 
     def rotation(self, body):
@@ -307,13 +305,11 @@ class Solution:
         tolerance (the rigid-body constraints of §1.3).
         """
         from ..model.kinematics import rotation
-        frame = self.model.frames.get(body) if body not in self.model.body_index else None
-        if frame is not None:           # a named frame: its body's rotation times its axes
-            frame.point()               # (refused for one that moves with a compound joint)
-            if frame.body not in self.model.body_index:
-                return np.broadcast_to(frame.axes, (self.t.size, 3, 3)).copy()
-            return rotation(self._slots()[0], self._body(frame.body)) @ frame.axes
-        return rotation(self._slots()[0], self._body(body)).copy()
+        b, axes, _ = self.model.placement(body)
+        if b is None:                   # a frame fixed in ground
+            return np.tile(axes, (self.t.size, 1, 1))
+        R = rotation(self._slots()[0], b.index)
+        return R.copy() if axes is None else R @ axes
 
     def quaternion(self, body):
         """Unit quaternions (k, 4), scalar first ``(w, x, y, z)``, sign-continuous.

@@ -6,8 +6,9 @@ A file lists the builder calls that made the mechanism, grouped by kind:
 ``joint_rates`` (``set_joint_rate``), ``inputs`` (``add_input``: joint torque
 laws), ``frames`` (``attach_frame``, in body coordinates), plus ``name``,
 ``gravity``, ``scenario``, ``format_version`` and an importer's ``import_report``
-(so ``nc.actuator_torques`` and the list of what was not modelled survive a save). Each entry holds the method's keyword arguments as
-given (world reference coordinates unless the entry says ``"local": true``),
+(so ``nc.actuator_torques`` and the list of what was not modelled survive a save).
+Each entry holds the method's keyword arguments as given (world reference
+coordinates unless the entry says ``"local": true``),
 so loading replays them through the same public methods and every check of
 the builder applies; writing then reading gives the identical model.
 

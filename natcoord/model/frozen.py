@@ -319,27 +319,36 @@ class Model:
         raise KeyError(f"no joint named {name!r}{hint}; joints: "
                        f"{[j.name for j in self.joints]}")
 
+    def placement(self, name):
+        """``(body, axes, origin)`` of a body or a named frame (:attr:`frames`): the
+        :class:`Body` whose motion its local coordinates follow (None: ground) and, for
+        a frame, its axes and origin in that body (None, None for a body itself).
+        ``KeyError`` for an unknown name; a frame that moves with a compound joint is
+        refused (``NamedFrame.fixed_placement``)."""
+        if name in self.body_index:
+            return self.bodies[self.body_index[name]], None, None
+        if name in self.frames:
+            frame = self.frames[name]
+            origin, axes = frame.fixed_placement()
+            body = self.body_index.get(frame.body)
+            return (None if body is None else self.bodies[body]), axes, origin
+        hint = f" ({name!r} is a joint)" if any(j.name == name for j in self.joints) else ""
+        raise KeyError(f"unknown body {name!r}{hint}; bodies: {list(self.body_index)}"
+                       + (f"; frames: {list(self.frames)}" if self.frames else ""))
+
     def point_expression(self, body, point, local=False):
         """Affine expression of a body point (world reference point unless local).
 
-        ``body`` may name a frame (:attr:`frames`): ``local`` points are then in
+        ``body`` may name a frame (:meth:`placement`): ``local`` points are then in
         the frame's axes from its origin, world reference points follow the body
         the frame is fixed in (a frame fixed in ground gives a constant)."""
         from .expressions import Affine
+        b, axes, origin = self.placement(body)
         x = np.asarray(point, float)
-        if body not in self.body_index and body in self.frames:
-            frame = self.frames[body]
-            if local or frame.after is not None:    # to the body's frame; frame.point
-                x, local = frame.point(x), True     # refuses one moving with a joint
-            if frame.body not in self.body_index:   # fixed in ground: a world point
-                return Affine.constant(x)
-            body = frame.body
-        if body not in self.body_index:
-            hint = (f" ({body!r} is a joint)" if any(j.name == body for j in self.joints)
-                    else "")
-            raise KeyError(f"unknown body {body!r}{hint}; bodies: {list(self.body_index)}"
-                           + (f"; frames: {list(self.frames)}" if self.frames else ""))
-        b = self.bodies[self.body_index[body]]
+        if local and axes is not None:              # the frame's coordinates, the body's
+            x = origin + axes @ x
+        if b is None:                               # fixed in ground: a world point
+            return Affine.constant(x)
         return Affine.body_point(b.index, x if local else b.to_local_point(x))
 
     # --------------------------------------------------------------- energy

@@ -62,16 +62,21 @@ class NamedFrame:
     axes: np.ndarray
     after: tuple | None = None
 
-    def point(self, local_point=(0.0, 0.0, 0.0)) -> np.ndarray:
-        """Body-frame coordinates (3,) of a point given in this frame (``ValueError``
-        for a frame that moves with a compound joint: its points are not fixed in
-        a body)."""
+    def fixed_placement(self):
+        """``(origin, axes)`` in the body frame (``ValueError`` for a frame that moves
+        with a compound joint: it is not fixed in a body)."""
         if self.after is not None:
             raise ValueError(f"this frame moves with the first {self.after[1]} DOF of "
                              f"compound joint {self.after[0]!r}, not with body "
                              f"{shown(self.body)}: its points are not fixed in a body; use "
                              f"nc.joint_space(model).frame_placement(frame, p)")
-        return self.origin + self.axes @ np.asarray(local_point, float)
+        return self.origin, self.axes
+
+    def point(self, local_point=(0.0, 0.0, 0.0)) -> np.ndarray:
+        """Body-frame coordinates (3,) of a point given in this frame
+        (:meth:`fixed_placement`)."""
+        origin, axes = self.fixed_placement()
+        return origin + axes @ np.asarray(local_point, float)
 
 
 #: joint coordinates of the axial joints (the first is the default)
