@@ -17,6 +17,7 @@ from natcoord.study.cluster import close_client, local_client
 from natcoord.study.keys import fingerprint, model_content, task_key
 from natcoord.study.log import StudyLog, read
 from natcoord.study.sweep import sweep
+from natcoord.study.tasks import run_task
 
 pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
@@ -84,6 +85,20 @@ def test_built_models_and_callables_are_hashed_by_content():
     # a callable force: the mechanism has no model file, its code is hashed instead
     assert model_content(pushed, {}) == model_content(pushed, {})
     assert model_content(pushed, {}) != model_content(swing, {})
+
+
+def broken(length=1.0):
+    """A factory that raises: its rows are keyed by its error."""
+    raise ValueError(f"no pendulum of length {length}")
+
+
+@pytest.mark.parametrize("factory", [swing, pushed, broken])
+def test_a_task_hashes_the_model_it_runs_as_the_client_would(factory):
+    """The task computes its row's content from the model it builds (the client
+    does so only for points a resumed file may answer): the same hash."""
+    row = run_task(factory, {"length": 1.2, "t_end": T_END}, measures=("end",), content=True)
+    assert row["success"] is (factory is not broken)
+    assert row["content"] == model_content(factory, {"length": 1.2})
 
 
 # ------------------------------------------------------------------ stale rows

@@ -134,5 +134,9 @@ def make(spec, params):
 
 def build(spec, params):
     """The model of one task: ``factory(**params)`` built (a Model passes through)."""
-    obj = make(spec, params)
+    return built(make(spec, params))
+
+
+def built(obj):
+    """The ``Model`` of what a factory returned: a ``Mechanism`` built, a Model itself."""
     return obj.build() if hasattr(obj, "build") else obj

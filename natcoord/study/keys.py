@@ -17,8 +17,13 @@ asked for now, and the key hashes everything that decides the row:
   run's options for the ``error`` measures, ``repeat`` for the timings, the
   code of custom measures).
 
-The content is computed on the client once per distinct set of factory
-parameters: one factory call (and no simulation) per set.
+The content is computed where the model is built: by the task that runs the
+point, from the very object it simulates (a factory call costs about as much
+as a short run, so hashing every point on the client first made a
+two-worker sweep of six-bar runs no faster than a plain loop). The client
+computes it only for the points a resumed log may already hold (a stored row
+of the same point), once per distinct set of factory parameters, and once
+for a built ``Model``.
 """
 from __future__ import annotations
 
@@ -93,7 +98,17 @@ def model_content(spec, params):
     try:
         obj = make(spec, params)
     except Exception as err:                     # noqa: BLE001 -- the task reports it
-        return _digest({"factory error": f"{type(err).__name__}: {err}"})
+        return error_content(err)
+    return content_of(obj)
+
+
+def error_content(err):
+    """Hash (hex) of a factory's error: its rows are keyed by it (module docstring)."""
+    return _digest({"factory error": f"{type(err).__name__}: {err}"})
+
+
+def content_of(obj):
+    """Hash (hex) of what a factory returned (:func:`model_content`)."""
     if is_model(obj) or not hasattr(obj, "build"):
         return fingerprint(obj)
     try:

@@ -125,9 +125,14 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
         if p.get("projection", PROJECTIONS[0]) not in PROJECTIONS:
             raise ValueError(f"projection {p['projection']!r} unknown; choose from "
                              f"{list(PROJECTIONS)}")
-    content, settings = Contents(model), run_settings(groups, custom, reference, repeat)
-    points = [(task_key(model, params, sample, content(split(params)[0]), settings), sample,
-               params) for sample, params in expanded]
+    contents, settings = Contents(model), run_settings(groups, custom, reference, repeat)
+
+    def keyed(sample, params, content):
+        return task_key(model, params, sample, content, settings)
+
+    # a point's id hashes what it asks for; its row's key also the content of its model,
+    # which the task computes where it builds the model (natcoord.study.keys)
+    points = [(keyed(sample, params, None), sample, params) for sample, params in expanded]
     pnames = list(dict.fromkeys(k for _, _, p in points for k, v in p.items()
                                 if is_scalar(v)))
     columns = (["key", "model"] + (["sample"] if monte_carlo else []) + pnames
@@ -142,26 +147,41 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
         row.update({k: v for k, v in params.items() if is_scalar(v)})
         return row
 
-    def label_row(key, sample, params, result):
-        return round_trip({**label(key, sample, params), **result}, text=TEXT)
-
     log = StudyLog(out, columns, command) if out is not None else None
-    done, replaces = {}, None
+    identity = _identity(columns)
+    stored = {identity(row) for row in log.rows.values()} if log else set()
+    # the keys known before the run: those of a built Model (one content) and of the
+    # points a stored row may answer; the others come with their rows
+    keys = {pid: keyed(sample, params, contents(split(params)[0]))
+            for pid, sample, params in points
+            if is_model(model) or identity(label(None, sample, params)) in stored}
+    done, replaces, known = {}, None, set(keys.values())
     if log:
-        keys = {key for key, _, _ in points}
-        done = {k: r for k, r in log.rows.items() if k in keys
+        done = {k: r for k, r in log.rows.items() if k in known
                 and (not retry_failed or r.get("success") is True)}
-        replaces = _replacements(points, label, columns)
-        stale = sum(k not in keys and replaces(r) is not None for k, r in log.rows.items())
+        replaces = _replacements([(keys[pid], sample, params) for pid, sample, params in points
+                                  if pid in keys], label, identity)
+        stale = sum(k not in known and replaces(r) is not None for k, r in log.rows.items())
         if stale:
             print(f"natcoord: {log.path}: {stale} rows were computed with another model or "
                   f"other settings than this study's (a factory edited since?): their points "
                   f"run again and the new rows replace them", file=sys.stderr)
-    pending = [pt for pt in points if pt[0] not in done]
+    pending = [pt for pt in points if keys.get(pt[0]) not in done]
     pending = list({pt[0]: pt for pt in pending}.values())      # duplicate points run once
     if log and len(pending) < len(points):
         print(f"natcoord: resuming {log.path}: {len(points) - len(pending)} of {len(points)} "
               f"runs already done", file=sys.stderr)
+
+    def key_of(pid, sample, params, content):
+        """The row key of a point run now, from the content its task hashed."""
+        if pid not in keys:
+            fparams = split(params)[0]
+            keys[pid] = keyed(sample, params, contents(fparams) if content is None else content)
+        return keys[pid]
+
+    def label_row(pid, sample, params, result):
+        key = key_of(pid, sample, params, result.pop("content", None))
+        return round_trip({**label(key, sample, params), **result}, text=TEXT)
 
     try:
         if pending:
@@ -175,8 +195,8 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
                 log.compact(replaces)
             except OSError as err:      # the rows are all in the file, some twice: read() copes
                 print(f"natcoord: {log.path}: not compacted ({err})", file=sys.stderr)
-    rows = [dict(done[key], sample=sample) if monte_carlo else done[key]
-            for key, sample, _ in points]
+    rows = [dict(done[keys[pid]], sample=sample) if monte_carlo else done[keys[pid]]
+            for pid, sample, _ in points]
     table = as_table([{c: r.get(c, math.nan) for c in columns} for r in rows], columns)
     if out is not None and hasattr(table, "to_parquet") and find_spec("pyarrow"):
         with atomic_path(Path(out).with_suffix(".parquet")) as temporary:
@@ -184,17 +204,22 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
     return table
 
 
-def _replacements(points, label, columns):
-    """``row -> key``: the key of this study's point that supersedes a stored row
-    computed for the same point (same model name, sample and parameter columns)
-    with another key (another model content or other settings); ``None`` for
-    rows of other points. Points told apart only by parameters that are not
-    columns (lists) supersede nothing."""
-    id_columns = columns[1:columns.index("success")]       # model, sample, parameters
+def _identity(columns):
+    """``row -> identity``: a row's point as the file stores it (model name, sample and
+    parameter columns), whatever its key."""
+    id_columns = columns[1:columns.index("success")]
 
     def identity(row):
         return tuple(format_cell(parse_cell(format_cell(row.get(c)))) for c in id_columns)
+    return identity
 
+
+def _replacements(points, label, identity):
+    """``row -> key``: the key of this study's point (``(key, sample, params)``) that
+    supersedes a stored row computed for the same point (:func:`_identity`) with
+    another key (another model content or other settings); ``None`` for rows of
+    other points. Points told apart only by parameters that are not columns (lists)
+    supersede nothing."""
     found = {}
     for key, sample, params in points:
         found.setdefault(identity(label(key, sample, params)), set()).add(key)
@@ -214,7 +239,7 @@ def _submit_all(client, model, pending, measures, groups, reference, repeat, war
     if is_model(model):                                # a built Model
         spec = client.scatter(model, broadcast=True, hash=False)
     refs, items = {}, []
-    for key, sample, params in pending:
+    for pid, sample, params in pending:
         ref = None
         if "error" in groups and reference is not None:
             fparams, sim = split(params)
@@ -224,13 +249,13 @@ def _submit_all(client, model, pending, measures, groups, reference, repeat, war
                                            dict(reference), key=f"nc-reference-{rkey}-{token}",
                                            priority=10)
             ref = refs[rkey]
-        items.append(((key, sample, params), ref))
+        items.append(((pid, sample, params), ref))
     size = batch_size(batch, len(items), client)
     futures = {}
     for start in range(0, len(items), size):
         chunk = items[start:start + size]
         fut = client.submit(run_batch, spec, [(point[2], ref) for point, ref in chunk],
-                            measures, repeat, warmup,
+                            measures, repeat, warmup, not is_model(model),
                             key=f"nc-run-{chunk[0][0][0]}-{len(chunk)}-{token}")
         futures[fut] = [point for point, _ in chunk]
     bar = ThrottledProgress(len(items), progress)
@@ -244,8 +269,8 @@ def _submit_all(client, model, pending, measures, groups, reference, repeat, war
                 results = [{"success": False, "message": f"{type(err).__name__}: {err}"}] \
                     * len(points)
             fut.release()
-            rows = [label_row(key, sample, params, result)
-                    for (key, sample, params), result in zip(points, results)]
+            rows = [label_row(pid, sample, params, result)
+                    for (pid, sample, params), result in zip(points, results)]
             if log:
                 rows = log.append(rows)       # another study may have written some keys first
             for row in rows:

@@ -15,7 +15,8 @@ import socket
 import numpy as np
 
 from ..integrate.simulate import IntegrationError, simulate
-from .grid import build, full_name, plain, split
+from .grid import build, built, full_name, make, plain, split
+from .keys import content_of, error_content
 from .records import cpu_name
 
 #: measure groups -> their columns
@@ -86,11 +87,14 @@ def host_and_cpu():
     return socket.gethostname(), cpu_name()
 
 
-def run_task(spec, params, measures=DEFAULT_MEASURES, reference=None, repeat=1, warmup=False):
+def run_task(spec, params, measures=DEFAULT_MEASURES, reference=None, repeat=1, warmup=False,
+             content=False):
     """One grid point on a worker: build, simulate (``repeat`` times), measure → row (dict).
 
-    Never raises: an exception anywhere becomes ``success = False`` and its
-    ``message``.
+    ``content``: the row also carries ``"content"``, the hash of the model built
+    here (:func:`natcoord.study.keys.content_of`; of the factory's error if it
+    raised), from which the study keys the row. Never raises: an exception
+    anywhere becomes ``success = False`` and its ``message``.
     """
     groups, custom = measure_spec(measures)
     row = {c: math.nan for c in columns_of(measures)}
@@ -99,7 +103,7 @@ def run_task(spec, params, measures=DEFAULT_MEASURES, reference=None, repeat=1, 
         row["host"], row["cpu"] = host_and_cpu()
     try:
         fparams, sim = split(params)
-        model = build(spec, fparams)
+        model = _made(spec, fparams, row if content else None)
         sim = dict(sim)
         t_end = sim.pop("t_end", model.scenario["t_end"])
         if warmup:
@@ -124,9 +128,24 @@ def run_task(spec, params, measures=DEFAULT_MEASURES, reference=None, repeat=1, 
     return row
 
 
-def run_batch(spec, items, measures=DEFAULT_MEASURES, repeat=1, warmup=False):
+def _made(spec, fparams, row):
+    """The built model of one point; its content (or its factory's error's) into
+    ``row["content"]`` unless ``row`` is None."""
+    try:
+        obj = make(spec, fparams)
+    except Exception as err:
+        if row is not None:
+            row["content"] = error_content(err)
+        raise
+    if row is not None:
+        row["content"] = content_of(obj)
+    return built(obj)
+
+
+def run_batch(spec, items, measures=DEFAULT_MEASURES, repeat=1, warmup=False, content=False):
     """Several grid points in one Dask task: :func:`run_task` of each ``(params, reference)``."""
-    return [run_task(spec, params, measures, ref, repeat, warmup) for params, ref in items]
+    return [run_task(spec, params, measures, ref, repeat, warmup, content)
+            for params, ref in items]
 
 
 def batch_size(batch, n_points, client):
