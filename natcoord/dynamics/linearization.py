@@ -227,23 +227,30 @@ class LinearizationPoint:
         (a run's joint torques) — by central differences; gravity is constant."""
         dX, dV = np.ascontiguousarray(dX, dtype=float), np.ascontiguousarray(dV, dtype=float)
         F = force_derivative(self.model, self.X, self.V, dX, dV, np.empty_like(self.X))
-        if dX.any() or dV.any():
-            for force in (*python_forces(self.model), *self.ws.extra_forces):
-                self._force_difference(force, dX, dV, F)
+        python_force_derivative((*python_forces(self.model), *self.ws.extra_forces),
+                                self.t, self.X, self.V, dX, dV, F)
         return F
 
-    def _force_difference(self, force, dX, dV, F):
-        """``F += (f(x + h dx) − f(x − h dx)) / 2h`` for one applied force.
 
-        ``h dx`` has max-norm ``FORCE_STEP · max(1, |x|∞)``.
-        """
-        size = max(np.abs(dX).max(), np.abs(dV).max())
-        h = FORCE_STEP * max(1.0, np.abs(self.X).max(), np.abs(self.V).max()) / size
-        for sign in (1.0, -1.0):
-            X, V = self.X + sign * h * dX, self.V + sign * h * dV
-            out = np.zeros_like(F)
-            force.apply(self.t, State(self.t, X.ravel(), V.ravel()), X, V, out)
-            F += sign / (2.0 * h) * out
+def python_force_derivative(forces, t, X, V, dX, dV, F):
+    """``F += (f(x + h dx) − f(x − h dx)) / 2h``: the derivative of the applied
+    ``forces`` written in Python at ``(t, X, V)`` (slot arrays (4 n, 3)) along
+    ``(dX, dV)``, by central differences of their ``apply`` alone, all forces at once;
+    ``h dx`` has max-norm ``FORCE_STEP · max(1, |x|∞)``. The one law of their
+    derivative: :func:`linearize` and the sensitivity sweep (its ``force_derivative``
+    hook) use it. A zero direction adds nothing."""
+    size = max(np.abs(dX).max(), np.abs(dV).max())
+    if not forces or size == 0.0:
+        return F
+    h = FORCE_STEP * max(1.0, np.abs(X).max(), np.abs(V).max()) / size
+    for sign in (1.0, -1.0):
+        Xs, Vs = X + sign * h * dX, V + sign * h * dV
+        out = np.zeros_like(F)
+        state = State(t, Xs.ravel(), Vs.ravel())
+        for force in forces:
+            force.apply(t, state, Xs, Vs, out)
+        F += sign / (2.0 * h) * out
+    return F
 
 
 # ------------------------------------------------------------- parameters
