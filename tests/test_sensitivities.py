@@ -375,7 +375,7 @@ def test_reference_backends_sweep_as_the_block_solver(block_four_bar, solver):
     assert other.columns == block_four_bar.columns
     for mine, reference in ((other.dp, block_four_bar.dp), (other.dv, block_four_bar.dv)):
         scale = np.abs(reference).max(axis=(0, 1))
-        assert np.all(np.abs(mine - reference).max(axis=(0, 1)) <= 1e-10 * scale)
+        assert np.all(np.abs(mine - reference).max(axis=(0, 1)) <= 1e-12 * scale)
 
 
 def test_dense_backend_sensitivities_match_finite_differences():

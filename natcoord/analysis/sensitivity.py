@@ -338,9 +338,13 @@ class SweepHooks(Callbacks):
     def __init__(self, model, solver, thetas):
         super().__init__(model, solver)
         c, n = len(thetas), model.n_coords
-        self._drives = [(j, driven_joint(model, name, name.partition(":")[2])[1].drive,
-                         name.rpartition(":")[2])
-                        for j, name in enumerate(thetas) if name and name.startswith("drive:")]
+        self._drives = []                # (column, its t ↦ ∂W/∂θ)
+        for j, name in enumerate(thetas):
+            kind, _, key = (name or "").partition(":")
+            if kind == "drive":
+                drive = driven_joint(model, name, key)[1].drive
+                self._drives.append((j, parameter_weights(model.tables.weights, drive,
+                                                          key.rpartition(":")[2])))
         self.dy, self.dF = np.zeros((c, 2 * n)), np.zeros((c, n))
         self.dW = np.zeros((c, model.n_weights, 3))
         self.force_derivative = self._force_derivative if self.python_forces else None
@@ -360,9 +364,8 @@ class SweepHooks(Callbacks):
         return 0
 
     def _drive_weights(self, t):
-        weights = self.model.tables.weights
-        for j, drive, key in self._drives:
-            self.dW[j] = parameter_weights(weights, drive, key, t)
+        for j, table in self._drives:
+            self.dW[j] = table(t)
         return 0
 
 

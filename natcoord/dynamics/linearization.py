@@ -17,10 +17,11 @@ and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap
 * The built-in applied forces (spring–dampers, Cartesian and joint
   spring–dampers, constant point forces and torques) are differentiated
   exactly by the core (``nc_force_derivative``, natcoord/core/src/forces.c,
-  beside their laws; Radau's Jacobian and the compiled sensitivity sweep use
+  beside their laws; Radau's Jacobian and the sensitivity sweep use
   the same function). Forces written in Python (callables of ``(t, state)``,
   force classes of their own) by central differences of their ``apply``
-  alone, step ``FORCE_STEP``: O(step²).
+  alone, step ``FORCE_STEP``: O(step²) (:func:`python_force_derivative`, which
+  the sensitivity sweep calls back too).
 
 Rows dropped as redundant at the base point stay dropped: the derivative is
 that of the kept-rows system, the function ``(p, v) ↦ a`` that
@@ -96,7 +97,8 @@ def linearization_point(model, state, solver=None, workspace=None):
     """Solve for ``(a, λ)`` at ``state`` and keep the factorization for directions.
 
     Returns a :class:`LinearizationPoint`, whose ``derivative(dp, dv, param)``
-    costs one solve: the building block of sensitivities and Newton matrices.
+    costs one solve: the building block of :func:`linearize`; its
+    ``projection_derivative`` gives the sensitivities' initial directions.
     """
     t, p, v = state if isinstance(state, tuple) else (state.t, state.p, state.v)
     p, v = (np.array(x, float) for x in (p, v))
@@ -278,7 +280,7 @@ def parameter_direction(model, name, at):
     kind, _, key = name.partition(":")
     if kind == "drive":
         drive, parameter = driven_joint(model, name, key)[1].drive, key.rpartition(":")[2]
-        return {"dW": parameter_weights(model.tables.weights, drive, parameter, at.t)}
+        return {"dW": parameter_weights(model.tables.weights, drive, parameter)(at.t)}
     df = np.zeros((4 * model.n_bodies, 3))
     if kind in ("mass", "inertia"):
         body = named_body(model, name, key)

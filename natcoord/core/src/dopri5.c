@@ -215,15 +215,6 @@ static void keep_factor(const nc_arr *Wk, const nc_arr *S, const nc_arr *store, 
     keep_stage(S, store, m, s);
 }
 
-int64_t nc_kkt_solve(const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk,
-                         const double *r, const double *s, double *x, double *lam)
-{
-    if (hk != NULL && hk->solve != NULL)
-        return hk->solve(hk->ctx, r, s, x, lam);
-    nc_solve_kernel(r, s, P, Wk, x, lam);
-    return 0;
-}
-
 /* ------------------------------------------------------------ evaluations */
 int64_t nc_weights_at(const nc_arr *T, const nc_hooks *hk, double t, double *W)
 {

@@ -157,9 +157,16 @@ void nc_interpolate(const double *y0, const double *y1, const double *K, double 
 /* out (WK_COUNT): Wk with its factor arrays (B, inv, E, F, Gj) those of store[m, s] */
 void nc_stage_work(const nc_arr *Wk, const nc_arr *store, int64_t m, int64_t s, nc_arr *out);
 /* (x, λ) of the KKT system with the last factorization: the block solve in Wk, or the
- * hooks' (hk NULL or without solve: the block solve); 0 or the hook's status */
-int64_t nc_kkt_solve(const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk, const double *r,
-                     const double *s, double *x, double *lam);
+ * hooks' (hk NULL or without solve: the block solve); 0 or the hook's status. Inline:
+ * the step's every solve goes through it, as a direct call of the block solve. */
+static inline int64_t nc_kkt_solve(const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk,
+                                   const double *r, const double *s, double *x, double *lam)
+{
+    if (hk != NULL && hk->solve != NULL)
+        return hk->solve(hk->ctx, r, s, x, lam);
+    nc_solve_kernel(r, s, P, Wk, x, lam);
+    return 0;
+}
 /* h clipped to t_bound (natcoord.integrate.base.clip_step) */
 double nc_clip_step(double h, double t, double t_bound, double eps_floor);
 
