@@ -466,7 +466,7 @@ static int64_t projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, cons
     double *xl = F64(B[K_lanes]), *rl = xl + L * n, *sl = rl + L * n;
     double *lam = L == 1 ? mu : sl;          /* the lanes' λ over their s (nc_solve_lanes) */
     /* a drive column (alone: L = 1): g_w, g_t_w and G_w v with its table (B[K_gw] rows) */
-    nc_beyond bx = beyond(x, 0.0);
+    nc_beyond bx = beyond(x, 0.0);           /* its tables and scratch (no hook call) */
     const int drive = bx.dW != NULL && I64(x->D[D_drive])[j0];
     double *g_w = bx.gw, *g_t_w = g_w + m, *Gv_w = g_t_w + 2 * m;
     if (drive) {
