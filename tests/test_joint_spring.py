@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.analysis import sensitivity
 from natcoord.model.core_tables import force_derivative, generalized_forces
 from test_radau_core import core_and_difference_jacobians
 
@@ -168,13 +167,12 @@ def test_linearization_of_a_sprung_pendulum():
 
 
 def test_sensitivity_of_a_sprung_pendulum():
-    """The compiled sweep with the core's joint-spring derivative: ∂p(t)/∂m against
+    """The sweep with the core's joint-spring derivative: ∂p(t)/∂m against
     central differences of two runs."""
     model = _double_pendulum(c=0.3)
     t = np.linspace(0.0, 0.5, 6)
     options = dict(rtol=1e-11, atol=1e-12, proj_tol=1e-13)
     sens = nc.sensitivities(model, 0.5, params=["mass:upper"], t_eval=t, **options)
-    assert sens.stats["compiled"]
     h = 1e-5
     runs = [nc.simulate(model.with_parameters({"mass:upper": 1.0 + s * h}), t_end=0.5,
                         t_eval=t, **options) for s in (1, -1)]
@@ -203,16 +201,13 @@ def test_core_derivative_equals_central_differences(build):
     np.testing.assert_allclose(J[N:], reference, rtol=0, atol=1e-8 * np.abs(reference).max())
 
 
-def test_compiled_sweep_equals_the_python_sweep(monkeypatch):
-    """The compiled sensitivity sweep computes what the Python sweep (one
-    ``LinearizationPoint`` per stage) does along the same steps, with the joint springs'
-    derivative in both."""
+@pytest.mark.parametrize("which", ["p0", "v0"])
+def test_initial_state_sensitivities_of_a_sprung_pendulum(which):
+    """The sweep with the joint springs' derivative (stiffness and damping on both
+    hinges) along fixed steps: the initial-state columns against central differences
+    of whole simulations from perturbed initial states."""
+    from test_sensitivities import (FIXED, T_END, T_EVAL,
+                                    initial_state_columns_match_finite_differences)
     model = _double_pendulum(c=0.3)
-    options = dict(t_eval=np.linspace(0.0, 0.5, 6), rtol=1e-8, proj_tol=1e-12)
-    compiled = nc.sensitivities(model, 0.5, params=["p0", "v0", "mass:upper"], **options)
-    monkeypatch.setattr(sensitivity, "COMPILED", False)
-    python = nc.sensitivities(model, 0.5, params=["p0", "v0", "mass:upper"], **options)
-    assert compiled.stats["compiled"] and not python.stats["compiled"]
-    for mine, reference in ((compiled.dp, python.dp), (compiled.dv, python.dv)):
-        scale = np.abs(reference).max(axis=(0, 1))
-        assert np.all(np.abs(mine - reference).max(axis=(0, 1)) <= 1e-10 * scale)
+    sens = nc.sensitivities(model, T_END, params=[which], t_eval=T_EVAL, **FIXED)
+    initial_state_columns_match_finite_differences(model, sens, which)

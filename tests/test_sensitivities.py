@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import natcoord as nc
-from natcoord.analysis import sensitivity
+from natcoord.model.core_tables import python_forces
 from natcoord.model.parameters import parameter_value
 
 EPS, RTOL = 1e-6, 1e-7
@@ -146,11 +146,10 @@ def cartesian_four_bar():
 
 @pytest.mark.parametrize("which", ["p0", "v0"])
 def test_cartesian_spring_sensitivities_match_finite_differences(which):
-    """The compiled sweep with the Cartesian springs' derivative of the core against
+    """The sweep with the Cartesian springs' derivative of the core against
     central differences of whole simulations from perturbed initial states."""
     model = cartesian_four_bar()
     sens = nc.sensitivities(model, T_END, params=[which], t_eval=T_EVAL, **FIXED)
-    assert sens.stats["compiled"]
     initial = nc.assemble(model).state
     for i, z in enumerate(sens.basis[which].T):
         def run(step):
@@ -162,11 +161,10 @@ def test_cartesian_spring_sensitivities_match_finite_differences(which):
 
 @pytest.mark.parametrize("name", ["load:0", "load:1"])
 def test_load_sensitivities_match_finite_differences(name):
-    """The scales of a constant torque and a constant point force (compiled sweep)
-    against central differences of whole simulations with the loads scaled."""
+    """The scales of a constant torque and a constant point force against central
+    differences of whole simulations with the loads scaled."""
     model = torqued_four_bar()
     sens = nc.sensitivities(model, T_END, params=[name], t_eval=T_EVAL, **FIXED)
-    assert sens.stats["compiled"]
     initial = nc.assemble(model).state
 
     def run(step):
@@ -174,52 +172,58 @@ def test_load_sensitivities_match_finite_differences(name):
     assert_close(computed(sens, name), central_difference(run, EPS))
 
 
-@pytest.mark.parametrize("t_eval", [T_EVAL, None], ids=["t_eval", "steps"])
-@pytest.mark.parametrize("case", ["four_bar", "six_bar", "driven", "torque", "cartesian"])
-def test_compiled_sweep_equals_the_python_sweep(case, t_eval, monkeypatch):
-    """The compiled sweep (natcoord/compiled_sensitivity.py) computes what the
-    Python sweep does, column by column, at dense outputs and at the steps
-    (also with compiled drives: the weight table at every stage time; and with
-    a constant torque, whose force moves with the crank's axes, and the scales
-    of that torque and of a constant point force as parameters; and with Cartesian
-    springs, whose derivative is the core's)."""
-    model, params = {"four_bar": (sprung_four_bar(), FOUR_BAR_PARAMS),
-                     "six_bar": (nc.models.six_bar().build(), SIX_BAR_PARAMS),
-                     "driven": (driven_slider(), ["p0", "v0"]),
-                     "torque": (torqued_four_bar(), ["p0", "v0", "mass:crank0", "load:0",
-                                                     "load:1"]),
-                     "cartesian": (cartesian_four_bar(), ["p0", "v0", "mass:coupler1"])}[case]
-    compiled = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
-    monkeypatch.setattr(sensitivity, "COMPILED", False)
-    python = nc.sensitivities(model, T_END, params=params, t_eval=t_eval, **FIXED)
-    assert compiled.stats["compiled"] and not python.stats["compiled"]
-    assert compiled.columns == python.columns
-    for mine, reference in ((compiled.dp, python.dp), (compiled.dv, python.dv)):
-        scale = np.abs(reference).max(axis=(0, 1))
-        assert np.all(np.abs(mine - reference).max(axis=(0, 1)) <= 1e-10 * scale)
+def initial_state_columns_match_finite_differences(model, sens, which, t_eval=T_EVAL,
+                                                   steps=round(T_END / 0.01)):
+    """Column i of ``which`` ("p0" or "v0") against central differences of whole
+    simulations from the assembled ``(p0 + ε z_i, v0)`` (or ``(p0, v0 + ε z_i)``)."""
+    initial = nc.assemble(model).state
+    for i, z in enumerate(sens.basis[which].T):
+        def run(step):
+            p, v = (initial.p + step * z, initial.v) if which == "p0" else \
+                (initial.p, initial.v + step * z)
+            start = nc.assemble(model, p=p, v=v, proj_tol=1e-14).state
+            sol = nc.simulate(model, T_END, t_eval=t_eval, initial_state=start, **FIXED)
+            assert sol.stats["rejected"] == 0 and sol.stats["steps"] == steps
+            return np.hstack([sol.p, sol.v])
+        assert_close(computed(sens, f"{which}[{i}]"), central_difference(run, EPS))
+
+
+@pytest.mark.parametrize("case", ["driven", "torque"])
+def test_initial_state_sensitivities_at_the_steps_match_finite_differences(case):
+    """At every step (``t_eval`` None: the projected step ends, no dense output), with
+    a compiled drive (the weight table at every stage time) and with a constant
+    torque (whose force moves with the crank's axes)."""
+    model = {"driven": driven_slider, "torque": torqued_four_bar}[case]()
+    sens = nc.sensitivities(model, T_END, params=["p0", "v0"], **FIXED)
+    for which in ("p0", "v0"):
+        initial_state_columns_match_finite_differences(model, sens, which, t_eval=None)
 
 
 @pytest.mark.parametrize("options", [{}, {"t_eval": np.linspace(0.0, 1.6, 401)},
                                      {"dense_output": True}],
                          ids=["steps", "t_eval", "dense_output"])
-def test_the_compiled_sweep_carries_over_chunks_and_rounds(options, monkeypatch):
+def test_the_sweep_carries_over_chunks_and_rounds(options):
     """321 steps: more records than one compiled chunk holds (256) and many rounds
     of the kept factorizations (the sweep follows the stepper a few steps
-    behind); the derivatives still equal the Python sweep's, and the solution
-    (its continuous extension too) that of a plain simulation."""
-    model, params = nc.models.six_bar().build(), ["p0", "mass:rod3"]
+    behind); the derivatives still match central differences of whole runs, and the
+    solution (its continuous extension too) is that of a plain simulation."""
+    model, name = nc.models.six_bar().build(), "mass:rod3"
     fixed = dict(FIXED, first_step=0.005, max_step=0.005)
-    compiled = nc.sensitivities(model, 1.6, params=params, **fixed, **options)
-    monkeypatch.setattr(sensitivity, "COMPILED", False)
-    python = nc.sensitivities(model, 1.6, params=params, **fixed, **options)
-    assert compiled.stats["compiled"] and compiled.stats["steps"] == 321
-    for mine, reference in ((compiled.dp, python.dp), (compiled.dv, python.dv)):
-        assert np.abs(mine - reference).max() <= 1e-10 * np.abs(reference).max()
+    sens = nc.sensitivities(model, 1.6, params=[name], **fixed, **options)
+    assert sens.stats["steps"] == 321
+    initial = nc.assemble(model).state
+
+    def run(step):
+        sol = nc.simulate(model.with_parameters({name: 1.0 + step}), 1.6,
+                          initial_state=initial, **fixed, **options)
+        assert sol.stats["rejected"] == 0 and sol.stats["steps"] == 321
+        return np.hstack([sol.p, sol.v])
+    assert_close(computed(sens, name), central_difference(run, EPS))
     plain = nc.simulate(model, 1.6, **fixed, **options)
-    assert np.array_equal(compiled.solution.p, plain.p)
+    assert np.array_equal(sens.solution.p, plain.p)
     if "dense_output" in options:
         t = np.linspace(0.0, 1.6, 77)
-        assert np.array_equal(compiled.solution.sol(t), plain.sol(t))
+        assert np.array_equal(sens.solution.sol(t), plain.sol(t))
 
 
 @pytest.mark.parametrize("count", [2, 3, 5])
@@ -232,39 +236,157 @@ def test_a_column_does_not_depend_on_the_columns_beside_it(four_bar, count):
     model, _ = four_bar
     params = FOUR_BAR_PARAMS[:count]
     together = nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, **FIXED)
-    assert together.stats["compiled"]
     for name in params:
         alone = nc.sensitivities(model, T_END, params=[name], t_eval=T_EVAL, **FIXED)
         assert np.array_equal(computed(together, name), computed(alone, name))
 
 
-def test_a_failed_run_keeps_the_sensitivities_it_reached(monkeypatch):
+@pytest.mark.parametrize("case", ["built-in", "python force", "dense"])
+def test_a_failed_run_keeps_the_sensitivities_it_reached(case):
     """``max_steps`` ends the run at t = 0.3: the exception's ``.sensitivities`` are
     those of the complete run at every record reached, the last accepted state
-    (recorded in place of the next ``t_eval`` point) included, and agree there
-    with the independent Python sweep."""
-    model, params = nc.models.six_bar().build(), ["p0", "mass:rod3"]
-    complete = nc.sensitivities(model, T_END, params=params, **FIXED)      # every step
+    (recorded in place of the next ``t_eval`` point) included — also where the sweep
+    calls back (a force written in Python, a reference backend)."""
+    model, params, options = {
+        "built-in": (nc.models.six_bar().build(), ["p0", "mass:rod3"], {}),
+        "python force": (python_sprung_four_bar(), ["p0", "mass:coupler1"], {}),
+        "dense": (sprung_four_bar(), ["p0", "mass:coupler1"], {"solver": "dense"})}[case]
+    options = dict(FIXED, **options)
+    complete = nc.sensitivities(model, T_END, params=params, **options)      # every step
     with pytest.raises(nc.IntegrationError, match="maximum number of steps") as failure:
-        nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, max_steps=30, **FIXED)
+        nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, max_steps=30, **options)
     partial = failure.value.sensitivities
     assert partial.solution.t[-1] == pytest.approx(0.3) and not partial.solution.success
     reached = np.searchsorted(T_EVAL, 0.3)
-    outputs = nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, **FIXED)
+    outputs = nc.sensitivities(model, T_END, params=params, t_eval=T_EVAL, **options)
     assert np.array_equal(partial.dp[:reached], outputs.dp[:reached])
     assert np.array_equal(partial.dp[-1], complete.dp[30])
     assert np.array_equal(partial.dv[-1], complete.dv[30])
-    monkeypatch.setattr(sensitivity, "COMPILED", False)
-    python = nc.sensitivities(model, 0.3, params=params, **FIXED)
-    for mine, reference in ((partial.dp[-1], python.dp[-1]), (partial.dv[-1], python.dv[-1])):
-        assert np.abs(mine - reference).max() <= 1e-10 * np.abs(reference).max()
 
 
-def test_the_python_sweep_keeps_what_the_compiled_one_does_not_cover():
-    """Drive parameters, and solvers other than the block solver, take the Python sweep."""
-    drive = nc.sensitivities(driven_slider(), 0.05, params=["drive:hinge:amplitude"])
-    dense = nc.sensitivities(sprung_four_bar(), 0.05, params=["p0"], solver="dense")
-    assert not drive.stats["compiled"] and not dense.stats["compiled"]
+class PythonSpring:
+    """A force class the core has no law for (called back): the linear spring–damper
+    of ``add_spring`` from the ground point ``anchor`` to the body point ``point`` (an
+    affine expression), tension ``T = k (l − l0) + c l̇`` pulling the point along
+    ``n = (r − anchor) / l``."""
+
+    def __init__(self, point, anchor, k, c, l0):
+        self.point, self.anchor = point, np.asarray(anchor, float)
+        self.k, self.c, self.l0 = k, c, l0
+
+    def apply(self, t, state, X, V, F):
+        d = self.point.evaluate(X) - self.anchor
+        rate = sum(c * V[slot] for slot, c in self.point.terms.items())
+        length = np.linalg.norm(d)
+        n = d / length
+        force = -(self.k * (length - self.l0) + self.c * (n @ rate)) * n
+        for slot, c in self.point.terms.items():
+            F[slot] += c * force
+
+
+def python_sprung_four_bar():
+    """:func:`sprung_four_bar` with its spring–damper as a :class:`PythonSpring`."""
+    mech = nc.models.four_bar()
+    mech.add_spring(nc.GROUND, "coupler1", (2.0, 0.0, 0.0), (0.5, 1.0, 0.0),
+                    stiffness=50.0, damping=2.0)
+    built_in = mech.build()
+    spring = built_in.forces[-1]
+    mech.forces[-1] = PythonSpring(built_in.point_expression("coupler1", (0.5, 1.0, 0.0)),
+                                   (2.0, 0.0, 0.0), spring.k, spring.c, spring.l0)
+    return mech.build()
+
+
+PYTHON_FORCE_PARAMS = ["p0", "v0", "mass:coupler1"]
+
+
+@pytest.fixture(scope="module")
+def python_force():
+    model = python_sprung_four_bar()
+    assert python_forces(model)
+    return model, nc.sensitivities(model, T_END, params=PYTHON_FORCE_PARAMS, t_eval=T_EVAL,
+                                   **FIXED)
+
+
+@pytest.mark.parametrize("which", ["p0", "v0"])
+def test_python_force_sensitivities_match_finite_differences(python_force, which):
+    """A force written in Python: the sweep differentiates it by central differences
+    of its ``apply`` (the hooks' force_derivative), checked against central
+    differences of whole simulations from perturbed initial states."""
+    model, sens = python_force
+    initial_state_columns_match_finite_differences(model, sens, which)
+
+
+def test_python_force_mass_sensitivity_matches_finite_differences(python_force):
+    model, sens = python_force
+    initial = nc.assemble(model).state
+
+    def run(step):
+        return trajectory(model.with_parameters({"mass:coupler1": 1.0 + step}), initial)
+    assert_close(computed(sens, "mass:coupler1"), central_difference(run, EPS))
+
+
+def test_a_python_force_s_derivative_is_that_of_the_same_law_built_in(python_force):
+    """The same spring–damper law differentiated two ways: exactly by the core
+    (``nc_force_derivative``) and by central differences of the Python class; their
+    sweeps agree to the differences' O(h²) error."""
+    model, python = python_force
+    built_in = nc.sensitivities(sprung_four_bar(), T_END, params=PYTHON_FORCE_PARAMS,
+                                t_eval=T_EVAL, **FIXED)
+    assert python.columns == built_in.columns
+    for mine, reference in ((python.dp, built_in.dp), (python.dv, built_in.dv)):
+        assert np.abs(mine - reference).max() <= 1e-9 * np.abs(reference).max()
+
+
+def python_driven_slider(amplitude=0.5, frequency=0.7, phase=0.4):
+    """:func:`driven_slider` with the hinge's sinusoid as a Python callable."""
+    from test_drives import two_drives
+    w = 2.0 * np.pi * frequency
+
+    def law(t):
+        s, c = np.sin(w * t + phase), np.cos(w * t + phase)
+        return amplitude * s, amplitude * w * c, -amplitude * w * w * s
+    return two_drives(nc.Drive(law), None)
+
+
+@pytest.mark.parametrize("which", ["p0", "v0"])
+def test_python_drive_sensitivities_match_finite_differences(which):
+    """A drive law written in Python: the sweep's weight table at every stage time
+    from the hooks, against central differences of whole simulations."""
+    model = python_driven_slider()
+    assert model.tables.laws is None
+    sens = nc.sensitivities(model, T_END, params=[which], t_eval=T_EVAL, **FIXED)
+    initial_state_columns_match_finite_differences(model, sens, which)
+
+
+@pytest.fixture(scope="module")
+def block_four_bar():
+    return nc.sensitivities(sprung_four_bar(), T_END, params=FOUR_BAR_PARAMS[:3] + ["p0"],
+                            t_eval=T_EVAL, **FIXED)
+
+
+@pytest.mark.parametrize("solver", ["dense", "superlu"])
+def test_reference_backends_sweep_as_the_block_solver(block_four_bar, solver):
+    """Backend agreement (as test_solver_agreement.py for the forward run): the sweep
+    factors every stage again through a reference backend's hooks, from the dropped
+    rows the stage had (the four-bar's three redundant rows), and solves with it; the
+    derivatives are the block solver's to round-off."""
+    other = nc.sensitivities(sprung_four_bar(), T_END, params=FOUR_BAR_PARAMS[:3] + ["p0"],
+                             t_eval=T_EVAL, solver=solver, **FIXED)
+    assert other.columns == block_four_bar.columns
+    for mine, reference in ((other.dp, block_four_bar.dp), (other.dv, block_four_bar.dv)):
+        scale = np.abs(reference).max(axis=(0, 1))
+        assert np.all(np.abs(mine - reference).max(axis=(0, 1)) <= 1e-12 * scale)
+
+
+def test_dense_backend_sensitivities_match_finite_differences():
+    model, name = sprung_four_bar(), "stiffness:0"
+    sens = nc.sensitivities(model, T_END, params=[name], t_eval=T_EVAL, solver="dense",
+                            **FIXED)
+    initial, x = nc.assemble(model).state, parameter_value(model, name)
+
+    def run(step):
+        return trajectory(model.with_parameters({name: x * (1.0 + step)}), initial) / x
+    assert_close(computed(sens, name), central_difference(run, EPS))
 
 
 def test_point_sensitivity_is_the_coordinates_one(four_bar):

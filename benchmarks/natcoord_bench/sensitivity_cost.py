@@ -5,9 +5,8 @@ For n_θ = 1, 2, 4 parameters: the median wall time of ``nc.sensitivities``
 ``nc.simulate`` with the same options, on the sprung hexapod (1 s) and the
 six-bar (2 s), both at ``rtol = 1e-8``, runs alternating so that both see
 the same machine; the issue's target is ``ratio ≤ 1 + 0.5 n_θ``. The
-compiled sweep runs inside the forward run's compiled chunks
-(``--python-sweep``: the sweep of Python after the forward runs,
-``sensitivity.COMPILED = False``). Written to ``data/sensitivity_cost.csv``.
+sweep runs inside the forward run's compiled chunks. Written to
+``data/sensitivity_cost.csv``.
 """
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ import argparse
 import statistics
 import time
 
-from natcoord.analysis import sensitivity
 from natcoord.integrate.simulate import simulate
 from natcoord.models import hexapod, six_bar
 from natcoord.analysis.sensitivity import sensitivities
@@ -61,17 +59,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3, help="runs; the median is reported")
     parser.add_argument("--out", default="data/sensitivity_cost.csv", help="CSV file")
-    parser.add_argument("--python-sweep", action="store_true",
-                        help="the Python derivative sweep instead of the compiled one")
     args = parser.parse_args(argv)
-    sensitivity.COMPILED = not args.python_sweep
     table = []
     for row in rows(args.repeat):
         table.append(row)
         print(f"{row['model']:15s} n_θ = {row['n_theta']}: {row['sensitivity_s']:.4f} s / "
               f"{row['forward_s']:.4f} s = {row['ratio']:.2f} (target {row['target']:g})")
-    flags = " --python-sweep" if args.python_sweep else ""
     path = write_csv(args.out, table, COLUMNS,
-                     f"python benchmarks/sensitivity_cost.py --repeat {args.repeat}{flags}")
+                     f"python benchmarks/sensitivity_cost.py --repeat {args.repeat}")
     print(f"written to {path}")
     return 0

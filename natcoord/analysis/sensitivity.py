@@ -4,54 +4,119 @@ docs/method.md#18-sensitivities).
 Bock's internal numerical differentiation, done analytically: the exact
 derivative of the discrete map that :func:`~natcoord.simulate` computes, with
 its accepted step sizes frozen. One step of DOPRI5 from the projected state
-``y = (p, v)`` (integrate.py) and its derivative along a direction ``dy`` and
-a parameter ``θ``:
+``y = (p, v)`` and its derivative along a direction ``dy`` and a parameter ``θ``:
 
     Y_s = y + h Σ_j a_sj K_j,      K_s = (v_s, a(t + c_s h, Y_s; θ))
     dY_s = dy + h Σ_j a_sj dK_j,   dK_s = (dv_s, ∂a/∂(p, v) dY_s + ∂a/∂θ)
 
-``∂a`` from :meth:`~natcoord.dynamics.linearization.LinearizationPoint.derivative`: one
-factorization per stage, one solve per direction. The new state ``y + h Σ b_j
-K_j`` is projected onto ``g = 0``, ``G v + g_t = 0``, and its derivative
-through :meth:`~natcoord.dynamics.linearization.LinearizationPoint.projection_derivative`
-(the tangent-space projection of ``dp`` in the M-metric and the linearized
-velocity constraint). FSAL as in the integrator: the next step's ``K_0`` is
-``(v⁺, a)`` of the last stage, ``dK_0 = (dv⁺, da_6)``. Outputs between steps
-differentiate the (linear) dense output formula and then the projection.
-Rows dropped as redundant stay dropped.
+with, per stage and direction, one solve with the stage's factorization
 
-The steps are the forward run's own. The compiled sweep
-(:mod:`natcoord.analysis.compiled_sensitivity`) rides along it inside the stepper's
-compiled chunks, a few steps behind, with the stage factorizations the
-stepper kept for it; the Python sweep re-evaluates the stages from a forward
-run that records every accepted state. A function beside ``simulate`` rather
-than an option of it: ``simulate`` only hands its chunks to the sweep.
-A failed or interrupted run keeps what the compiled sweep reached: the
-exception's ``.sensitivities`` (the Python sweep, which starts after the
-forward run, has none).
+    [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a].
+
+The new state ``y + h Σ b_j K_j`` is projected onto ``g = 0``, ``G v + g_t = 0``;
+its derivative is the M-orthogonal projection of ``dp`` onto the tangent space and
+of ``dv`` onto the linearized velocity constraint (one factorization at the
+projected point). FSAL as in the integrator: the next step's ``K_0`` is ``(v⁺, a)``
+of the last stage, ``dK_0 = (dv⁺, da_6)``. Outputs between steps differentiate the
+(linear) dense output formula and then the projection. Rows dropped as redundant
+stay dropped.
+
+The sweep is the core's (``natcoord/core/src/sensitivity.c``, ``advance_swept``):
+it rides along the forward run inside the stepper's compiled chunks, a few steps
+behind, reusing the stage factorizations and multipliers the stepper kept for it
+(:data:`STORE_BYTES` worth of steps at a time). The right-hand sides:
+
+* ``dγ − dG a`` and ``dGᵀ λ`` (``dG v + dg_t`` for the projection): the
+  constraint kernel's terms differentiated in one pass (bilinear, exact);
+* the built-in applied forces' exact derivative (``nc_force_derivative``,
+  natcoord/core/src/forces.c, beside their laws); gravity and constant point
+  forces do not vary;
+* parameters (:func:`natcoord.dynamics.linearization.parameter_direction`): a
+  constant ``df`` and ``dJ4`` per column (mass, inertia, gravity, the scale of a
+  constant point force), the tension's derivative ``∂T/∂k = l − l0``,
+  ``∂T/∂c = l̇``, ``∂T/∂l0 = −k`` of a spring, or the scale of a constant torque,
+  whose ``df = ½ τ × e_k`` moves with the body's axes.
+
+What the core does not compile it takes through the hooks (:class:`SweepHooks`,
+``nc_hooks``) as the forward step does: the weight table of drive laws written in
+Python; the derivative of forces written in Python (central differences of their
+``apply``, :func:`~natcoord.dynamics.linearization.python_force_derivative`, the
+law :func:`~natcoord.linearize` uses); a drive parameter's ``∂W/∂θ``
+(:func:`~natcoord.model.drives.parameter_weights`), whose kernel terms join the
+stage's right-hand side and ``∂g/∂θ``, ``∂(G v + g_t)/∂θ`` the projection's; and a
+reference backend's factor and solve (``solver="dense"|"superlu"|"cholmod"``), whose
+stage factorizations the stepper does not keep: the sweep factors each stage again
+at its point, from the dropped rows the stage had. A block solver that refines its
+solves (a large mass spread) is swept as the core steps with it: without
+refinement. Those columns go one at a time through the hooks' solve; built-in
+models with the block solver pass no hooks.
+
+A function beside ``simulate`` rather than an option of it: ``simulate`` only hands
+its chunks to the sweep. A failed or interrupted run keeps what the sweep reached:
+the exception's ``.sensitivities``.
 """
 from __future__ import annotations
 
 import time
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
 
-from . import compiled_sensitivity
-from ..dynamics.linearization import linearization_point
-from ..model.parameters import parameter_value
+from ..core import engine
+from ..dynamics.linearization import (linearization_point, parameter_direction,
+                                      python_force_derivative)
 from ..dynamics.workspace import Workspace
+from ..integrate import compiled as cc
 from ..integrate.base import IntegrationError, SimulationInterrupted
-from ..integrate.dormand_prince import A, B, C, dense_output
 from ..integrate.simulate import simulate
+from ..integrate.stepper import Callbacks
 from ..linalg.base import DROP_TOL, HOLD_TOL
+from ..linalg.blockldl import block_plan, make_work
+from ..model.core_tables import make_tables
+from ..model.drives import parameter_weights
+from ..model.forces import Torque
+from ..model.parameters import driven_joint, loads, parameter_value
 
 #: directions of the initial state (columns: a basis of the tangent space)
 INITIAL = ("p0", "v0")
-#: use the compiled sweep (:mod:`natcoord.analysis.compiled_sensitivity`) where it applies;
-#: False forces the Python sweep
-COMPILED = True
+
+#: memory for the stage factorizations of one round of steps (``advance_swept``):
+#: small enough to be read back from the cache (L2), and to stay mapped between runs:
+#: at 1 MiB every six-bar run faulted its pages in afresh (3 % of its sweep)
+STORE_BYTES = 2 ** 18
+
+#: spring parameters: index in ``Directions.spring_kind`` (sensitivity.c's enum)
+SPRING_KINDS = ("stiffness", "damping", "rest_length")
+
+#: per column: constant ``df`` (4 n, 3), the body of ``dJ4`` (−1: none) and
+#: ``dJ4`` (4, 4), the spring (−1: none) and which of its parameters, the
+#: constant torque whose scale it is (−1: none; its force moves with the axes),
+#: 1 for a drive parameter (its ``∂W/∂θ`` from :class:`SweepHooks`).
+#: Field order as the core's (``natcoord/core/src/sensitivity.h``, ``D_*``).
+Directions = namedtuple("Directions", ["df", "body", "dJ4", "spring", "spring_kind",
+                                       "torque", "drive"])
+
+#: the sweep's buffers: the weight table, a stage point ``y`` (2N,), the stage
+#: derivatives ``dK`` (c, 7, 2N), directions (c, 2N): ``dy`` at the last step's end,
+#: ``dyold`` at its start, the stage's ``dys``, the step's ``dynew`` before projection,
+#: the dense output's ``dout``; the right-hand sides ``F`` (c, 4 n, 3), ``s`` (c, m) of
+#: all columns of a stage and the multipliers' scratch ``mu``; the ``clock``; scratch
+#: ``lanes`` of the directional pass (two directions or more) and of the projection's
+#: solves; the drive columns' weight tables ``dW`` (c, n_weights, 3) and their
+#: kernel's scratch ``Gw`` (nnz, 3), ``gw`` (4, m), ``fw`` (4 n, 3). The stage's
+#: accelerations and multipliers are read where the stepper left them (segments, store).
+#: Field order as the core's (``sensitivity.h``, ``K_*``).
+Work = namedtuple("Work", [
+    "W", "y", "dK", "dy", "dys", "dyold", "dynew", "dout",
+    "F", "s", "mu", "clock", "lanes", "dW", "Gw", "gw", "fw"])
+
+#: directions side by side in the core's directional pass (sensitivity.h, NC_LANES)
+LANES = engine.LANES
+
+#: ``Work.clock``: the last step's start, size and end; 1 once the first step is swept
+T_OLD, STEP, T_NEW, STARTED = range(4)
 
 
 @dataclass(frozen=True)
@@ -63,9 +128,7 @@ class Sensitivities:
     ``columns`` (c labels: ``"p0[i]"``, ``"v0[i]"`` and the parameter names);
     ``basis``: for ``"p0"``/``"v0"`` the (12 n, d) tangent directions ``Z`` the
     columns start from (see :func:`sensitivities`); ``stats``: ``time`` (wall
-    time), ``steps``, ``compiled`` (whether the sweep ran compiled, interleaved
-    with the forward run) and, for the Python sweep, ``derivative_time`` (the
-    sweep after the forward runs).
+    time of the forward run and its sweep) and ``steps``.
     """
 
     solution: object
@@ -102,17 +165,12 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
     tangent perturbation ``δp0`` has the coordinates ``Zᵀ M δp0``.
 
     Only ``method="dopri5"`` with ``projection="position+velocity"`` (the
-    defaults) is differentiated. The sweep is compiled
-    (:mod:`natcoord.analysis.compiled_sensitivity`) for the models, solver and
-    parameters it covers (:func:`~natcoord.analysis.compiled_sensitivity.supported`;
-    ``stats["compiled"]``): it rides along the one forward run, in the same
-    compiled call, a few steps behind it, reusing the stage factorizations the
-    stepper keeps for those steps. Otherwise the sweep is Python, after a
-    forward run that records every step (and, with ``t_eval``, a second one
-    for the outputs). Returns :class:`Sensitivities`. A failed or interrupted
-    run raises as ``simulate`` does; with the compiled sweep the exception also
-    carries ``.sensitivities``, those of its partial solution (NaN at a record
-    the sweep did not reach; None if no step was taken), else None.
+    defaults) is differentiated, for every model and KKT backend: the core's sweep
+    rides along the one forward run, in the same compiled call, a few steps behind
+    it (module docstring). Returns :class:`Sensitivities`. A failed or interrupted
+    run raises as ``simulate`` does, the exception also carrying
+    ``.sensitivities``, those of its partial solution (NaN at a record the sweep
+    did not reach; None if no step was taken).
     """
     if options.get("projection", "position+velocity") != "position+velocity":
         raise ValueError(f"sensitivities: projection={options['projection']!r} is not "
@@ -125,32 +183,18 @@ def sensitivities(model, t_end, params=INITIAL, t_eval=None, **options):
                          f"only the steps of 'dopri5' are differentiated")
     params = _checked(model, params)
     tols = options.get("drop_tol", DROP_TOL), options.get("hold_tol", HOLD_TOL)
-    ws = Workspace(model, options.get("solver"), *tols)
-    compiled = COMPILED and compiled_sensitivity.supported(model, ws.solver, params)
+    tangent = _Tangent(Workspace(model, options.get("solver"), *tols), params)
     start = time.perf_counter()
-    stats = {"compiled": compiled}
-    tangent = _Tangent(ws, params) if compiled else None
     try:
-        if compiled:
-            solution = simulate(model, t_end, t_eval=t_eval, _sweep=tangent, **options)
-            d_out = tangent.result(solution)
-            columns, basis, steps = tangent.columns, tangent.basis, solution.stats["steps"]
-        else:
-            steps = simulate(model, t_end, **options)
-            solution = steps if t_eval is None else simulate(model, t_end, t_eval=t_eval,
-                                                             **options)
-            tick = time.perf_counter()
-            columns, dy, thetas, basis = _initial_directions(
-                ws, steps.t[0], np.concatenate([steps.p[0], steps.v[0]]), params)
-            d_out = _sweep(ws, steps, solution, dy, thetas)
-            stats["derivative_time"], steps = time.perf_counter() - tick, steps.t.size - 1
+        solution = simulate(model, t_end, t_eval=t_eval, _sweep=tangent, **options)
     except (IntegrationError, SimulationInterrupted) as exc:
-        exc.sensitivities = tangent.partial(exc.solution, stats, start) if compiled else None
+        exc.sensitivities = tangent.partial(exc.solution, start)
         if exc.sensitivities is not None:
             exc.args = (f"{exc.args[0]}; the sensitivities reached on .sensitivities",)
         raise
-    stats.update(time=time.perf_counter() - start, steps=steps)
-    return _sensitivities(solution, columns, d_out, basis, stats)
+    stats = {"time": time.perf_counter() - start, "steps": solution.stats["steps"]}
+    return _sensitivities(solution, tangent.columns, tangent.result(solution), tangent.basis,
+                          stats)
 
 
 def _sensitivities(solution, columns, d_out, basis, stats):
@@ -161,11 +205,10 @@ def _sensitivities(solution, columns, d_out, basis, stats):
 
 
 class _Tangent:
-    """The compiled sweep riding along the forward run (``simulate``'s ``_sweep``):
-    the initial directions at its first state (:meth:`start`), then the
-    stepper's rounds of steps, each differentiated with the stage
-    factorizations the stepper kept (:meth:`advance`, in place of the
-    stepper's own chunk call)."""
+    """The sweep riding along the forward run (``simulate``'s ``_sweep``): the
+    initial directions at its first state (:meth:`start`), then the stepper's rounds
+    of steps, each differentiated with the stage factorizations the stepper kept
+    (:meth:`advance`, in place of the stepper's own chunk call)."""
 
     def __init__(self, ws, params):
         self.ws, self.params = ws, params
@@ -176,13 +219,12 @@ class _Tangent:
         self.t0 = t
         self.columns, self.dy0, thetas, self.basis = _initial_directions(self.ws, t, y,
                                                                          self.params)
-        self.sweep = compiled_sensitivity.Sweep(self.ws.solver, self.ws.dropped, self.dy0,
-                                                thetas)
+        self.sweep = Sweep(self.ws, self.dy0, thetas)
 
     def advance(self, args, repeat=True):
-        """:meth:`~natcoord.analysis.compiled_sensitivity.Sweep.advance`, keeping the derivatives."""
+        """:meth:`Sweep.advance`, keeping the derivatives."""
         out = self.sweep.advance(args, repeat)
-        self._parts.append(out[-1])
+        self._parts.append(out[-2])
         return out
 
     def result(self, solution):
@@ -196,7 +238,7 @@ class _Tangent:
         # one copy at most (each new array of a long run faults its pages in)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def partial(self, solution, stats, start):
+    def partial(self, solution, start):
         """:class:`Sensitivities` of a failed run's partial ``solution``, or None if it
         failed before the first step: the swept records, then the last accepted
         state (where the sweep stands), NaN at any record it did not reach."""
@@ -211,12 +253,162 @@ class _Tangent:
         for t, dy in self.sweep.last_step():       # a final record at the last step's ends
             if k < solution.t.size and solution.t[k] == t:
                 d_out[k] = dy
-        stats = dict(stats, time=time.perf_counter() - start,
-                     steps=solution.stats["steps"])
+        stats = {"time": time.perf_counter() - start, "steps": solution.stats["steps"]}
         return _sensitivities(solution, self.columns, d_out, self.basis, stats)
 
     def _swept(self):
         return np.concatenate(self._parts) if self._parts else np.zeros((0,) + self.dy0.shape)
+
+
+class Sweep:
+    """The sweep of :func:`sensitivities`, riding along the forward run:
+    :meth:`advance` takes the place of the stepper's ``engine.advance``.
+
+    ``ws``: the sweep's workspace (its solver's plan and tolerances are shared with
+    the sweep's buffers; a reference backend's solver factors the sweep's stages
+    through :class:`SweepHooks`; its dropped rows, whose hysteresis the sweep's own
+    factorizations continue, at the initial state); ``dy`` (c, 2N) the directions at
+    the initial state, ``thetas`` the parameter of each column (None: an
+    initial-state column). The stage factorizations (a reference backend's: the
+    stages' dropped rows) come from the stepper, kept for :data:`STORE_BYTES` worth
+    of steps at a time.
+    """
+
+    def __init__(self, ws, dy, thetas):
+        model, solver = ws.model, ws.solver
+        # work buffers of its own on the block solver's plan: no second symbolic phase
+        # (~1 ms on the six-bar, most of a short run's sweep overhead); a reference
+        # backend's runs lay the block buffers out unused, as the stepper's do
+        work = make_work(solver.plan if solver.name == "block" else block_plan(model))
+        S = cc.make_buffers(model, solver)
+        dropped = ws.dropped
+        S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol   # hysteresis continues
+        S.mask[dropped] = True                    # (a reference backend's: its mask)
+        self._B = B = _work(model, len(thetas))
+        model.tables.weight_table(0.0, B.W)              # constant rows (all, without drives)
+        B.dy[:] = dy
+        hooks = SweepHooks(model, solver, thetas)
+        self._hooks = hooks if hooks.needed else None
+        steps = max(1, STORE_BYTES // cc.store_bytes(work, model.n_rows))
+        self._segments = cc.make_segments(model, steps)
+        store = cc.make_store(work, model.n_rows, steps)
+        # the sweep's tuples unpacked for the core once, not at every round
+        self._packed = (engine.pack(store, "F"), engine.pack(S, "S"), engine.pack(work, "W"),
+                        engine.pack(directions(model, make_tables(model), thetas), "D"),
+                        engine.pack(B, "K"))
+
+    def advance(self, args, repeat=True):
+        """The core's ``advance_swept`` (``natcoord/core/src/sensitivity.c``) with the
+        stepper's arguments ``args`` (those of its ``advance`` up to the records);
+        ``repeat`` False: one round only (the caller reads the steps' dense output
+        from the returned segments). Returns ``advance``'s values as the stepper's
+        ``_advance`` does: status, records, next output, steps, rejected, the last
+        round's steps ``m``, the segments, the derivatives (n, c, 2N) at the ``n``
+        records and the run's callback exception (or None)."""
+        # a fresh buffer per call, returned as a view: the core writes each record's
+        # derivatives, and a copy of a hexapod run's faulted ~80 new pages in (2 % of it)
+        derivatives = np.empty((args[-1].shape[0],) + self._B.dy.shape)
+        *out, error, swept = engine.advance_swept(*args, *self._segments, *self._packed,
+                                                  derivatives, repeat, self._hooks)
+        if swept != 0:
+            reason = self._hooks.failure if self._hooks and self._hooks.failure else \
+                f"factorization status {swept}"
+            raise np.linalg.LinAlgError(f"sensitivity sweep: {reason}")
+        return (*out, self._segments, derivatives[:out[1]], error)
+
+    def last_step(self):
+        """``(t, derivatives)`` at the start and at the end of the last step swept (none
+        before the first)."""
+        B = self._B
+        if B.clock[STARTED] == 0.0:
+            return ()
+        return (B.clock[T_OLD], B.dyold.copy()), (B.clock[T_NEW], B.dy.copy())
+
+
+class SweepHooks(Callbacks):
+    """What the sweep calls back (``nc_hooks``): the run's :class:`Callbacks` for
+    ``model`` with the sweep's own ``solver`` (a reference backend factors and solves
+    the sweep's stages), the drive laws written in Python, and for the columns
+    ``thetas``: ``force_derivative(t)``, the forces written in Python differentiated
+    along the c directions ``dy`` (c, 2N) at ``y`` into ``dF`` (c, N)
+    (:func:`~natcoord.dynamics.linearization.python_force_derivative`), and
+    ``drive_weights(t)``, the drive parameters' ``∂W/∂θ`` into ``dW``
+    (c, n_weights, 3; :func:`~natcoord.model.drives.parameter_weights`)."""
+
+    def __init__(self, model, solver, thetas):
+        super().__init__(model, solver)
+        c, n = len(thetas), model.n_coords
+        self._drives = []                # (column, its t ↦ ∂W/∂θ)
+        for j, name in enumerate(thetas):
+            kind, _, key = (name or "").partition(":")
+            if kind == "drive":
+                drive = driven_joint(model, name, key)[1].drive
+                self._drives.append((j, parameter_weights(model.tables.weights, drive,
+                                                          key.rpartition(":")[2])))
+        self.dy, self.dF = np.zeros((c, 2 * n)), np.zeros((c, n))
+        self.dW = np.zeros((c, model.n_weights, 3))
+        self.force_derivative = self._force_derivative if self.python_forces else None
+        self.drive_weights = self._drive_weights if self._drives else None
+
+    def _force_derivative(self, t):
+        n = self.model.n_coords
+        X, V = self.y[:n].reshape(-1, 3), self.y[n:].reshape(-1, 3)
+        self.dF[:] = 0.0
+        try:
+            for d, F in zip(self.dy, self.dF):
+                python_force_derivative(self.python_forces, t, X, V, d[:n].reshape(-1, 3),
+                                        d[n:].reshape(-1, 3), F.reshape(-1, 3))
+        except FloatingPointError as exc:        # a force's NaN, as in the forward step
+            self.failure = str(exc)
+            return cc.NON_FINITE
+        return 0
+
+    def _drive_weights(self, t):
+        for j, table in self._drives:
+            self.dW[j] = table(t)
+        return 0
+
+
+def directions(model, T, thetas):
+    """:data:`Directions` of the columns' parameters (None: an initial-state column);
+    ``T`` the model's compiled tables."""
+    c, rows = len(thetas), 4 * model.n_bodies
+    D = Directions(np.zeros((c, rows, 3)), np.full(c, -1, np.int64), np.zeros((c, 4, 4)),
+                   np.full(c, -1, np.int64), np.zeros(c, np.int64), np.full(c, -1, np.int64),
+                   np.zeros(c, np.int64))
+    for j, name in enumerate(thetas):
+        if name is None:
+            continue
+        kind, _, key = name.partition(":")
+        if kind == "drive":                # ∂W/∂θ at each point from the hooks
+            D.drive[j] = 1
+            continue
+        if kind in SPRING_KINDS:
+            D.spring[j], D.spring_kind[j] = int(key), SPRING_KINDS.index(kind)
+            continue
+        if kind == "load":                 # a constant point force's df is constant
+            load = loads(model)[int(key)]
+            if isinstance(load, Torque):
+                D.torque[j] = T.force_index[model.forces.index(load)]
+            else:
+                load.apply(0.0, None, None, None, D.df[j])
+            continue
+        theta = parameter_direction(model, name, None)        # constant in the state
+        D.df[j] = theta.get("df", 0.0)
+        for body, dJ4 in theta.get("dM", ()):
+            D.body[j], D.dJ4[j] = body, dJ4
+    return D
+
+
+def _work(model, c):
+    n, m, rows = model.n_coords, model.n_rows, 4 * model.n_bodies
+    z = np.zeros
+    return Work(W=z((model.n_weights, 3)), y=z(2 * n), dK=z((c, 7, 2 * n)), dy=z((c, 2 * n)),
+                dys=z((c, 2 * n)), dyold=z((c, 2 * n)), dynew=z((c, 2 * n)),
+                dout=z((c, 2 * n)), F=z((c, rows, 3)), s=z((c, m)), mu=z(m),
+                clock=np.array([0.0, 0.0, -np.inf, 0.0]), lanes=z(LANES * (3 * n + m)),
+                dW=z((c, model.n_weights, 3)), Gw=z((model.tables.pattern_row.size, 3)),
+                gw=z((4, m)), fw=z((rows, 3)))
 
 
 def _checked(model, params):
@@ -235,7 +427,8 @@ def _checked(model, params):
 
 def _initial_directions(ws, t, y, params):
     """Column labels, initial ``dy`` (c, 2N), the parameter of each column (or
-    None) and the tangent basis, at the initial state ``(t, y = (p, v))``."""
+    None) and the tangent basis, at the initial state ``(t, y = (p, v))``: the
+    derivative of the initial state's projection (not a step of the sweep)."""
     model, n = ws.model, ws.model.n_coords
     # only initial-state and drive columns start off zero: the rest need no solve here
     moved = any(name in INITIAL or name.startswith("drive:") for name in params)
@@ -267,52 +460,3 @@ def tangent_basis(ws, G):
     Z0 = scipy.linalg.null_space(model.tables.csr(G).toarray()[kept])
     L = np.linalg.cholesky(Z0.T @ (model.mass_matrix @ Z0))
     return scipy.linalg.solve_triangular(L, Z0.T, lower=True).T
-
-
-def _stage(ws, t, y, dy, thetas):
-    """``K = (v, a)`` at ``(t, y)`` and ``dK`` (c, 2N) along ``dy`` and ``θ``."""
-    n = ws.model.n_coords
-    at = linearization_point(ws.model, (t, y[:n], y[n:]), workspace=ws)
-    da = [at.derivative(d[:n], d[n:], theta)[0] for d, theta in zip(dy, thetas)]
-    return np.concatenate([y[n:], at.a]), np.hstack([dy[:, n:], np.reshape(da, (len(dy), n))])
-
-
-def _projected(ws, t, p, v, dy, thetas):
-    """Derivative (c, 2N) of the projection at the projected ``(t, p, v)``."""
-    n = ws.model.n_coords
-    at = linearization_point(ws.model, (t, p, v), workspace=ws)
-    return np.array([np.concatenate(at.projection_derivative(d[:n], d[n:], theta))
-                     for d, theta in zip(dy, thetas)])
-
-
-def _sweep(ws, steps, out, dy, thetas):
-    """``dy`` (c, 2N) at the first step carried along ``steps``; returns the
-    derivatives (k, c, 2N) at the outputs ``out`` (a Solution on the same steps)."""
-    n, c = ws.model.n_coords, len(thetas)
-    result = np.empty((out.t.size, c, 2 * n))
-    t, y = steps.t[0], np.concatenate([steps.p[0], steps.v[0]])
-    k = 0
-    if out.t.size and out.t[0] == t:
-        result[0], k = dy, 1
-    K, dK = np.empty((7, 2 * n)), np.empty((c, 7, 2 * n))
-    K[0], dK[:, 0] = _stage(ws, t, y, dy, thetas)
-    for t_new, p_new, v_new in zip(steps.t[1:], steps.p[1:], steps.v[1:]):
-        h = t_new - t
-        for s in range(1, 7):
-            K[s], dK[:, s] = _stage(ws, t + C[s] * h, y + h * (A[s] @ K[:s]),
-                                    dy + h * (A[s] @ dK[:, :s]), thetas)
-        dy_new = dy + h * (B @ dK[:, :6])             # = dY_6: A[6] = B
-        dy_proj = _projected(ws, t_new, p_new, v_new, dy_new, thetas)
-        while k < out.t.size and out.t[k] <= t_new:
-            if out.t[k] == t_new:
-                result[k] = dy_proj
-            else:
-                theta = (out.t[k] - t) / h
-                d_out = np.array([dense_output(dy[j], dy_new[j], dK[j], h, theta)
-                                  for j in range(c)])
-                result[k] = _projected(ws, out.t[k], out.p[k], out.v[k], d_out, thetas)
-            k += 1
-        K[0] = np.concatenate([v_new, K[6, n:]])
-        dK[:, 0] = np.concatenate([dy_proj[:, n:], dK[:, 6, n:]], axis=1)
-        t, y, dy = t_new, np.concatenate([p_new, v_new]), dy_proj
-    return result

@@ -17,10 +17,11 @@ and ``∂/∂θ``). Natural coordinates make the right-hand side exact and cheap
 * The built-in applied forces (spring–dampers, Cartesian and joint
   spring–dampers, constant point forces and torques) are differentiated
   exactly by the core (``nc_force_derivative``, natcoord/core/src/forces.c,
-  beside their laws; Radau's Jacobian and the compiled sensitivity sweep use
+  beside their laws; Radau's Jacobian and the sensitivity sweep use
   the same function). Forces written in Python (callables of ``(t, state)``,
   force classes of their own) by central differences of their ``apply``
-  alone, step ``FORCE_STEP``: O(step²).
+  alone, step ``FORCE_STEP``: O(step²) (:func:`python_force_derivative`, which
+  the sensitivity sweep calls back too).
 
 Rows dropped as redundant at the base point stay dropped: the derivative is
 that of the kept-rows system, the function ``(p, v) ↦ a`` that
@@ -96,7 +97,8 @@ def linearization_point(model, state, solver=None, workspace=None):
     """Solve for ``(a, λ)`` at ``state`` and keep the factorization for directions.
 
     Returns a :class:`LinearizationPoint`, whose ``derivative(dp, dv, param)``
-    costs one solve: the building block of sensitivities and Newton matrices.
+    costs one solve: the building block of :func:`linearize`; its
+    ``projection_derivative`` gives the sensitivities' initial directions.
     """
     t, p, v = state if isinstance(state, tuple) else (state.t, state.p, state.v)
     p, v = (np.array(x, float) for x in (p, v))
@@ -227,23 +229,30 @@ class LinearizationPoint:
         (a run's joint torques) — by central differences; gravity is constant."""
         dX, dV = np.ascontiguousarray(dX, dtype=float), np.ascontiguousarray(dV, dtype=float)
         F = force_derivative(self.model, self.X, self.V, dX, dV, np.empty_like(self.X))
-        if dX.any() or dV.any():
-            for force in (*python_forces(self.model), *self.ws.extra_forces):
-                self._force_difference(force, dX, dV, F)
+        python_force_derivative((*python_forces(self.model), *self.ws.extra_forces),
+                                self.t, self.X, self.V, dX, dV, F)
         return F
 
-    def _force_difference(self, force, dX, dV, F):
-        """``F += (f(x + h dx) − f(x − h dx)) / 2h`` for one applied force.
 
-        ``h dx`` has max-norm ``FORCE_STEP · max(1, |x|∞)``.
-        """
-        size = max(np.abs(dX).max(), np.abs(dV).max())
-        h = FORCE_STEP * max(1.0, np.abs(self.X).max(), np.abs(self.V).max()) / size
-        for sign in (1.0, -1.0):
-            X, V = self.X + sign * h * dX, self.V + sign * h * dV
-            out = np.zeros_like(F)
-            force.apply(self.t, State(self.t, X.ravel(), V.ravel()), X, V, out)
-            F += sign / (2.0 * h) * out
+def python_force_derivative(forces, t, X, V, dX, dV, F):
+    """``F += (f(x + h dx) − f(x − h dx)) / 2h``: the derivative of the applied
+    ``forces`` written in Python at ``(t, X, V)`` (slot arrays (4 n, 3)) along
+    ``(dX, dV)``, by central differences of their ``apply`` alone, all forces at once;
+    ``h dx`` has max-norm ``FORCE_STEP · max(1, |x|∞)``. The one law of their
+    derivative: :func:`linearize` and the sensitivity sweep (its ``force_derivative``
+    hook) use it. A zero direction adds nothing."""
+    size = max(np.abs(dX).max(), np.abs(dV).max())
+    if not forces or size == 0.0:
+        return F
+    h = FORCE_STEP * max(1.0, np.abs(X).max(), np.abs(V).max()) / size
+    for sign in (1.0, -1.0):
+        Xs, Vs = X + sign * h * dX, V + sign * h * dV
+        out = np.zeros_like(F)
+        state = State(t, Xs.ravel(), Vs.ravel())
+        for force in forces:
+            force.apply(t, state, Xs, Vs, out)
+        F += sign / (2.0 * h) * out
+    return F
 
 
 # ------------------------------------------------------------- parameters
@@ -271,7 +280,7 @@ def parameter_direction(model, name, at):
     kind, _, key = name.partition(":")
     if kind == "drive":
         drive, parameter = driven_joint(model, name, key)[1].drive, key.rpartition(":")[2]
-        return {"dW": parameter_weights(model.tables.weights, drive, parameter, at.t)}
+        return {"dW": parameter_weights(model.tables.weights, drive, parameter)(at.t)}
     df = np.zeros((4 * model.n_bodies, 3))
     if kind in ("mass", "inertia"):
         body = named_body(model, name, key)

@@ -482,8 +482,8 @@ class Radau(CoreStepper):
     # ------------------------------------------------------------ many steps
     def _check_sweep(self, sweep):
         if sweep is not None:
-            raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 "
-                             "stepper")
+            raise ValueError("the sensitivity sweep differentiates the DOPRI5 stepper's "
+                             "steps")
 
     def _make_segments(self, steps):
         return make_segments(self.model, steps)

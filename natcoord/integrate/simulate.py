@@ -392,9 +392,6 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
         else:
             run.stepper = DOPRI5(model, t_end, rtol, atol, proj_tol, solver=ws.solver,
                                  forces=torques, **options)
-        if _sweep is not None and not run.stepper.compiled:
-            raise ValueError("the compiled sensitivity sweep needs the compiled DOPRI5 "
-                             "stepper with nothing called back")
         run.dropped_start = run.stepper.dropped.copy()
         _check_step(run, run.t, run.y)
         run.wall = time.perf_counter()

@@ -66,7 +66,10 @@ class Callbacks:
     and the run's ``forces`` (joint torques) at the state in ``y``, into ``F`` (the
     core adds them to its own);
     ``factor()``/``solve()``: a reference backend on ``G`` with the dropped rows
-    in ``mask`` (its hysteresis), solving ``r, s`` into ``x, lam``. Each is None
+    in ``mask`` (its hysteresis), solving ``r, s`` into ``x, lam``;
+    ``force_derivative(t)``/``drive_weights(t)``: the sensitivity sweep's (None here;
+    :class:`natcoord.analysis.sensitivity.SweepHooks` sets them and sizes their
+    arrays ``dy``, ``dF``, ``dW``). Each is None
     when not needed; :attr:`needed` is False when none is (the core runs alone).
     A callable's NaN or inf (``FloatingPointError``) and a backend's
     ``LinAlgError`` are step failures a smaller step may cure, as the core's own
@@ -93,11 +96,14 @@ class Callbacks:
         self.forces = self._forces if self.python_forces else None
         self.factor = self._factor if self.solver is not None else None
         self.solve = self._solve if self.solver is not None else None
+        self.force_derivative = self.drive_weights = None
+        self.dy, self.dF, self.dW = np.zeros((0, 2 * n)), np.zeros((0, n)), np.zeros(0)
         self.failure = ""          # the last step failure's reason
 
     @property
     def needed(self):
-        return any(f is not None for f in (self.weights, self.forces, self.factor))
+        return any(f is not None for f in (self.weights, self.forces, self.factor,
+                                           self.force_derivative, self.drive_weights))
 
     def _weights(self, t):
         try:
@@ -209,6 +215,10 @@ class CoreStepper(Stepper):
         return np.array([0, self._S.counts[cc.OUT_FACT], self._S.counts[cc.OUT_PROJ]])
 
     # ------------------------------------------------------------ many steps
+    def _check_sweep(self, sweep):
+        """Raise if ``sweep`` cannot ride along this stepper (DOPRI5's: any model and
+        backend)."""
+
     def advance(self, t_eval=None, next_out=0, max_attempts=1_000_000, drift_tol=np.inf,
                 capacity=256, dense=False, sweep=None, check=None):
         """Accepted steps and their records in one call of the core (``nc_advance_with``
@@ -224,8 +234,8 @@ class CoreStepper(Stepper):
         ``status`` becomes ``"failed"`` as in :meth:`step`, a callback's exception is
         ``Chunk.error``. ``dense``: keep each accepted step's dense output
         (``Chunk.pieces``). ``sweep``: a
-        :class:`~natcoord.analysis.compiled_sensitivity.Sweep` that differentiates
-        DOPRI5's steps as they are taken (``Chunk.derivatives``; no callbacks).
+        :class:`~natcoord.analysis.sensitivity.Sweep` that differentiates
+        DOPRI5's steps as they are taken (``Chunk.derivatives``).
         """
         if self.status != "running":
             raise RuntimeError(f"advance() on a {self.status} stepper")
@@ -471,11 +481,6 @@ class DOPRI5(CoreStepper):
         return StepRecord(t_old, t_old, 0.0, err, rejected, "failed", self.message)
 
     # ------------------------------------------------------------ many steps
-    def _check_sweep(self, sweep):
-        if sweep is not None and not self.compiled:
-            raise ValueError("the compiled sensitivity sweep needs a model and solver "
-                             "without callbacks")
-
     def _make_segments(self, steps):
         return cc.make_segments(self.model, steps)
 
@@ -486,9 +491,7 @@ class DOPRI5(CoreStepper):
             *progress, error = engine.advance(*args, *segments, self._no_store)
             return (*progress, segments, None, error)
         # steps in rounds that fit the sweep's store (pieces: one round)
-        *progress, segments, derivatives = sweep.advance(args[:4] + args[5:],
-                                                         repeat=not dense)
-        return (*progress, segments, derivatives, None)
+        return sweep.advance(args, repeat=not dense)
 
     @staticmethod
     def _piece(seg_t, seg_y, seg_K, k):

@@ -348,16 +348,22 @@ class Weight:
 COMPLEX_STEP = 1e-30
 
 
-def parameter_weights(weights, drive, key, t):
-    """``∂W/∂θ`` (n_weights, 3) at time t for parameter ``key`` of ``drive``: the
-    complex step ``Im W(θ + iε) / ε`` through :func:`law` and the core's
+def parameter_weights(weights, drive, key):
+    """The function ``t ↦ ∂W/∂θ`` (n_weights, 3) for parameter ``key`` of ``drive``:
+    the complex step ``Im W(θ + iε) / ε`` through :func:`law` and the core's
     :func:`fill_weights` for complex data (no subtraction, so exact to round-off);
-    row 0 and the weights of other drives are zero."""
+    row 0 and the weights of other drives are zero. The complex laws are built
+    once (the sensitivity sweep asks at every stage time); each call returns a new
+    array."""
     complex_law = law(drive._with_value(key, drive.parameter(key) + 1j * COMPLEX_STEP))
     laws = pack(weights, {id(drive): complex_law})
-    mine = np.array([w.drive is drive for w in weights])
+    laws = laws._replace(data=laws.data.astype(complex))
+    others = 1 + np.flatnonzero([w.drive is not drive for w in weights])
     out = np.zeros((len(weights) + 1, 3), complex)
-    engine.fill_weights_complex(laws._replace(data=laws.data.astype(complex)), float(t), out)
-    dW = out.imag / COMPLEX_STEP
-    dW[1:][~mine] = 0.0
-    return dW
+
+    def table(t):
+        engine.fill_weights_complex(laws, float(t), out)
+        dW = out.imag / COMPLEX_STEP
+        dW[others] = 0.0
+        return dW
+    return table

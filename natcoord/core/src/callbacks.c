@@ -8,7 +8,11 @@
  *   forces(t)    reads y (2 N,), fills F (4 n, 3)            (added to the core's forces)
  *   factor()     reads G (nnz, 3) and mask (m,), sets mask
  *   solve()      reads r (N,), s (m,), fills x (N,), lam (m,)
- * weights, forces and factor return 0 or a step status a smaller step may cure
+ *   force_derivative(t)  reads y (2 N,) and the c directions dy (rows of 2 N), fills dF
+ *                (c rows of N): the forces' derivatives along them (the sweep's)
+ *   drive_weights(t)     fills dW (c, n_weights, 3): the drive parameters' ∂W/∂θ
+ * weights, forces, factor and the sweep's two return 0 or a step status a smaller
+ * step may cure
  * (NON_FINITE: a callable returned NaN or inf; SOLVER_FAILED: the backend could not
  * factor), whose reason the object keeps for the run's message.
  * The core copies its operands into those arrays and the results out of them, so a
@@ -88,6 +92,32 @@ static int64_t py_solve(void *p, const double *r, const double *s, double *x, do
     return 0;
 }
 
+static int64_t py_force_derivative(void *p, double t, const double *y, const double *dX,
+                                   const double *dV, int64_t ld, int64_t c, double *F,
+                                   int64_t n)
+{
+    nc_py_hooks *h = p;
+    memcpy(h->y, y, h->n_y * sizeof(double));
+    for (int64_t j = 0; j < c; j++) {
+        memcpy(h->dy + 2 * n * j, dX + j * ld, n * sizeof(double));
+        memcpy(h->dy + 2 * n * j + n, dV + j * ld, n * sizeof(double));
+    }
+    int64_t status = status_of(h->force_derivative, t);
+    if (status == 0)
+        for (int64_t i = 0; i < c * n; i++)
+            F[i] += h->dF[i];
+    return status;
+}
+
+static int64_t py_drive_weights(void *p, double t, double *dW)
+{
+    nc_py_hooks *h = p;
+    int64_t status = status_of(h->drive_weights, t);
+    if (status == 0)
+        memcpy(dW, h->dW, h->n_dW * sizeof(double));
+    return status;
+}
+
 /* Python's pending signals (Ctrl-C): their exception set, nonzero */
 static int py_interrupted(void *p)
 {
@@ -145,6 +175,11 @@ int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk)
         callable_attribute(obj, "forces", &ctx->forces) < 0 ||
         callable_attribute(obj, "factor", &ctx->factor) < 0 ||
         callable_attribute(obj, "solve", &ctx->solve) < 0 ||
+        callable_attribute(obj, "force_derivative", &ctx->force_derivative) < 0 ||
+        callable_attribute(obj, "drive_weights", &ctx->drive_weights) < 0 ||
+        array_attribute(obj, "dy", 'd', (void **)&ctx->dy, &ctx->n_dy) < 0 ||
+        array_attribute(obj, "dF", 'd', (void **)&ctx->dF, &ctx->n_dF) < 0 ||
+        array_attribute(obj, "dW", 'd', (void **)&ctx->dW, &ctx->n_dW) < 0 ||
         array_attribute(obj, "W", 'd', (void **)&ctx->W, &ctx->n_W) < 0 ||
         array_attribute(obj, "y", 'd', (void **)&ctx->y, &ctx->n_y) < 0 ||
         array_attribute(obj, "F", 'd', (void **)&ctx->F, &ctx->n_F) < 0 ||
@@ -156,15 +191,18 @@ int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk)
         array_attribute(obj, "lam", 'd', (void **)&ctx->lam, &n_lam) < 0)
         return -1;
     if (n_mask != ctx->n_s || n_x != ctx->n_r || n_lam != ctx->n_s || ctx->n_y != 2 * ctx->n_r ||
-        ctx->n_F != ctx->n_r) {
+        ctx->n_F != ctx->n_r || ctx->n_dy != 2 * ctx->n_dF) {
         PyErr_SetString(PyExc_ValueError, "core: the Callbacks' arrays do not fit each other "
-                        "(y 2 N, F, r, x N; mask, s, lam m entries)");
+                        "(y 2 N, F, r, x N; mask, s, lam m entries; dy c rows of 2 N, dF of "
+                        "N)");
         return -1;
     }
     ctx->table.weights = ctx->weights ? py_weights : NULL;
     ctx->table.forces = ctx->forces ? py_forces : NULL;
     ctx->table.factor = ctx->factor ? py_factor : NULL;
     ctx->table.solve = ctx->solve ? py_solve : NULL;
+    ctx->table.force_derivative = ctx->force_derivative ? py_force_derivative : NULL;
+    ctx->table.drive_weights = ctx->drive_weights ? py_drive_weights : NULL;
     return 0;
 }
 

@@ -194,7 +194,17 @@ void nc_stage_work(const nc_arr *Wk, const nc_arr *store, int64_t m, int64_t s, 
     }
 }
 
-/* copy the factor in Wk and the multipliers S.lam to store[m, s] */
+/* the multipliers S.lam and the dropped rows S.mask of a stage to store[m, s]: the
+ * sweep's right-hand side reads the multipliers, and a reference backend's
+ * factorization (not kept) is redone by the sweep from that stage's dropped rows */
+static void keep_stage(const nc_arr *S, const nc_arr *store, int64_t m, int64_t s)
+{
+    int64_t rows = S[S_lam].size;
+    memcpy(F64(store[FS_lam]) + (6 * m + s) * rows, F64(S[S_lam]), rows * sizeof(double));
+    memcpy(BOOL(store[FS_mask]) + (6 * m + s) * rows, BOOL(S[S_mask]), rows);
+}
+
+/* copy the factor in Wk and the stage's multipliers and dropped rows to store[m, s] */
 static void keep_factor(const nc_arr *Wk, const nc_arr *S, const nc_arr *store, int64_t m,
                         int64_t s)
 {
@@ -202,18 +212,7 @@ static void keep_factor(const nc_arr *Wk, const nc_arr *S, const nc_arr *store, 
     nc_stage_work(Wk, store, m, s, kept);
     for (int f = WK_B; f <= WK_Gj; f++)
         memcpy(kept[f].p, Wk[f].p, Wk[f].size * sizeof(double));
-    memcpy(F64(store[FS_lam]) + (6 * m + s) * S[S_lam].size, F64(S[S_lam]),
-           S[S_lam].size * sizeof(double));
-}
-
-/* (x, λ) of the KKT system with the last factorization: the block solve, or the hooks' */
-static int64_t kkt_solve(const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk,
-                         const double *r, const double *s, double *x, double *lam)
-{
-    if (hk != NULL && hk->solve != NULL)
-        return hk->solve(hk->ctx, r, s, x, lam);
-    nc_solve_kernel(r, s, P, Wk, x, lam);
-    return 0;
+    keep_stage(S, store, m, s);
 }
 
 /* ------------------------------------------------------------ evaluations */
@@ -259,7 +258,7 @@ int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *
     if (counts[NC_N_RHS] > 1 && memcmp(mask, rhs_mask, m) != 0)
         counts[NC_N_ACTIVE]++;               /* the dropped rows changed */
     memcpy(rhs_mask, mask, m);
-    status = kkt_solve(P, Wk, hk, F64(S[S_F]), s, F64(S[S_x]), F64(S[S_lam]));
+    status = nc_kkt_solve(P, Wk, hk, F64(S[S_F]), s, F64(S[S_x]), F64(S[S_lam]));
     if (status != 0)
         return status;
     memmove(out, y + n, n * sizeof(double));
@@ -403,7 +402,7 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
         previous = size;
         for (int64_t i = 0; i < m; i++)
             s[i] = -r[i];
-        int64_t status = kkt_solve(P, Wk, hk, F64(S[S_zero]), s, dx, F64(S[S_lam]));
+        int64_t status = nc_kkt_solve(P, Wk, hk, F64(S[S_zero]), s, dx, F64(S[S_lam]));
         if (status != 0)
             return status;
         for (int64_t i = 0; i < n; i++)
@@ -521,8 +520,7 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
         if (status != 0)
             return status;
         if (keep && s < 6)
-            memcpy(F64(store[FS_lam]) + (6 * m + s - 1) * S[S_lam].size, F64(S[S_lam]),
-                   S[S_lam].size * sizeof(double));
+            keep_stage(S, store, m, s - 1);
     }
     if (keep)
         keep_factor(Wk, S, store, m, 5);
@@ -923,7 +921,8 @@ static int factor_store(const nc_arr *store, const nc_arr *S, const nc_arr *Wk,
     int64_t steps = store[FS_lam].shape[0];
     if (steps == 0)
         return 0;
-    int ok = steps >= capacity && store[FS_lam].size == 6 * steps * S[S_lam].size;
+    int ok = steps >= capacity && store[FS_lam].size == 6 * steps * S[S_lam].size
+             && store[FS_mask].size == store[FS_lam].size;
     for (int f = 0; f < 5; f++)
         ok = ok && store[f].size == 6 * steps * Wk[f].size;
     return require(ok, function, "the FactorStore does not fit the work buffers and steps");

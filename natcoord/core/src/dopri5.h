@@ -43,7 +43,12 @@ enum {
  *           dropped rows in mask (m,) (its hysteresis) and leaving the new ones there;
  *  solve    (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the last factorization;
  *  interrupted  nonzero to stop nc_advance between steps (Ctrl-C: the host's pending
- *           signal, its exception set; nc_advance then returns NC_CALLBACK).
+ *           signal, its exception set; nc_advance then returns NC_CALLBACK);
+ *  force_derivative  F + j n += df_j, the derivative of the forces of `forces` at
+ *           (t, y = (X, V)) along the c directions (dX + j ld, dV + j ld) (the sensitivity
+ *           sweep: their laws are the host's, so is their derivative);
+ *  drive_weights  dW (c, n_weights, 3) at time t: ∂W/∂θ_j of the sweep's columns that
+ *           are drive parameters (the others' left alone).
  *
  * Each returns 0; NC_CALLBACK with a Python exception set (the run's: the step stops,
  * the wrappers hand it to Python, callbacks.c); or a status a smaller step may cure,
@@ -56,6 +61,10 @@ typedef struct nc_hooks {
     int64_t (*factor)(void *ctx, const double *G, uint8_t *mask);
     int64_t (*solve)(void *ctx, const double *r, const double *s, double *x, double *lam);
     int (*interrupted)(void *ctx);
+    int64_t (*force_derivative)(void *ctx, double t, const double *y, const double *dX,
+                                const double *dV, int64_t ld, int64_t c, double *F,
+                                int64_t n);
+    int64_t (*drive_weights)(void *ctx, double t, double *dW);
 } nc_hooks;
 
 /* step-size underflow (step's status) */
@@ -147,6 +156,17 @@ void nc_interpolate(const double *y0, const double *y1, const double *K, double 
                     double theta, int64_t N, double *out);
 /* out (WK_COUNT): Wk with its factor arrays (B, inv, E, F, Gj) those of store[m, s] */
 void nc_stage_work(const nc_arr *Wk, const nc_arr *store, int64_t m, int64_t s, nc_arr *out);
+/* (x, λ) of the KKT system with the last factorization: the block solve in Wk, or the
+ * hooks' (hk NULL or without solve: the block solve); 0 or the hook's status. Inline:
+ * the step's every solve goes through it, as a direct call of the block solve. */
+static inline int64_t nc_kkt_solve(const nc_arr *P, const nc_arr *Wk, const nc_hooks *hk,
+                                   const double *r, const double *s, double *x, double *lam)
+{
+    if (hk != NULL && hk->solve != NULL)
+        return hk->solve(hk->ctx, r, s, x, lam);
+    nc_solve_kernel(r, s, P, Wk, x, lam);
+    return 0;
+}
 /* h clipped to t_bound (natcoord.integrate.base.clip_step) */
 double nc_clip_step(double h, double t, double t_bound, double eps_floor);
 
@@ -230,10 +250,10 @@ PyObject *nc_advance_result(nc_progress out);
  * ctx must live during the call. Returns 0, or -1 with a Python exception set. */
 typedef struct nc_py_hooks nc_py_hooks;
 struct nc_py_hooks {
-    PyObject *weights, *forces, *factor, *solve;
-    double *W, *y, *F, *G, *r, *s, *x, *lam;
+    PyObject *weights, *forces, *factor, *solve, *force_derivative, *drive_weights;
+    double *W, *y, *F, *G, *r, *s, *x, *lam, *dy, *dF, *dW;
     uint8_t *mask;
-    int64_t n_W, n_y, n_F, n_G, n_r, n_s;
+    int64_t n_W, n_y, n_F, n_G, n_r, n_s, n_dy, n_dF, n_dW;
     nc_hooks table;
 };
 int nc_py_hooks_from(PyObject *obj, nc_py_hooks *ctx, const nc_hooks **hk);

@@ -184,10 +184,11 @@ enum {
     FS_F,
     FS_Gj,
     FS_lam,
+    FS_mask,
     FS_COUNT
 };
-#define NC_STORE_KINDS "dddddd"
-#define NC_STORE_NAMES "B,inv,E,F,Gj,lam"
+#define NC_STORE_KINDS "dddddd?"
+#define NC_STORE_NAMES "B,inv,E,F,Gj,lam,mask"
 
 enum {
     L_weight_kind,

@@ -23,7 +23,7 @@
  * KKT backend: what the core does not compile (forces and drive laws written in Python,
  * a reference backend's factor and solve) is called back through the same nc_hooks table
  * as DOPRI5's (dopri5.h, callbacks.c), so the right-hand side and the projection rule are
- * one implementation. The Jacobian's columns are the core's too (nc_acceleration_derivative
+ * one implementation. The Jacobian's columns are the core's too (nc_acceleration_derivatives
  * of sensitivity.c, one solve with the kept factorization each) where the core knows every
  * force law and factors itself; otherwise one narrow Python callback fills K and D
  * (natcoord.dynamics.linearization.linearize, which differentiates the Python force laws
@@ -135,7 +135,7 @@ static int64_t jacobian(const radau_ctx *x, double t, const double *y)
                 e[k * N + j0 + k] = 1.0;
             for (int side = 0; side < 2; side++) {
                 double *out = side == 0 ? K : D;
-                nc_acceleration_derivatives(x->T, &terms, x->P, x->Wk, NULL, 0, c, y, y + N,
+                nc_acceleration_derivatives(x->T, &terms, x->P, x->Wk, NULL, NULL, 0, c, y, y + N,
                                             W, F64(R[R_ja]), F64(R[R_jlam]),
                                             side == 0 ? e : zero, side == 0 ? zero : e, N,
                                             F64(R[R_jF]), N, F64(R[R_js]), F64(R[R_jmu]), m,

@@ -1,5 +1,5 @@
 /* The forward sensitivity sweep on the kept stage factorizations
- * (docs/method.md#18-sensitivities; Python side natcoord/analysis/compiled_sensitivity.py).
+ * (docs/method.md#18-sensitivities; Python side natcoord/analysis/sensitivity.py).
  *
  * Bock's internal numerical differentiation, done analytically: the derivative of
  * the discrete DOPRI5-with-projection map along the forward run's accepted steps,
@@ -16,6 +16,15 @@
  * columns (Directions, sensitivity.h) as a constant df, a dJ4, a spring tension's
  * ∂T/∂θ or a torque's ½ τ × e_k.
  *
+ * What the core does not compile comes through the run's hooks (nc_hooks, dopri5.h),
+ * as in the forward step: the weight table of drive laws written in Python, the
+ * derivative of forces written in Python (force_derivative), a drive parameter's
+ * ∂W/∂θ (drive_weights: the kernel's terms with that table join the right-hand sides,
+ * ∂g/∂θ and ∂(G v + g_t)/∂θ the projection's), and a reference backend's factor and
+ * solve: its stage factorizations are not kept, so each swept stage is factored again
+ * through the hooks at the stage point from the dropped rows the stage had (kept with
+ * its multipliers). Built-in models pass no hooks: their sweep is the one above.
+ *
  * Slot arrays X, V, F (4 n, 3) are row-major; y = (p, v) is (2 N,) with N = 12 n;
  * the directions of the c columns are (c, 2 N). Nothing here allocates. */
 #include "nc_core.h"
@@ -24,14 +33,16 @@
 #include "nc_simd.h"
 
 /* Work[K_clock]: the last swept step's start, size and end; 1 once the first step is
- * swept (compiled_sensitivity.T_OLD ...) */
+ * swept (sensitivity.T_OLD ...) */
 enum { CLOCK_T_OLD, CLOCK_STEP, CLOCK_T_NEW, CLOCK_STARTED };
-/* Directions[D_spring_kind] (compiled_sensitivity.SPRING_KINDS) */
+/* Directions[D_spring_kind] (sensitivity.SPRING_KINDS) */
 enum { STIFFNESS, DAMPING, REST_LENGTH };
 
-/* the sweep's tuples, passed together down the call tree */
+/* the sweep's tuples and hooks (NULL entries: the compiled model alone), passed together
+ * down the call tree */
 typedef struct {
     const nc_arr *T, *S, *P, *D, *B;
+    const nc_hooks *hk;
 } sweep_ctx;
 
 NC_INLINE double dot3(const double *a, const double *b)
@@ -303,6 +314,25 @@ void nc_body_terms(const nc_arr *T, int64_t body, int64_t *buffer, nc_terms *out
     out->n_force = list - out->force;
 }
 
+/* s += γ_w − G_w A, F −= G_wᵀ λ: a drive parameter's share of a stage's right-hand side,
+ * the kernel's terms with its weight table dW (g, G, g_t, γ are linear in W: with
+ * ∂W/∂θ they are ∂/∂θ; LinearizationPoint.derivative). Scratch of bx. */
+static void drive_terms(const nc_arr *T, const nc_beyond *bx, const double *dW,
+                        const double *X, const double *V, const double *A,
+                        const double *lam, double *s, int64_t m, double *F, int64_t n)
+{
+    int64_t nnz = T[T_pattern_row].size;
+    const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
+    double *g = bx->gw, *g_t = g + m, *gamma = g_t + m, *GA = gamma + m;
+    nc_constraints(T, X, V, dW, g, g_t, gamma, bx->Gw, m, nnz);
+    nc_jacobian_times(prow, pslot, nnz, bx->Gw, A, GA, m);
+    for (int64_t r = 0; r < m; r++)
+        s[r] += gamma[r] - GA[r];
+    nc_jacobian_transpose_times(prow, pslot, nnz, bx->Gw, lam, bx->fw, n / 3);
+    for (int64_t q = 0; q < n; q++)
+        F[q] -= bx->fw[q];
+}
+
 /* da_j (at da + j ldo) of [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ; dγ − dG a]
  * along the c directions (dX + j ld, dV + j ld) and, with D (not NULL), the parameters
  * of D's columns j0 + j, K factored in Wk at (X, V) with the accelerations A and
@@ -313,27 +343,41 @@ void nc_body_terms(const nc_arr *T, int64_t body, int64_t *buffer, nc_terms *out
  * (nc_solve_lanes), both in the lane layout; a last two in two lanes, a last one alone
  * (nc_solve_kernel): a column's bits do not depend on the columns beside it. With
  * `terms` (not NULL: directions on one body alone, nc_body_terms) the right-hand sides
- * visit only its terms and forces. */
-void nc_acceleration_derivatives(const nc_arr *T, const nc_terms *terms, const nc_arr *P,
-                                 const nc_arr *Wk, const nc_arr *D, int64_t j0, int64_t c,
-                                 const double *X,
-                                 const double *V, const double *W, const double *A,
-                                 const double *lam, const double *dX, const double *dV,
-                                 int64_t ld, double *F, int64_t n, double *s, double *mu,
-                                 int64_t m, double *lanes, double *da, int64_t ldo)
+ * visit only its terms and forces. With bx's hooks or drive tables (nc_beyond) every
+ * column goes alone: the hooks' solve takes one right-hand side, and a drive column's
+ * terms are added to its plain-layout s and F before its solve. */
+int64_t nc_acceleration_derivatives(const nc_arr *T, const nc_terms *terms, const nc_arr *P,
+                                    const nc_arr *Wk, const nc_arr *D, const nc_beyond *bx,
+                                    int64_t j0, int64_t c, const double *X, const double *V,
+                                    const double *W, const double *A, const double *lam,
+                                    const double *dX, const double *dV, int64_t ld,
+                                    double *F, int64_t n, double *s, double *mu, int64_t m,
+                                    double *lanes, double *da, int64_t ldo)
 {
+    const nc_hooks *hk = bx != NULL ? bx->hk : NULL;
     for (int64_t j = 0; j < c; j++) {
         nc_force_derivative(T, terms, X, V, dX + j * ld, dV + j * ld, F + j * n, n);
         if (D != NULL)
             parameter_force(T, D, j0 + j, X, V, A, F + j * n);
     }
+    if (hk != NULL && hk->force_derivative != NULL) {
+        int64_t status = hk->force_derivative(hk->ctx, bx->t, X, dX, dV, ld, c, F, n);
+        if (status != 0)
+            return status;
+    }
+    const int alone = bx != NULL && ((hk != NULL && hk->solve != NULL) || bx->dW != NULL);
     /* NC_LANES directions at a time; the last one or two as they are or in 2 lanes */
-    for (int64_t b = 0; b < c; b += NC_LANES) {
-        const int width = c - b < NC_LANES ? (int)(c - b) : NC_LANES;
+    for (int64_t b = 0; b < c; b += alone ? 1 : NC_LANES) {
+        const int width = alone ? 1 : c - b < NC_LANES ? (int)(c - b) : NC_LANES;
         if (width == 1) {
             nc_stage_directional(T, terms, X, V, W, dX + b * ld, dV + b * ld, A, lam, s + b * m, m,
                                  F + b * n);
-            nc_solve_kernel(F + b * n, s + b * m, P, Wk, da + b * ldo, mu);
+            if (bx != NULL && bx->dW != NULL && I64(D[D_drive])[j0 + b])
+                drive_terms(T, bx, bx->dW + (j0 + b) * bx->wsize, X, V, A, lam, s + b * m, m,
+                            F + b * n, n);
+            int64_t status = nc_kkt_solve(P, Wk, hk, F + b * n, s + b * m, da + b * ldo, mu);
+            if (status != 0)
+                return status;
             continue;
         }
         const int L = width == 2 ? 2 : NC_LANES;
@@ -357,49 +401,61 @@ void nc_acceleration_derivatives(const nc_arr *T, const nc_terms *terms, const n
             for (int64_t q = 0; q < n; q++)
                 da[(b + j) * ldo + q] = xl[L * q + j];
     }
+    return 0;
 }
 
-/* the one column j of nc_acceleration_derivatives (Radau's Jacobian columns, radau.c) */
-void nc_acceleration_derivative(const nc_arr *T, const nc_arr *P, const nc_arr *Wk,
-                                const nc_arr *D, int64_t j, const double *X,
-                                const double *V, const double *W, const double *A,
-                                const double *lam, const double *dX, const double *dV,
-                                double *F, int64_t n, double *s, double *mu, int64_t m,
-                                double *da)
+/* what the sweep's derivatives at time t take from beyond the compiled model
+ * (nc_beyond): its hooks and, if the hooks fill them, the drive columns' tables */
+static nc_beyond beyond(const sweep_ctx *x, double t)
 {
-    nc_acceleration_derivatives(T, NULL, P, Wk, D, j, 1, X, V, W, A, lam, dX, dV, 0, F, n, s, mu, m,
-                                NULL, da, 0);
+    const nc_arr *B = x->B;
+    int with_drives = x->hk != NULL && x->hk->drive_weights != NULL;
+    nc_beyond bx = {x->hk, t, with_drives ? F64(B[K_dW]) : NULL, B[K_W].size,
+                    F64(B[K_Gw]), F64(B[K_gw]), F64(B[K_fw])};
+    return bx;
+}
+
+/* the drive columns' tables B[K_dW] at time t (hooks' drive_weights; none: nothing to
+ * do); 0 or the hook's status */
+static int64_t drive_tables(const sweep_ctx *x, double t)
+{
+    if (x->hk == NULL || x->hk->drive_weights == NULL)
+        return 0;
+    return x->hk->drive_weights(x->hk->ctx, t, F64(x->B[K_dW]));
 }
 
 /* da_j (at da + j ldo) along the sweep's c directions dY + j ld (dY_j = (dX, dV)) with the
- * sweep's columns' parameters, at the point (X, V) with accelerations A and multipliers
- * lam (read where the stepper left them: no copies) */
-static void acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
-                                     const double *V, const double *W, const double *A,
-                                     const double *lam, const double *dY, int64_t ld,
-                                     double *da, int64_t ldo)
+ * sweep's columns' parameters, at the point (t, X, V) with accelerations A and
+ * multipliers lam (read where the stepper left them: no copies); 0 or a hook's status */
+static int64_t acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, double t,
+                                        const double *X, const double *V, const double *W,
+                                        const double *A, const double *lam, const double *dY,
+                                        int64_t ld, double *da, int64_t ldo)
 {
     const nc_arr *B = x->B;
     int64_t n = B[K_dy].shape[1] / 2;
-    nc_acceleration_derivatives(x->T, NULL, x->P, Wk, x->D, 0, B[K_dy].shape[0], X, V, W,
-                                A, lam, dY, dY + n, ld, F64(B[K_F]), n,
-                                F64(B[K_s]), F64(B[K_mu]), B[K_mu].size, F64(B[K_lanes]), da,
-                                ldo);
+    nc_beyond bx = beyond(x, t);
+    return nc_acceleration_derivatives(x->T, NULL, x->P, Wk, x->D, &bx, 0, B[K_dy].shape[0],
+                                       X, V, W, A, lam, dY, dY + n, ld, F64(B[K_F]), n,
+                                       F64(B[K_s]), F64(B[K_mu]), B[K_mu].size,
+                                       F64(B[K_lanes]), da, ldo);
 }
 
-/* out + j N = (dp⁺, dv⁺) of the projection of the `width` directions dy + j N at the
- * projected (X, V), with K factored in Wk and G in S[S_G] there
+/* out + j N = (dp⁺, dv⁺) of the projection of the `width` directions dy + j N (columns
+ * j0 + j) at the projected (X, V), with K factored in Wk and G in S[S_G] there
  * (LinearizationPoint.projection_derivative):
- *     dp⁺ = dp − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ G dp      (one solve with [0; −G dp])
- *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺)]
- * Each of the two solves for all the directions at once, in L lanes (L = 2 or NC_LANES,
- * a spare lane zero; L = 1 for one direction: the plain layout), in one pass over the
- * factor (nc_solve_lanes), not 2 c solves one by one (hexapod, four directions: a
- * sensitivity run 2.53 -> 2.38 forward runs). A direction's bits are those of its solve
- * alone. Scratch: the lanes of B[K_lanes] (x, a zero r, s and λ), s (m) and mu (m). */
-static void projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
-                                   const double *V, const double *W, const double *dy,
-                                   int width, double *out)
+ *     dp⁺ = dp − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ (G dp + ∂g/∂θ)   (one solve with [0; −G dp − ∂g/∂θ])
+ *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺ + ∂(G v + g_t)/∂θ)]
+ * (the ∂/∂θ terms of a drive column only: the kernel's g, g_t and G with its table
+ * ∂W/∂θ). Each of the two solves for all the directions at once, in L lanes (L = 2 or
+ * NC_LANES, a spare lane zero; L = 1 for one direction: the plain layout), in one pass
+ * over the factor (nc_solve_lanes), not 2 c solves one by one (hexapod, four
+ * directions: a sensitivity run 2.53 -> 2.38 forward runs). A direction's bits are those
+ * of its solve alone. Scratch: the lanes of B[K_lanes] (x, a zero r, s and λ), s (m)
+ * and mu (m). Returns 0 or the hooks' solve's status. */
+static int64_t projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const double *X,
+                                      const double *V, const double *W, const double *dy,
+                                      int64_t j0, int width, double *out)
 {
     const nc_arr *T = x->T, *S = x->S, *B = x->B;
     int64_t n = B[K_dy].shape[1] / 2, N = 2 * n, m = B[K_mu].size, nnz = T[T_pattern_row].size;
@@ -409,16 +465,25 @@ static void projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const d
     const int L = width == 1 ? 1 : width == 2 ? 2 : NC_LANES;
     double *xl = F64(B[K_lanes]), *rl = xl + L * n, *sl = rl + L * n;
     double *lam = L == 1 ? mu : sl;          /* the lanes' λ over their s (nc_solve_lanes) */
+    /* a drive column (alone: L = 1): g_w, g_t_w and G_w v with its table (B[K_gw] rows) */
+    nc_beyond bx = beyond(x, 0.0);           /* its tables and scratch (no hook call) */
+    const int drive = bx.dW != NULL && I64(x->D[D_drive])[j0];
+    double *g_w = bx.gw, *g_t_w = g_w + m, *Gv_w = g_t_w + 2 * m;
+    if (drive) {
+        nc_constraints(T, X, V, bx.dW + j0 * bx.wsize, g_w, g_t_w, NULL, bx.Gw, m, nnz);
+        nc_jacobian_times(prow, pslot, nnz, bx.Gw, V, Gv_w, m);
+    }
     memset(rl, 0, (L * n + L * m) * sizeof(double));       /* r = 0; spare lanes' s = 0 */
     for (int j = 0; j < width; j++) {
         nc_jacobian_times(prow, pslot, nnz, G, dy + j * N, s, m);
         for (int64_t r = 0; r < m; r++)
-            sl[L * r + j] = -s[r];
+            sl[L * r + j] = drive ? -(s[r] + g_w[r]) : -s[r];
     }
-    if (L == 1)
-        nc_solve_kernel(rl, sl, x->P, Wk, xl, lam);
-    else
+    int64_t status = L == 1 ? nc_kkt_solve(x->P, Wk, x->hk, rl, sl, xl, lam) : 0;
+    if (L > 1)
         nc_solve_lanes(rl, sl, x->P, Wk, xl, lam, L);
+    if (status != 0)
+        return status;
     for (int j = 0; j < width; j++) {
         const double *d = dy + j * N;
         double *dp = out + j * N;
@@ -427,61 +492,76 @@ static void projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, const d
         nc_jacobian_times(prow, pslot, nnz, G, d + n, s, m);
         nc_velocity_directional(T, X, V, W, dp, mu, m);
         for (int64_t r = 0; r < m; r++)            /* −(G dv + ∂(G v + g_t)/∂p dp⁺) */
-            sl[L * r + j] = -(s[r] + mu[r]);
+            sl[L * r + j] = drive ? -((s[r] + mu[r]) + (Gv_w[r] + g_t_w[r]))
+                                  : -(s[r] + mu[r]);
     }
     for (int j = width; j < L; j++)              /* the spare lane's λ of the first solve */
         for (int64_t r = 0; r < m; r++)
             sl[L * r + j] = 0.0;
-    if (L == 1)
-        nc_solve_kernel(rl, sl, x->P, Wk, xl, lam);
-    else
+    status = L == 1 ? nc_kkt_solve(x->P, Wk, x->hk, rl, sl, xl, lam) : 0;
+    if (L > 1)
         nc_solve_lanes(rl, sl, x->P, Wk, xl, lam, L);
+    if (status != 0)
+        return status;
     for (int j = 0; j < width; j++)
         for (int64_t i = 0; i < n; i++)
             out[j * N + n + i] = dy[j * N + n + i] + xl[L * i + j];
+    return 0;
 }
 
 /* dK[:, 0] = (dv, da) along the directions dy (c, 2 N) at the first state (t, y) of the
  * run, evaluated and factored there in Wk (later steps take dK_0 from the last stage,
- * FSAL); returns a factorization status. */
+ * FSAL); returns a factorization's or a hook's status. */
 static int64_t first_stage(const sweep_ctx *x, const nc_arr *Wk, double t, const double *y,
                            const double *dy)
 {
     const nc_arr *B = x->B;
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
     double *W = F64(B[K_W]), *K0 = F64(B[K_y]);        /* (v, a) at y: B[K_y] is free here */
-    nc_weights_at(x->T, NULL, t, W);
-    int64_t status = nc_rhs(x->T, x->S, x->P, Wk, NULL, t, y, W, NC_PROJECT_POSITIONS_AND_VELOCITIES,
-                            K0);
+    int64_t status = nc_weights_at(x->T, x->hk, t, W);
+    if (status == 0)
+        status = drive_tables(x, t);
+    if (status == 0)
+        status = nc_rhs(x->T, x->S, x->P, Wk, x->hk, t, y, W,
+                        NC_PROJECT_POSITIONS_AND_VELOCITIES, K0);
     if (status != 0)
         return status;
     double *dK = F64(B[K_dK]);
     for (int64_t j = 0; j < c; j++)
         memcpy(dK + 7 * N * j, dy + j * N + n, n * sizeof(double));
-    acceleration_derivatives(x, Wk, y, y + n, W, K0 + n, F64(x->S[S_lam]), dy, N, dK + n,
-                             7 * N);
-    return 0;
+    return acceleration_derivatives(x, Wk, t, y, y + n, W, K0 + n, F64(x->S[S_lam]), dy, N,
+                                    dK + n, 7 * N);
 }
 
 /* out (c, 2 N): the projection's derivative of the directions dy at the projected
  * (t, y), factored there in Wk (no accelerations needed, and no γ: the constraints
- * evaluated without its terms, a fifth of the evaluation); a factorization status. */
+ * evaluated without its terms, a fifth of the evaluation); a factorization's or a
+ * hook's status. The columns in lanes, or one at a time with the hooks' solve or
+ * drive columns (as nc_acceleration_derivatives). */
 static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, double t, const double *y,
                          const double *dy, double *out)
 {
     const nc_arr *B = x->B, *S = x->S;
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
     double *W = F64(B[K_W]);
-    nc_weights_at(x->T, NULL, t, W);
-    nc_constraints(x->T, y, y + n, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]),
-                   S[S_g].size, S[S_G].shape[0]);
-    int64_t status = nc_factor(x->S, x->P, Wk, NULL);
+    int64_t status = nc_weights_at(x->T, x->hk, t, W);
+    if (status == 0)
+        status = drive_tables(x, t);
     if (status != 0)
         return status;
-    for (int64_t b = 0; b < c; b += NC_LANES)
-        projection_derivatives(x, Wk, y, y + n, W, dy + b * N,
-                               c - b < NC_LANES ? (int)(c - b) : NC_LANES, out + b * N);
-    return 0;
+    nc_constraints(x->T, y, y + n, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]),
+                   S[S_g].size, S[S_G].shape[0]);
+    status = nc_factor(x->S, x->P, Wk, x->hk);
+    if (status != 0)
+        return status;
+    nc_beyond bx = beyond(x, t);
+    const int64_t lanes = (x->hk != NULL && x->hk->solve != NULL) || bx.dW != NULL ? 1
+                                                                                   : NC_LANES;
+    for (int64_t b = 0; b < c && status == 0; b += lanes)
+        status = projection_derivatives(x, Wk, y, y + n, W, dy + b * N, b,
+                                        c - b < lanes ? (int)(c - b) : (int)lanes,
+                                        out + b * N);
+    return status;
 }
 
 /* result[k:] for the records t_out[k:] up to the last swept step's end (B[K_clock]):
@@ -546,6 +626,24 @@ NC_DISPATCH_VOID(nc_stage_point,
                   double *out),
                  (y, h, K, s, N, out))
 
+/* out (WK_COUNT): the factorization of stage s of stored step i at its point (Y, W): the
+ * kept one in store, or with a reference backend (the hooks' factor; the stepper keeps
+ * none of its factorizations) G evaluated and factored again at Y through the hooks,
+ * from the dropped rows the stage had, into Wk (not used: the hooks solve). A status. */
+static int64_t stage_work(const sweep_ctx *x, const nc_arr *Wk, const nc_arr *store,
+                          int64_t i, int64_t s, const double *Y, const double *W, nc_arr *out)
+{
+    nc_stage_work(Wk, store, i, s, out);
+    if (x->hk == NULL || x->hk->factor == NULL)
+        return 0;
+    const nc_arr *S = x->S;
+    int64_t m = S[S_g].size;
+    nc_constraints(x->T, Y, Y + S[S_x].size, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]),
+                   m, S[S_G].shape[0]);
+    memcpy(BOOL(S[S_mask]), BOOL(store[FS_mask]) + (6 * i + s) * m, m);
+    return nc_factor(S, x->P, Wk, x->hk);
+}
+
 /* The directions B[K_dy] (c, 2 N) carried along the forward run's first m accepted
  * steps seg (t_old, h; y_old, y_new; stages K), whose stage factorizations are in
  * store, the last ending at the projected (t_end, y_end):
@@ -553,7 +651,7 @@ NC_DISPATCH_VOID(nc_stage_point,
  * with FSAL dK_0 = (dv⁺, da_6) (at the first step ever dK_0 is evaluated and
  * factored at the initial state). result[k] (c, 2 N): the derivative at the record
  * (t_out[k], y_out[k]), records of the previous chunk's last step first. Returns 0
- * or a factorization status. */
+ * or a factorization's or a hook's status. */
 static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segments *seg,
                            const nc_arr *store, int64_t m, double t_end, const double *y_end,
                            const double *t_out, const double *y_out, int64_t n_out,
@@ -586,14 +684,22 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
             nc_stage_point(y, h, K, s, N, Y);
             for (int64_t j = 0; j < c; j++)
                 nc_stage_point(dy + j * N, h, dK + 7 * N * j, s, N, dys + j * N);
-            nc_weights_at(x->T, NULL, t + NC_C_DENSE[s] * h, W);
+            double ts = t + NC_C_DENSE[s] * h;
+            status = nc_weights_at(x->T, x->hk, ts, W);
+            if (status == 0)
+                status = drive_tables(x, ts);
             nc_arr Ws[WK_COUNT];
-            nc_stage_work(Wk, store, i, s - 1, Ws);
+            if (status == 0)
+                status = stage_work(x, Wk, store, i, s - 1, Y, W, Ws);
+            if (status != 0)
+                return status;
             for (int64_t j = 0; j < c; j++)
                 memcpy(dK + (7 * j + s) * N, dys + j * N + n, n * sizeof(double));
-            acceleration_derivatives(x, Ws, Y, Y + n, W, K + s * N + n,
-                                     &AT3(store[FS_lam], i, s - 1, 0), dys, N, dK + s * N + n,
-                                     7 * N);
+            status = acceleration_derivatives(x, Ws, ts, Y, Y + n, W, K + s * N + n,
+                                              &AT3(store[FS_lam], i, s - 1, 0), dys, N,
+                                              dK + s * N + n, 7 * N);
+            if (status != 0)
+                return status;
         }
         memcpy(F64(B[K_dynew]), dys, c * N * sizeof(double));     /* dY_6 (A[6] = B) */
         int last = i + 1 == m;
@@ -611,40 +717,47 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
 
 /* ------------------------------------------------------------------ wrapper */
 
-/* advance_swept(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out,
+/* advance_swept(T, S, P, Wk, hooks, W7, W1, mode, budget, eps_floor, t_eval, next_out,
  * every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K, store,
- * S2, Wk2, D, B, rec_d, repeat): nc_advance in rounds of as many steps as store
- * holds, each round swept in the sweep's own buffers S2, Wk2 while its
- * factorizations are still in cache; rec_d[k] (c, 2 N) the derivatives at record k.
- * Goes on while a round ends only because the store is full (and repeat). Returns
- * advance's values (records and steps summed over the rounds, stored steps of the
- * last round) and the sweep's status (0 or a factorization's). */
+ * S2, Wk2, D, B, rec_d, repeat, sweep_hooks): nc_advance (with the run's hooks, as
+ * advance) in rounds of as many steps as store holds, each round swept in the sweep's
+ * own buffers S2, Wk2 (and its own hooks: a reference backend's factorizations of its
+ * own, the forces' and drive parameters' derivatives) while its factorizations are
+ * still in cache; rec_d[k] (c, 2 N) the derivatives at record k. Goes on while a round
+ * ends only because the store is full (and repeat). Returns advance's values (records
+ * and steps summed over the rounds, stored steps of the last round, the run's callback
+ * exception or None) and the sweep's status (0 or a factorization's or a hook's); a
+ * sweep hook's exception is raised. */
 NC_WRAPPER(advance_swept)
 {
     nc_arr t[T_COUNT], s[S_COUNT], p[P_COUNT], w[WK_COUNT], f[FS_COUNT];
     nc_arr s2[S_COUNT], w2[WK_COUNT], d[D_COUNT], b[K_COUNT];
-    nc_value v[27] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
-    v[20].tuple = f;
-    v[21].tuple = s2;
-    v[22].tuple = w2;
-    v[23].tuple = d;
-    v[24].tuple = b;
-    if (nc_parse(args, nargs, "TSPWddiifdipfdddqdddFSWDKdp", v, "advance_swept") < 0)
+    nc_value v[29] = {{.tuple = t}, {.tuple = s}, {.tuple = p}, {.tuple = w}};
+    v[21].tuple = f;
+    v[22].tuple = s2;
+    v[23].tuple = w2;
+    v[24].tuple = d;
+    v[25].tuple = b;
+    nc_py_hooks run_ctx, sweep_ctx_hooks;
+    const nc_hooks *hk, *sweep_hk;
+    if (nc_parse(args, nargs, "TSPWoddiifdipfdddqdddFSWDKdpo", v, "advance_swept") < 0 ||
+        nc_py_hooks_from(v[4].obj, &run_ctx, &hk) < 0 ||
+        nc_py_hooks_from(v[28].obj, &sweep_ctx_hooks, &sweep_hk) < 0)
         return NULL;
     const nc_arr *T = v[0].tuple, *S = v[1].tuple, *P = v[2].tuple, *Wk = v[3].tuple;
-    const nc_arr *store = v[20].tuple, *S2 = v[21].tuple, *Wk2 = v[22].tuple;
-    const nc_arr *D = v[23].tuple, *B = v[24].tuple;
-    const nc_arr *W7 = &v[4].arr, *t_eval = &v[9].arr, *rec_t = &v[13].arr;
-    const nc_arr *rec_y = &v[14].arr, *rec_obs = &v[15].arr, *rec_kind = &v[16].arr;
-    const nc_arr *rec_d = &v[25].arr;
-    int64_t mode = v[6].i, budget = v[7].i, next_out = v[10].i, every_step = v[11].i;
-    int64_t repeat = v[26].i;
-    double eps_floor = v[8].f, drift_tol = v[12].f;
-    nc_segments seg = {F64(v[17].arr), F64(v[18].arr), F64(v[19].arr), v[17].arr.shape[0]};
+    const nc_arr *store = v[21].tuple, *S2 = v[22].tuple, *Wk2 = v[23].tuple;
+    const nc_arr *D = v[24].tuple, *B = v[25].tuple;
+    const nc_arr *W7 = &v[5].arr, *t_eval = &v[10].arr, *rec_t = &v[14].arr;
+    const nc_arr *rec_y = &v[15].arr, *rec_obs = &v[16].arr, *rec_kind = &v[17].arr;
+    const nc_arr *rec_d = &v[26].arr;
+    int64_t mode = v[7].i, budget = v[8].i, next_out = v[11].i, every_step = v[12].i;
+    int64_t repeat = v[27].i;
+    double eps_floor = v[9].f, drift_tol = v[13].f;
+    nc_segments seg = {F64(v[18].arr), F64(v[19].arr), F64(v[20].arr), v[18].arr.shape[0]};
     int64_t N = rec_y->shape[1], cap = rec_t->size - 1, dsize = B[K_dy].size;
     if (B[K_lanes].size < NC_LANES * (3 * (B[K_dy].shape[1] / 2) + B[K_mu].size)) {
         PyErr_Format(PyExc_ValueError, "core.advance_swept: Work.lanes must hold %d (3 n + m) "
-                     "entries (compiled_sensitivity.LANES = NC_LANES)", NC_LANES);
+                     "entries (sensitivity.LANES = NC_LANES)", NC_LANES);
         return NULL;
     }
     if (Wk2[WK_z].size < NC_LANES * 6 * P[P_size].size
@@ -653,38 +766,58 @@ NC_WRAPPER(advance_swept)
                      "must hold %d lanes (natcoord.linalg.blockldl.make_work)", NC_LANES);
         return NULL;
     }
-    sweep_ctx x = {T, S2, P, D, B};
+    if (sweep_ctx_hooks.force_derivative != NULL
+        && sweep_ctx_hooks.n_dy < B[K_dy].size) {
+        PyErr_SetString(PyExc_ValueError, "core.advance_swept: the sweep hooks' dy must hold "
+                        "the sweep's directions");
+        return NULL;
+    }
+    if (sweep_ctx_hooks.drive_weights != NULL && sweep_ctx_hooks.n_dW != B[K_dW].size) {
+        PyErr_SetString(PyExc_ValueError, "core.advance_swept: the sweep hooks' dW must be "
+                        "the sweep Work's dW");
+        return NULL;
+    }
+    sweep_ctx x = {T, S2, P, D, B, sweep_hk};
     nc_progress out = {0};
     int64_t n0 = 0, steps = 0, rejected = 0, swept;
+    PyObject *error = NULL;
     for (;;) {
         nc_records rec = {F64(*rec_t) + n0, F64(*rec_y) + n0 * N, F64(*rec_obs) + 3 * n0,
                           I64(*rec_kind) + n0, cap - n0};
-        out = nc_advance(T, S, P, Wk, NULL, W7, F64(v[5].arr), mode, budget - steps - rejected,
+        out = nc_advance(T, S, P, Wk, hk, W7, F64(v[6].arr), mode, budget - steps - rejected,
                          eps_floor, F64(*t_eval), t_eval->size, next_out, (int)every_step,
                          drift_tol, &rec, &seg, store);
         next_out = out.next_out;
         steps += out.steps;
         rejected += out.rejected;
+        /* the run's exception taken before the sweep calls Python (it sweeps the steps
+         * taken before it) */
+        error = nc_py_take_error(out.status);
         swept = sweep_chunk(&x, Wk2, &seg, store, out.stored, F64(S[S_ctrl])[CTRL_T_NOW],
                             F64(S[S_y]), rec.t, rec.y, out.records,
                             F64(*rec_d) + n0 * dsize);
         n0 += out.records;
+        if (swept == NC_CALLBACK) {                 /* a sweep hook raised */
+            Py_XDECREF(error);
+            return NULL;
+        }
         if (swept != 0 || !repeat || out.status != NC_FULL || out.stored < seg.capacity
             || n0 == cap)
             break;
+        Py_DECREF(error);                           /* None: the round ended full */
     }
-    return Py_BuildValue("LLLLLLL", (long long)out.status, (long long)n0, (long long)next_out,
-                         (long long)steps, (long long)rejected, (long long)out.stored,
+    return Py_BuildValue("LLLLLLNL", (long long)out.status, (long long)n0, (long long)next_out,
+                         (long long)steps, (long long)rejected, (long long)out.stored, error,
                          (long long)swept);
 }
 
 PyMethodDef nc_sensitivity_methods[] = {
     NC_METHOD(advance_swept,
-              "advance_swept(T, S, P, Wk, W7, W1, mode, budget, eps_floor, t_eval, next_out, "
-              "every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, seg_K, "
-              "store, S2, Wk2, D, B, rec_d, repeat) -> (status, records, next_out, steps, "
-              "rejected, stored, swept): the compiled stepper's advance in rounds of the "
-              "store's capacity, each round's derivatives swept on its kept stage "
-              "factorizations (docs/method.md#18-sensitivities)."),
+              "advance_swept(T, S, P, Wk, hooks, W7, W1, mode, budget, eps_floor, t_eval, "
+              "next_out, every_step, drift_tol, rec_t, rec_y, rec_obs, rec_kind, seg_t, seg_y, "
+              "seg_K, store, S2, Wk2, D, B, rec_d, repeat, sweep_hooks) -> (status, records, "
+              "next_out, steps, rejected, stored, error, swept): the stepper's advance in "
+              "rounds of the store's capacity, each round's derivatives swept on its kept "
+              "stage factorizations (docs/method.md#18-sensitivities)."),
     {NULL, NULL, 0, NULL},
 };
