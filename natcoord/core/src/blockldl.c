@@ -388,10 +388,11 @@ NC_INLINE int64_t assemble(const double *G, const ldl *s)
         const int64_t o = s->jp_base[t], st = s->jp_stride[t], ek = s->jp_e[t];
         if (ek >= 0) {                      /* an axis block: the solve reads it in Gj */
             s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
+            /* from the loaded g0..g2: g read again after the stores into Gj (which the
+             * compiler must assume may alias it) cost 1.5 % of chain(512)'s forward */
             const double *e = E + ek;
-            g0 = e[1] * g[2] - e[2] * g[1];
-            g1 = e[2] * g[0] - e[0] * g[2];
-            g2 = e[0] * g[1] - e[1] * g[0];
+            const double c0 = e[1] * g2 - e[2] * g1, c1 = e[2] * g0 - e[0] * g2;
+            g2 = e[0] * g1 - e[1] * g0, g0 = c0, g1 = c1;
         }
         if (o != run || st != run_st) {
             if (run >= 0)
