@@ -1032,6 +1032,7 @@ NC_INLINE void solve_finish(const double *r, const ldl *sp, double *x, double *l
     }
 }
 
+/* the solve on its own: its three parts in a row */
 NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
                            const nc_arr *Wk, double *x, double *lam, const int nl)
 {
