@@ -388,10 +388,11 @@ NC_INLINE int64_t assemble(const double *G, const ldl *s)
         const int64_t o = s->jp_base[t], st = s->jp_stride[t], ek = s->jp_e[t];
         if (ek >= 0) {                      /* an axis block: the solve reads it in Gj */
             s->Gj[3 * t] = g0, s->Gj[3 * t + 1] = g1, s->Gj[3 * t + 2] = g2;
+            /* from the loaded g0..g2: g read again after the stores into Gj (which the
+             * compiler must assume may alias it) cost 1.5 % of chain(512)'s forward */
             const double *e = E + ek;
-            g0 = e[1] * g[2] - e[2] * g[1];
-            g1 = e[2] * g[0] - e[0] * g[2];
-            g2 = e[0] * g[1] - e[1] * g[0];
+            const double c0 = e[1] * g2 - e[2] * g1, c1 = e[2] * g0 - e[0] * g2;
+            g2 = e[0] * g1 - e[1] * g0, g0 = c0, g1 = c1;
         }
         if (o != run || st != run_st) {
             if (run >= 0)
@@ -593,12 +594,17 @@ NC_INLINE void eliminate_column(const ldl *s, int64_t k)
     }
 }
 
+/* the solve's parts that the factorization runs in its sweep (nc_factor_solve_kernel) */
+NC_INLINE void solve_prepare(const double *r, const double *s_, const ldl *sp, const int nl);
+NC_INLINE void forward_node(const ldl *s, int64_t k, const int nl);
+
 /* Block LDLᵀ in place: diagonal blocks become L_k and D_k (ldl6), couplings
  * W_qk = A_qk L_k⁻ᵀ = L_qk D_k. Returns
  * the failing node or −1; sets the dropped rows (from the first joint row) in s->dropped,
- * their number and the ambiguous decisions. */
+ * their number and the ambiguous decisions. fused: each node's step of the forward
+ * substitution (one right-hand side, prepared in s->z) right after its column. */
 NC_INLINE int64_t eliminate(const double *G, const double *threshold, double ratio, int forced,
-                         const ldl *s, int64_t *count, int64_t *ambiguous)
+                            int fused, const ldl *s, int64_t *count, int64_t *ambiguous)
 {
     *count = *ambiguous = 0;
     for (int64_t k = 0; k < s->N; k++) {
@@ -607,6 +613,8 @@ NC_INLINE int64_t eliminate(const double *G, const double *threshold, double rat
             if (!ldl6(L, iv, s->floor[k]))
                 return k;
             eliminate_column(s, k);
+            if (fused)
+                forward_node(s, k, 1);
             continue;
         }
         int d = (int)s->size[k];
@@ -618,16 +626,20 @@ NC_INLINE int64_t eliminate(const double *G, const double *threshold, double rat
             if (iv[r] == 0.0)
                 s->dropped[(*count)++] = s->node_row0[k] + r;
         eliminate_column(s, k);
+        if (fused)
+            forward_node(s, k, 1);
     }
     return -1;
 }
 
 /* One assembly and elimination in the metric of the mass blocks J4 (minimal eigenvalues
  * J4_min): FACTORED, SINGULAR_FRAME (body *where), NOT_POSITIVE_DEFINITE (a body pivot,
- * node *where) or, when forced, UNPIVOTABLE_JOINT (joint node *where). */
+ * node *where) or, when forced, UNPIVOTABLE_JOINT (joint node *where). With a right-hand
+ * side (r, rs; NULL: none; the true metric only) also its forward substitution. */
 NC_INLINE int64_t factor_pass(const double *G, const double *J4, const double *J4_min,
-                              const double *threshold, double ratio, int forced, ldl *s,
-                              int64_t *where, int64_t *count, int64_t *ambiguous)
+                              const double *threshold, double ratio, int forced,
+                              const double *r, const double *rs, ldl *s, int64_t *where,
+                              int64_t *count, int64_t *ambiguous)
 {
     s->J4 = J4, s->J4_min = J4_min;
     *count = *ambiguous = 0;
@@ -636,7 +648,9 @@ NC_INLINE int64_t factor_pass(const double *G, const double *J4, const double *J
         return SINGULAR_FRAME;
     if (forced)             /* the true metric's last pass: the decided rows are known */
         augment(s);
-    *where = eliminate(G, threshold, ratio, forced, s, count, ambiguous);
+    if (r != NULL)          /* after augment: z takes the augmented joints' terms */
+        solve_prepare(r, rs, s, 1);
+    *where = eliminate(G, threshold, ratio, forced, r != NULL, s, count, ambiguous);
     if (*where < 0)
         return FACTORED;
     return forced && *ambiguous ? UNPIVOTABLE_JOINT : NOT_POSITIVE_DEFINITE;
@@ -646,10 +660,11 @@ NC_INLINE int64_t factor_pass(const double *G, const double *J4, const double *J
  * mass-free metric (unit-mass blocks) triggers a pass in that metric, whose decision the
  * final factorization in the true metric follows. Bodies of equal mass never need it; a
  * point mass (ratio ∞: the true metric does not bound the mass-free one) always does, and
- * starts there. */
-NC_INLINE int64_t nc_factor_kernel_body(const double *G, const double *threshold,
-                                        const nc_arr *P, const nc_arr *Wk, int64_t *where,
-                                        int64_t *count)
+ * starts there. With a right-hand side (r, rs; NULL: none) each pass in the true metric
+ * runs its forward substitution too, the last one's for solve_finish. */
+NC_INLINE int64_t factor_body(const double *G, const double *threshold, const nc_arr *P,
+                              const nc_arr *Wk, int64_t *where, int64_t *count,
+                              const double *r, const double *rs)
 {
     ldl s = ldl_of(P, Wk);
     int64_t ambiguous, status;
@@ -658,8 +673,8 @@ NC_INLINE int64_t nc_factor_kernel_body(const double *G, const double *threshold
         int unit = pass == 1;
         status = factor_pass(G, F64(P[unit ? P_unit_J4 : P_J4]),
                              F64(P[unit ? P_unit_J4_min : P_J4_min]), threshold,
-                             pass == 0 ? SCALAR(P[P_mass_ratio]) : 1.0, pass == 2, &s, where,
-                             count, &ambiguous);
+                             pass == 0 ? SCALAR(P[P_mass_ratio]) : 1.0, pass == 2,
+                             unit ? NULL : r, rs, &s, where, count, &ambiguous);
         if (status != FACTORED || (pass == 0 && ambiguous == 0) || pass == 2)
             return status;
         if (pass == 1) {
@@ -671,6 +686,12 @@ NC_INLINE int64_t nc_factor_kernel_body(const double *G, const double *threshold
     }
 }
 
+NC_INLINE int64_t nc_factor_kernel_body(const double *G, const double *threshold,
+                                        const nc_arr *P, const nc_arr *Wk, int64_t *where,
+                                        int64_t *count)
+{
+    return factor_body(G, threshold, P, Wk, where, count, NULL, NULL);
+}
 NC_DISPATCH(int64_t, nc_factor_kernel,
             (const double *G, const double *threshold, const nc_arr *P, const nc_arr *Wk,
              int64_t *where, int64_t *count),
@@ -825,11 +846,16 @@ NC_INLINE void minus_outer(double *restrict S, const double *restrict g,
  * sides in the lane layout (r and x must not overlap; λ may be s, read before λ is
  * written; Wk's z and ap hold nl lanes): the rigid-body rows by a particular solution
  * a_p, the reduced system by forward and backward substitution over the nodes, then
- * a = a_p + T ξ and the rigid-body multipliers μ from G_RCᵀ μ = r − M a − G_Jᵀ λ_J. */
-NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
-                           const nc_arr *Wk, double *x, double *lam, const int nl)
+ * a = a_p + T ξ and the rigid-body multipliers μ from G_RCᵀ μ = r − M a − G_Jᵀ λ_J.
+ * In three parts: solve_prepare (a_p and the reduced right-hand side z), forward_node
+ * (the forward substitution's step at a node) and solve_finish (the rest), so that
+ * nc_factor_solve_kernel runs the forward substitution inside the factorization. */
+
+/* a_p (s->ap) and the reduced right-hand side z (s->z) of the solve, in the true metric
+ * (s->J4) with the axes E, F and joint blocks Gj of the last assembly */
+NC_INLINE void solve_prepare(const double *r, const double *s_, const ldl *sp, const int nl)
 {
-    const ldl s = ldl_of(P, Wk);
+    const ldl s = *sp;
     const int64_t n = s.n, N = s.N;
     const double *E = s.E, *F = s.F, *Gj = s.Gj, *B = s.B;
     double *z = s.z, *ap = s.ap;
@@ -904,22 +930,37 @@ NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
                 for (int j = 0; j < nl; j++)
                     zu[nl * a + j] += s.al_rho[k] * Ck[6 * r + a] * zj[nl * r + j];
     }
-    const double *C = B + 36 * N;
-    for (int64_t k = 0; k < N; k++) {       /* forward substitution over the nodes */
-        const int dk = (int)s.size[k];
-        double *zk = z + nl * 6 * k;
-        const double *iv = s.inv + 6 * k;
-        forward(B + 36 * k, zk, dk, nl);
-        for (int64_t e = s.col_ptr[k]; e < s.col_ptr[k + 1]; e++) {
-            double *zq = z + nl * 6 * s.col_node[e];
-            if (dk == 6)
-                coupling_times(C + 36 * e, zk, iv, zq, 6, nl);
-            else if (dk == 5)
-                coupling_times(C + 36 * e, zk, iv, zq, 5, nl);
-            else
-                coupling_times(C + 36 * e, zk, iv, zq, dk, nl);
-        }
+}
+
+/* The forward substitution's step at node k (its column factored): z_k ← L_k⁻¹ z_k,
+ * then z_q −= L_qk z_k for the nodes q below it. After the steps of all nodes before
+ * it, z_k has all its terms: the steps run in the order of the nodes, from
+ * solve_lanes or inside the factorization's sweep. */
+NC_INLINE void forward_node(const ldl *s, int64_t k, const int nl)
+{
+    const double *C = s->B + 36 * s->N, *iv = s->inv + 6 * k;
+    const int dk = (int)s->size[k];
+    double *zk = s->z + nl * 6 * k;
+    forward(s->B + 36 * k, zk, dk, nl);
+    for (int64_t e = s->col_ptr[k]; e < s->col_ptr[k + 1]; e++) {
+        double *zq = s->z + nl * 6 * s->col_node[e];
+        if (dk == 6)
+            coupling_times(C + 36 * e, zk, iv, zq, 6, nl);
+        else if (dk == 5)
+            coupling_times(C + 36 * e, zk, iv, zq, 5, nl);
+        else
+            coupling_times(C + 36 * e, zk, iv, zq, dk, nl);
     }
+}
+
+/* The backward substitution, λ_J, a = a_p + T ξ and μ, after the forward substitution */
+NC_INLINE void solve_finish(const double *r, const ldl *sp, double *x, double *lam,
+                            const int nl)
+{
+    const ldl s = *sp;
+    const int64_t n = s.n, N = s.N;
+    const double *E = s.E, *F = s.F, *Gj = s.Gj, *B = s.B, *C = B + 36 * N;
+    double *z = s.z, *ap = s.ap;
     for (int64_t k = N - 1; k >= 0; k--) {  /* backward substitution */
         const int dk = (int)s.size[k];
         double *zk = z + nl * 6 * k;
@@ -991,6 +1032,17 @@ NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
     }
 }
 
+/* the solve on its own: its three parts in a row */
+NC_INLINE void solve_lanes(const double *r, const double *s_, const nc_arr *P,
+                           const nc_arr *Wk, double *x, double *lam, const int nl)
+{
+    const ldl s = ldl_of(P, Wk);
+    solve_prepare(r, s_, &s, nl);
+    for (int64_t k = 0; k < s.N; k++)
+        forward_node(&s, k, nl);
+    solve_finish(r, &s, x, lam, nl);
+}
+
 NC_INLINE void nc_solve_kernel_body(const double *r, const double *s, const nc_arr *P,
                                     const nc_arr *Wk, double *x, double *lam)
 {
@@ -1000,6 +1052,28 @@ NC_DISPATCH_VOID(nc_solve_kernel,
                  (const double *r, const double *s, const nc_arr *P, const nc_arr *Wk,
                   double *x, double *lam),
                  (r, s, P, Wk, x, lam))
+
+/* nc_factor_kernel, then (FACTORED) nc_solve_kernel(r, s, P, Wk, x, lam), the same
+ * operations in the same order, with its forward substitution run inside the
+ * factorization's sweep: a node's step right after its column, while its blocks are
+ * in cache, the substitution's chain of dependent operations beside the elimination's */
+NC_INLINE int64_t nc_factor_solve_kernel_body(const double *G, const double *threshold,
+                                              const nc_arr *P, const nc_arr *Wk,
+                                              int64_t *where, int64_t *count, const double *r,
+                                              const double *s, double *x, double *lam)
+{
+    int64_t status = factor_body(G, threshold, P, Wk, where, count, r, s);
+    if (status == FACTORED) {
+        const ldl st = ldl_of(P, Wk);
+        solve_finish(r, &st, x, lam, 1);
+    }
+    return status;
+}
+NC_DISPATCH(int64_t, nc_factor_solve_kernel,
+            (const double *G, const double *threshold, const nc_arr *P, const nc_arr *Wk,
+             int64_t *where, int64_t *count, const double *r, const double *s, double *x,
+             double *lam),
+            (G, threshold, P, Wk, where, count, r, s, x, lam))
 
 /* nl = 2 or NC_LANES right-hand sides in the lane layout */
 NC_INLINE void nc_solve_lanes_body(const double *r, const double *s, const nc_arr *P,

@@ -98,6 +98,11 @@ enum { NC_FACTORED, NC_FACTOR_SINGULAR_FRAME, NC_FACTOR_NOT_POSITIVE_DEFINITE,
  * rows in Wk[WK_dropped]). */
 int64_t nc_factor_kernel(const double *G, const double *threshold, const nc_arr *P,
                          const nc_arr *Wk, int64_t *where, int64_t *count);
+/* nc_factor_kernel, then (status NC_FACTORED) nc_solve_kernel(r, s, P, Wk, x, lam), bit
+ * for bit, the solve's forward substitution inside the factorization's sweep */
+int64_t nc_factor_solve_kernel(const double *G, const double *threshold, const nc_arr *P,
+                               const nc_arr *Wk, int64_t *where, int64_t *count,
+                               const double *r, const double *s, double *x, double *lam);
 /* (x, λ) of [[M, Gᵀ], [G, 0]] [x; λ] = [r; s] with the factor in Wk; r, x (12 n,), s, λ (m,) */
 void nc_solve_kernel(const double *r, const double *s, const nc_arr *P, const nc_arr *Wk,
                      double *x, double *lam);
