@@ -71,3 +71,34 @@ def test_build_by_name_checks_the_factory_parameters():
         nc.models.build("hexapod", legs=7)
     with pytest.raises(ValueError, match="unknown model 'bricard'; choose from"):
         nc.models.build("bricard")
+
+
+def test_every_rod_of_a_chain_has_the_constraint_terms_of_its_geometry():
+    """The axes of rod k are a product of k rotations, orthonormal only to ~k·1e-16, and
+    body coordinates of its joint's axes carry noise of that size where the geometry
+    has zeros. Within the frame's resolution they are zero (``Body.resolution``), so
+    every rod adds the terms its geometry has, at rod 4 as at rod 256: 10 quadratic
+    terms (6 rigid-body, 4 of the parallel axes; 24 with the noise) and 24 Jacobian
+    blocks (36 with it). Its dynamics against Pinocchio's: tests/test_peers.py."""
+    def counts(n):
+        tables = chain(n).build().tables
+        return np.array([tables.quad_c.size, tables.pattern_row.size])
+    per_rod = (counts(8) - counts(4)) / 4
+    assert np.array_equal(counts(256) - counts(8), 248 * per_rod)
+    assert np.array_equal(per_rod, [10, 24])
+
+
+def test_body_coordinates_within_the_frames_resolution_are_zero():
+    """A direction along the third axis of a frame built from 300 rotations comes back
+    with its first two body components exactly zero; a tilt larger than the frame's
+    resolution is kept."""
+    mech, R = nc.Mechanism(), np.eye(3)
+    for k in range(300):
+        R = R @ nc.models.families.rotation(np.eye(3)[k % 2], 0.3)
+    mech.add_body("rod", mass=1.0, com=(0.0, 0.0, 0.0), inertia=np.eye(3), axes=R)
+    body = mech.build().bodies[0]
+    assert 1e-15 < body.resolution() < 1e-12
+    local = body.to_local_direction(R[:, 2])
+    assert np.array_equal(local[:2], [0.0, 0.0]) and local[2] == pytest.approx(1.0, abs=1e-13)
+    tilted = body.to_local_direction(R[:, 2] + 1e-9 * R[:, 0])
+    assert tilted[0] == pytest.approx(1e-9, rel=1e-5) and tilted[1] == 0.0
