@@ -17,12 +17,12 @@
  * O(δ) times the incoming G dp, itself O(δ) |dp| (dp is the derivative of a step from
  * the tangent space): the derivative differs from that of a projection factored at p⁺
  * at O(δ²), below the terms O(δ) = O(μ) both neglect (∂G̃ᵀ/∂y μ,
- * LinearizationPoint.projection_derivative); measured, by round-off (≤ 7e-16 relative
- * on the tests' four-bar and six-bar and the benchmarks' runs). The forward projection iterates
- * y + M⁻¹ G̃ᵀ μ to g = 0 with that G̃ unless it contracts too slowly; a step whose
- * projection factored again (FS_refactored: δ too large for G̃) is differentiated
- * with a factorization at its projected point, from the dropped rows of its stage 6,
- * and so is the dense output between steps. The right-hand sides:
+ * LinearizationPoint.projection_derivative); measured, by round-off (≤ 7e-16
+ * relative on the tests' four-bar and six-bar and the benchmarks' runs). The forward
+ * projection iterates y + M⁻¹ G̃ᵀ μ to g = 0 with that G̃ unless it contracts too
+ * slowly; a step whose projection factored again (FS_refactored: δ too large for G̃)
+ * is differentiated with a factorization at its projected point, from the dropped rows
+ * of its stage 6, and so is the dense output between steps. The right-hand sides:
  * the constraint kernel's terms differentiated in one pass (dG never formed),
  * the applied forces' exact derivative (nc_force_derivative, forces.c, beside their
  * laws), and the parameter
