@@ -105,20 +105,66 @@ def test_mass_sensitivity_of_the_six_bar(six_bar):
     assert_close(computed(sens, "mass:rod3"), central_difference(run, EPS))
 
 
-@pytest.mark.parametrize("case", ["four_bar", "six_bar"])
-def test_sensitivities_stay_in_the_tangent_space(case, request):
-    """``G dp = 0`` and ``G dv + ∂(G v + g_t)/∂p dp = 0`` (kept rows) to round-off."""
-    model, sens = request.getfixturevalue(case)
-    ws = nc.Workspace(model)
+def tangent_residuals(sens):
+    """Per record, the largest ``|G dp|`` and ``|G dv + ∂(G v + g_t)/∂p dp|`` (kept
+    rows, G at the record's point) of its columns, relative to the column's size."""
+    model = sens.solution.model
+    ws, residuals = nc.Workspace(model), []
     for k, (t, p, v) in enumerate(zip(sens.solution.t, sens.solution.p, sens.solution.v)):
         at = nc.dynamics.linearization.linearization_point(model, (t, p, v), workspace=ws)
         kept = np.setdiff1d(np.arange(model.n_rows), ws.dropped)
         G = model.tables.csr(at.G).toarray()[kept]
+        position = rate = 0.0
         for dp, dv in zip(sens.dp[k].T, sens.dv[k].T):
             scale = max(np.abs(dp).max(), np.abs(dv).max(), 1.0)
-            assert np.abs(G @ dp).max() <= 1e-12 * scale
-            rate = G @ dv + at.velocity_residual_derivative(dp.reshape(-1, 3))[kept]
-            assert np.abs(rate).max() <= 1e-11 * scale
+            position = max(position, np.abs(G @ dp).max() / scale)
+            velocity = G @ dv + at.velocity_residual_derivative(dp.reshape(-1, 3))[kept]
+            rate = max(rate, np.abs(velocity).max() / scale)
+        residuals.append((position, rate))
+    return np.array(residuals)
+
+
+@pytest.mark.parametrize("records", ["t_eval", "steps"])
+@pytest.mark.parametrize("case", ["four_bar", "six_bar"])
+def test_sensitivities_stay_in_the_tangent_space(case, records, request):
+    """``G dp = 0`` and ``G dv + ∂(G v + g_t)/∂p dp = 0`` (kept rows) to round-off,
+    between steps (``t_eval``: the dense output projected with a factorization at its
+    point) and at the step ends (``steps``). A step's end is projected with stage 6's
+    factorization, taken at the unprojected end point, a distance δ (the local error)
+    off: ``G(p⁺) dp⁺ = (G(p⁺) − G̃) M⁻¹ G̃ᵀ (G̃ M⁻¹ G̃ᵀ)⁻¹ G(p⁺) dp``, O(δ) times
+    the incoming ``G dp``, itself O(δ) — below round-off here (measured at the step
+    ends: ≤ 1.4e-16 and ≤ 1.3e-15, as between steps)."""
+    model, sens = request.getfixturevalue(case)
+    if records == "steps":
+        params = {"four_bar": FOUR_BAR_PARAMS, "six_bar": SIX_BAR_PARAMS}[case]
+        sens = nc.sensitivities(model, T_END, params=params, **FIXED)
+    residuals = tangent_residuals(sens)
+    assert residuals[:, 0].max() <= 1e-12 and residuals[:, 1].max() <= 1e-11
+
+
+def test_a_step_whose_projection_factored_again_is_swept_at_its_projected_point():
+    """The four-bar at 120 times its speed with h = 0.011 and ``rtol = 0.1``: ten
+    steps, each ending far off the manifold, and at the ninth the stepper's simplified
+    Newton contracts too slowly on stage 6's factorization and factors again (runs to
+    the eighth and the ninth step end: 6 factorizations per step and the initial one,
+    then one more). The sweep then projects that step's derivative with a
+    factorization at the projected point: it is in the tangent space to round-off
+    there. (Stage 6's factorization would have moved the derivative there by 13 %;
+    at the other step ends it leaves, measured, up to 5e-8 in ``G dp`` and 3e-5 in
+    the velocity constraint: O(δ) with δ of this run's size.) The step is located
+    by the forward runs alone: should a change of round-off move the
+    refactorization, the first assertion says so."""
+    model = nc.models.four_bar().build()
+    initial = nc.assemble(model).state
+    start = nc.assemble(model, p=initial.p, v=120.0 * initial.v).state
+    options = dict(initial_state=start, rtol=0.1, atol=0.1, first_step=0.011, max_step=0.011)
+    factorizations = [nc.simulate(model, 0.011 * steps, **options).stats["factorizations"]
+                      for steps in (8, 9)]
+    assert factorizations == [6 * 8 + 1, 6 * 9 + 1 + 1]
+    sens = nc.sensitivities(model, 0.1, params=["p0", "v0"], **options)
+    assert sens.solution.t[9] == pytest.approx(0.099)
+    position, rate = tangent_residuals(sens)[9]
+    assert position <= 1e-12 and rate <= 1e-11
 
 
 def torqued_four_bar():

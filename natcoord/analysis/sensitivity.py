@@ -14,12 +14,24 @@ with, per stage and direction, one solve with the stage's factorization
     [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a].
 
 The new state ``y + h Σ b_j K_j`` is projected onto ``g = 0``, ``G v + g_t = 0``;
-its derivative is the M-orthogonal projection of ``dp`` onto the tangent space and
-of ``dv`` onto the linearized velocity constraint (one factorization at the
-projected point). FSAL as in the integrator: the next step's ``K_0`` is ``(v⁺, a)``
-of the last stage, ``dK_0 = (dv⁺, da_6)``. Outputs between steps differentiate the
-(linear) dense output formula and then the projection. Rows dropped as redundant
-stay dropped.
+its derivative is the projection of ``dp`` onto the tangent space and of ``dv`` onto
+the linearized velocity constraint at the projected point ``p⁺``, along
+``M⁻¹ G̃ᵀ``: the KKT matrix is stage 6's, factored at the unprojected end point (FSAL:
+``Y_6 = y + h Σ b_j K_j``), a distance δ (the local error) from ``p⁺`` — the
+factorization the integrator's simplified Newton projects with. Its right-hand sides
+``G(p⁺) dp`` and ``G(p⁺) dv + ∂(G v + g_t)/∂p dp⁺`` are evaluated at ``p⁺``, so
+``G(p⁺) dp⁺`` is O(δ) times the incoming ``G dp``, itself O(δ): the derivative is
+that of a projection factored at ``p⁺`` up to O(δ²), below the O(δ) terms both
+neglect (``∂G̃ᵀ/∂y μ``, see
+:meth:`~natcoord.dynamics.linearization.LinearizationPoint.projection_derivative`);
+measured, the same to round-off. A step whose projection factored again (its
+Newton contracted too slowly on stage 6's factorization:
+:data:`~natcoord.integrate.compiled.FactorStore` ``refactored``), and the dense
+output between steps, are projected with a factorization at their own point from
+the dropped rows of the step's stage 6. FSAL as in the integrator: the next step's
+``K_0`` is ``(v⁺, a)`` of the last stage, ``dK_0 = (dv⁺, da_6)``. Outputs between
+steps differentiate the (linear) dense output formula and then the projection. Rows
+dropped as redundant stay dropped: the dropped rows are the stepper's.
 
 The sweep is the core's (``natcoord/core/src/sensitivity.c``, ``advance_swept``):
 it rides along the forward run inside the stepper's compiled chunks, a few steps
@@ -266,8 +278,9 @@ class Sweep:
 
     ``ws``: the sweep's workspace (its solver's plan and tolerances are shared with
     the sweep's buffers; a reference backend's solver factors the sweep's stages
-    through :class:`SweepHooks`; its dropped rows, whose hysteresis the sweep's own
-    factorizations continue, at the initial state); ``dy`` (c, 2N) the directions at
+    through :class:`SweepHooks`; its dropped rows at the initial state, where the sweep
+    factors its first stage; later factorizations of the sweep start from the
+    stepper's dropped rows); ``dy`` (c, 2N) the directions at
     the initial state, ``thetas`` the parameter of each column (None: an
     initial-state column). The stage factorizations (a reference backend's: the
     stages' dropped rows) come from the stepper, kept for :data:`STORE_BYTES` worth
@@ -281,8 +294,8 @@ class Sweep:
         # backend's runs lay the block buffers out unused, as the stepper's do
         work = make_work(solver.plan if solver.name == "block" else block_plan(model))
         S = cc.make_buffers(model, solver)
-        dropped = ws.dropped
-        S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol   # hysteresis continues
+        dropped = ws.dropped                      # the first stage's (hysteresis continues)
+        S.threshold[dropped - 6 * model.n_bodies] = solver.hold_tol
         S.mask[dropped] = True                    # (a reference backend's: its mask)
         self._B = B = _work(model, len(thetas))
         model.tables.weight_table(0.0, B.W)              # constant rows (all, without drives)

@@ -188,7 +188,11 @@ class LinearizationPoint:
         ``∂(G v + g_t)/∂θ`` the velocity right-hand side. Terms of the size of
         the multipliers μ (the residual before projection) are neglected:
         the Jacobian of the simplified Newton factorization and ``∂M/∂θ``
-        multiply μ.
+        multiply μ. The sweep of :func:`~natcoord.sensitivities` solves these at a
+        step's end with ``K`` factored where the integrator's Newton factored it, at
+        the unprojected end point (``G̃`` a distance δ = O(μ) off): the right-hand
+        sides as here, which changes the result at O(δ²), below the terms neglected
+        (module docstring of :mod:`natcoord.analysis.sensitivity`).
         """
         zero = np.zeros(self.model.n_coords)
         position = self._times(self.G, np.reshape(dp, (-1, 3)))

@@ -59,8 +59,11 @@ Buffers = namedtuple("Buffers", [
 #: (:mod:`natcoord.analysis.sensitivity`): at ``[m, s − 1]`` for step ``m`` and
 #: stage ``s = 1 … 6`` the block factor (``B, inv, E, F, Gj`` of
 #: :data:`~natcoord.linalg.blockldl.WorkBuffers`), the multipliers λ and the dropped
-#: rows (``mask``, from which the sweep refactors a reference backend's stage).
-FactorStore = namedtuple("FactorStore", ["B", "inv", "E", "F", "Gj", "lam", "mask"])
+#: rows (``mask``, from which the sweep refactors a reference backend's stage); per step
+#: ``refactored``: whether its projection factored again (its simplified Newton did not
+#: converge on stage 6's factorization, which the sweep otherwise projects with).
+FactorStore = namedtuple("FactorStore", ["B", "inv", "E", "F", "Gj", "lam", "mask",
+                                         "refactored"])
 
 #: ctrl (float64 array): t, h, err_old, last_rejected, err of the last attempt,
 #: h of the last accepted step, t before it, proj_tol, rtol, atol, max_step,
@@ -113,10 +116,11 @@ def make_store(Wk, n_rows, capacity):
     solves with, and zeroing megabytes would cost a short run more than its sweep."""
     return FactorStore(*(np.empty((capacity, 6) + a.shape) for a in (Wk.B, Wk.inv, Wk.E,
                                                                       Wk.F, Wk.Gj)),
-                       np.empty((capacity, 6, n_rows)), np.empty((capacity, 6, n_rows), bool))
+                       np.empty((capacity, 6, n_rows)), np.empty((capacity, 6, n_rows), bool),
+                       np.empty(capacity, bool))
 
 
 def store_bytes(Wk, n_rows):
     """Bytes of one step of a :data:`FactorStore`."""
     return 6 * (Wk.B.itemsize * (n_rows + sum(a.size for a in (Wk.B, Wk.inv, Wk.E, Wk.F,
-                                                                Wk.Gj))) + n_rows)
+                                                                Wk.Gj))) + n_rows) + 1

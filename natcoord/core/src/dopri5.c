@@ -152,9 +152,7 @@ int64_t nc_factor(const nc_arr *S, const nc_arr *P, const nc_arr *Wk, const nc_h
     return partitioned(S, Wk, status, where, count);
 }
 
-/* S.mask = mask with the thresholds nc_factor leaves with that dropped set (mask may
- * not be S.mask itself) */
-static void set_dropped(const nc_arr *S, const uint8_t *mask)
+void nc_set_dropped(const nc_arr *S, const uint8_t *mask)
 {
     double *threshold = F64(S[S_threshold]);
     const double *ctrl = F64(S[S_ctrl]);
@@ -177,7 +175,7 @@ void nc_hold_for_output(const nc_arr *S)
         memcpy(BOOL(S[S_held]), BOOL(S[S_mask]), S[S_mask].size);
         ctrl[CTRL_HOLDING] = 1.0;
     } else {
-        set_dropped(S, BOOL(S[S_held]));
+        nc_set_dropped(S, BOOL(S[S_held]));
     }
 }
 
@@ -185,7 +183,7 @@ void nc_resume(const nc_arr *S)
 {
     double *ctrl = F64(S[S_ctrl]);
     if (ctrl[CTRL_HOLDING] != 0.0) {
-        set_dropped(S, BOOL(S[S_held]));
+        nc_set_dropped(S, BOOL(S[S_held]));
         ctrl[CTRL_HOLDING] = 0.0;
     }
 }
@@ -512,7 +510,7 @@ double nc_clip_step(double h, double t, double t_bound, double eps_floor)
  * (err ≤ 1): projected into S.yproj. W7[s]: the weight table at t + c_s h (filled here
  * from compiled laws). A non-empty store keeps the stage factorizations at store[m]:
  * stages 1–5 are factored in place there, stage 6 in Wk (which the projection goes on
- * with) is copied. */
+ * with) is copied, and whether the projection factored again (FS_refactored). */
 static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                        const nc_hooks *hk, const nc_arr *W7, int64_t mode, const nc_arr *store, int64_t m)
 {
@@ -561,10 +559,14 @@ static int64_t attempt(const nc_arr *T, const nc_arr *S, const nc_arr *P, const 
     if (err > 1.0)
         return NC_REJECTED;
     memcpy(F64(S[S_yproj]), yn, N * sizeof(double));
-    if (mode <= NC_PROJECT_VELOCITIES)
-        return nc_project(T, S, P, Wk, hk, F64(S[S_yproj]), F64(*W7) + 6 * table, mode,
-                          ctrl[CTRL_PROJ_TOL], 0);
-    return NC_ACCEPTED;
+    if (mode > NC_PROJECT_VELOCITIES)
+        return NC_ACCEPTED;
+    int64_t *counts = I64(S[S_counts]), factored = counts[NC_N_FACT];
+    int64_t status = nc_project(T, S, P, Wk, hk, F64(S[S_yproj]), F64(*W7) + 6 * table, mode,
+                                ctrl[CTRL_PROJ_TOL], 0);
+    if (keep)       /* the sweep projects with stage 6's factorization unless this is set */
+        BOOL(store[FS_refactored])[m] = counts[NC_N_FACT] != factored;
+    return status;
 }
 
 /* Attempts until one is accepted, a failure, or max_attempts: h ← clip_step(h); an
@@ -942,7 +944,7 @@ static int factor_store(const nc_arr *store, const nc_arr *S, const nc_arr *Wk,
     if (steps == 0)
         return 0;
     int ok = steps >= capacity && store[FS_lam].size == 6 * steps * S[S_lam].size
-             && store[FS_mask].size == store[FS_lam].size;
+             && store[FS_mask].size == store[FS_lam].size && store[FS_refactored].size == steps;
     for (int f = 0; f < 5; f++)
         ok = ok && store[f].size == 6 * steps * Wk[f].size;
     return require(ok, function, "the FactorStore does not fit the work buffers and steps");

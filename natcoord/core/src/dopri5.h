@@ -140,6 +140,9 @@ void nc_hold_for_output(const nc_arr *S);
 /* Before the integrator factors again: its own dropped set back, if outputs were
  * projected since (nc_hold_for_output). nc_step calls it first. */
 void nc_resume(const nc_arr *S);
+/* S[S_mask] = mask (not S[S_mask] itself) with the thresholds nc_factor leaves with that
+ * dropped set: its hysteresis goes on from there */
+void nc_set_dropped(const nc_arr *S, const uint8_t *mask);
 /* out (12 n + 12 n) = (v, a) at (t, y); factors into Wk, S[S_lam] the multipliers; a
  * status */
 int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,

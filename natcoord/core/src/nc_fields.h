@@ -185,10 +185,11 @@ enum {
     FS_Gj,
     FS_lam,
     FS_mask,
+    FS_refactored,
     FS_COUNT
 };
-#define NC_STORE_KINDS "dddddd?"
-#define NC_STORE_NAMES "B,inv,E,F,Gj,lam,mask"
+#define NC_STORE_KINDS "dddddd??"
+#define NC_STORE_NAMES "B,inv,E,F,Gj,lam,mask,refactored"
 
 enum {
     L_weight_kind,

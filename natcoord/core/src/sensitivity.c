@@ -8,8 +8,21 @@
  *
  *     [[M, Gᵀ], [G, 0]] [da; dλ] = [df − dM a − dGᵀ λ;  dγ − dG a],
  *
- * and per step one factorization at the projected point (the forward run never
- * factors there) for the projection's derivative. The right-hand sides:
+ * and per step the projection's derivative, its two solves with stage 6's kept
+ * factorization: taken at the unprojected end point y + h Σ b_j K_j (FSAL), it is the
+ * one the stepper's simplified Newton projects with (its G̃ a distance δ = |p⁺ − y_new|
+ * off G(p⁺), δ of the size of the local error). The right-hand sides G(p⁺) dp and
+ * G(p⁺) dv + ∂(G v + g_t)/∂p dp⁺ are evaluated at the projected point, so that
+ *     G(p⁺) dp⁺ = (G(p⁺) − G̃) M⁻¹ G̃ᵀ (G̃ M⁻¹ G̃ᵀ)⁻¹ G(p⁺) dp,
+ * O(δ) times the incoming G dp, itself O(δ) |dp| (dp is the derivative of a step from
+ * the tangent space): the derivative differs from that of a projection factored at p⁺
+ * at O(δ²), below the terms O(δ) = O(μ) both neglect (∂G̃ᵀ/∂y μ,
+ * LinearizationPoint.projection_derivative); measured, by round-off (≤ 7e-16
+ * relative on the tests' four-bar and six-bar and the benchmarks' runs). The forward
+ * projection iterates y + M⁻¹ G̃ᵀ μ to g = 0 with that G̃ unless it contracts too
+ * slowly; a step whose projection factored again (FS_refactored: δ too large for G̃)
+ * is differentiated with a factorization at its projected point, from the dropped rows
+ * of its stage 6, and so is the dense output between steps. The right-hand sides:
  * the constraint kernel's terms differentiated in one pass (dG never formed),
  * the applied forces' exact derivative (nc_force_derivative, forces.c, beside their
  * laws), and the parameter
@@ -442,7 +455,8 @@ static int64_t acceleration_derivatives(const sweep_ctx *x, const nc_arr *Wk, do
 }
 
 /* out + j N = (dp⁺, dv⁺) of the projection of the `width` directions dy + j N (columns
- * j0 + j) at the projected (X, V), with K factored in Wk and G in S[S_G] there
+ * j0 + j) at the projected (X, V), with G in S[S_G] there and K factored in Wk (there,
+ * or stage 6's at the unprojected point: module comment)
  * (LinearizationPoint.projection_derivative):
  *     dp⁺ = dp − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ (G dp + ∂g/∂θ)   (one solve with [0; −G dp − ∂g/∂θ])
  *     dv⁺ = dv + Δv,  [Δv; ν] = K⁻¹ [0; −(G dv + ∂(G v + g_t)/∂p dp⁺ + ∂(G v + g_t)/∂θ)]
@@ -534,12 +548,15 @@ static int64_t first_stage(const sweep_ctx *x, const nc_arr *Wk, double t, const
 }
 
 /* out (c, 2 N): the projection's derivative of the directions dy at the projected
- * (t, y), factored there in Wk (no accelerations needed, and no γ: the constraints
- * evaluated without its terms, a fifth of the evaluation); a factorization's or a
- * hook's status. The columns in lanes, or one at a time with the hooks' solve or
- * drive columns (as nc_acceleration_derivatives). */
-static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, double t, const double *y,
-                         const double *dy, double *out)
+ * (t, y), G evaluated there (no accelerations needed, and no γ: the constraints
+ * evaluated without its terms, a fifth of the evaluation), K factored in `kept` (a
+ * step's stage 6, sweep_chunk) or, kept NULL, factored at y into Wk from the dropped
+ * rows of the last swept step's stage 6 (S[S_held], as the stepper projects an output
+ * from its integrator's dropped set); a factorization's or a hook's status. The
+ * columns in lanes, or one at a time with the hooks' solve or drive columns (as
+ * nc_acceleration_derivatives). */
+static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, const nc_arr *kept, double t,
+                         const double *y, const double *dy, double *out)
 {
     const nc_arr *B = x->B, *S = x->S;
     int64_t c = B[K_dy].shape[0], N = B[K_dy].shape[1], n = N / 2;
@@ -551,14 +568,18 @@ static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, double t, const d
         return status;
     nc_constraints(x->T, y, y + n, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]),
                    S[S_g].size, S[S_G].shape[0]);
-    status = nc_factor(x->S, x->P, Wk, x->hk);
-    if (status != 0)
-        return status;
+    if (kept == NULL) {
+        nc_set_dropped(S, BOOL(S[S_held]));
+        status = nc_factor(S, x->P, Wk, x->hk);
+        if (status != 0)
+            return status;
+        kept = Wk;
+    }
     nc_beyond bx = beyond(x, t);
     const int64_t lanes = (x->hk != NULL && x->hk->solve != NULL) || bx.dW != NULL ? 1
                                                                                    : NC_LANES;
     for (int64_t b = 0; b < c && status == 0; b += lanes)
-        status = projection_derivatives(x, Wk, y, y + n, W, dy + b * N, b,
+        status = projection_derivatives(x, kept, y, y + n, W, dy + b * N, b,
                                         c - b < lanes ? (int)(c - b) : (int)lanes,
                                         out + b * N);
     return status;
@@ -584,7 +605,7 @@ static int64_t outputs(const sweep_ctx *x, const nc_arr *Wk, const double *t_out
         for (int64_t j = 0; j < c; j++)
             nc_interpolate(F64(B[K_dyold]) + j * N, F64(B[K_dynew]) + j * N,
                            &AT3(B[K_dK], j, 0, 0), h, theta, N, dout + j * N);
-        int64_t status = projected(x, Wk, t_out[*k], y_out + *k * N, dout, res);
+        int64_t status = projected(x, Wk, NULL, t_out[*k], y_out + *k * N, dout, res);
         if (status != 0)
             return status;
     }
@@ -680,6 +701,7 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
             }
         }
         memcpy(F64(B[K_dyold]), dy, c * N * sizeof(double));
+        nc_arr Ws[WK_COUNT];                     /* the stage's factorization; last: stage 6 */
         for (int64_t s = 1; s < 7; s++) {
             nc_stage_point(y, h, K, s, N, Y);
             for (int64_t j = 0; j < c; j++)
@@ -688,7 +710,6 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
             status = nc_weights_at(x->T, x->hk, ts, W);
             if (status == 0)
                 status = drive_tables(x, ts);
-            nc_arr Ws[WK_COUNT];
             if (status == 0)
                 status = stage_work(x, Wk, store, i, s - 1, Y, W, Ws);
             if (status != 0)
@@ -705,7 +726,14 @@ static int64_t sweep_chunk(const sweep_ctx *x, const nc_arr *Wk, const nc_segmen
         int last = i + 1 == m;
         double t_new = last ? t_end : seg->t[2 * (i + 1)];
         const double *y_new = last ? y_end : seg->y + 2 * N * (i + 1);
-        status = projected(x, Wk, t_new, y_new, F64(B[K_dynew]), dy);
+        /* projected with stage 6's factorization, taken at the unprojected end point
+         * Y_6 = y + h Σ b_j K_j, which the stepper's simplified Newton projected with
+         * (module comment); if that factored again, at the projected point from the same
+         * dropped rows. Those rows are held for the step's outputs (projected()). */
+        int64_t rows = x->S[S_mask].size;
+        memcpy(BOOL(x->S[S_held]), BOOL(store[FS_mask]) + (6 * i + 5) * rows, rows);
+        status = projected(x, Wk, BOOL(store[FS_refactored])[i] ? NULL : Ws, t_new, y_new,
+                           F64(B[K_dynew]), dy);
         clock[CLOCK_T_OLD] = t;
         clock[CLOCK_STEP] = h;
         clock[CLOCK_T_NEW] = t_new;
