@@ -388,7 +388,7 @@ NC_INLINE int64_t assemble(const double *G, const ldl *s)
          * hardware's prefetch does not guess; 2-5 % of chain(10⁴)'s forward, none on
          * chains that stay in cache */
         if (t + 32 < s->n_jp)
-            __builtin_prefetch(B + s->jp_base[t + 32], 1);
+            NC_PREFETCH_WRITE(B + s->jp_base[t + 32]);
         const double *g = G + 3 * s->jp[t];
         double g0 = g[0], g1 = g[1], g2 = g[2];
         const int64_t o = s->jp_base[t], st = s->jp_stride[t], ek = s->jp_e[t];

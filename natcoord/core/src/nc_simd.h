@@ -27,8 +27,11 @@
 
 #if defined(__GNUC__)
 #define NC_INLINE static inline __attribute__((always_inline))
+/* a hint to fetch the cache line at p for writing; nothing where the compiler has none */
+#define NC_PREFETCH_WRITE(p) __builtin_prefetch((p), 1)
 #else
 #define NC_INLINE static inline
+#define NC_PREFETCH_WRITE(p) ((void)(p))
 #endif
 
 #if defined(__GNUC__) && !defined(NC_NO_VECTOR)
