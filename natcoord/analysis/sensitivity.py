@@ -77,8 +77,8 @@ import numpy as np
 import scipy.linalg
 
 from ..core import engine
-from ..dynamics.linearization import (linearization_point, parameter_direction,
-                                      python_force_derivative)
+from ..dynamics.linearization import (drive_parameter_weights, linearization_point,
+                                      parameter_direction, python_force_derivative)
 from ..dynamics.workspace import Workspace
 from ..integrate import compiled as cc
 from ..integrate.base import IntegrationError, SimulationInterrupted
@@ -87,9 +87,8 @@ from ..integrate.stepper import Callbacks
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..linalg.blockldl import block_plan, make_work
 from ..model.core_tables import make_tables
-from ..model.drives import parameter_weights
 from ..model.forces import Torque
-from ..model.parameters import driven_joint, loads, parameter_value
+from ..model.parameters import loads, parameter_value
 
 #: directions of the initial state (columns: a basis of the tangent space)
 INITIAL = ("p0", "v0")
@@ -346,18 +345,15 @@ class SweepHooks(Callbacks):
     along the c directions ``dy`` (c, 2N) at ``y`` into ``dF`` (c, N)
     (:func:`~natcoord.dynamics.linearization.python_force_derivative`), and
     ``drive_weights(t)``, the drive parameters' ``∂W/∂θ`` into ``dW``
-    (c, n_weights, 3; :func:`~natcoord.model.drives.parameter_weights`)."""
+    (c, n_weights, 3; :func:`~natcoord.dynamics.linearization.drive_parameter_weights`)."""
 
     def __init__(self, model, solver, thetas):
         super().__init__(model, solver)
         c, n = len(thetas), model.n_coords
         self._drives = []                # (column, its t ↦ ∂W/∂θ)
         for j, name in enumerate(thetas):
-            kind, _, key = (name or "").partition(":")
-            if kind == "drive":
-                drive = driven_joint(model, name, key)[1].drive
-                self._drives.append((j, parameter_weights(model.tables.weights, drive,
-                                                          key.rpartition(":")[2])))
+            if (name or "").startswith("drive:"):
+                self._drives.append((j, drive_parameter_weights(model, name)))
         self.dy, self.dF = np.zeros((c, 2 * n)), np.zeros((c, n))
         self.dW = np.zeros((c, model.n_weights, 3))
         self.force_derivative = self._force_derivative if self.python_forces else None

@@ -260,6 +260,14 @@ def python_force_derivative(forces, t, X, V, dX, dV, F):
 
 
 # ------------------------------------------------------------- parameters
+def drive_parameter_weights(model, name):
+    """``t ↦ ∂W/∂θ`` (n_weights, 3) of the drive parameter ``name``
+    (``"drive:<joint>:<parameter>"``; :func:`~natcoord.model.drives.parameter_weights`)."""
+    key = name.partition(":")[2]
+    drive = driven_joint(model, name, key)[1].drive
+    return parameter_weights(model.tables.weights, drive, key.rpartition(":")[2])
+
+
 def parameter_direction(model, name, at):
     """``dM`` and ``df`` of one named parameter at the base point ``at``.
 
@@ -283,8 +291,7 @@ def parameter_direction(model, name, at):
     """
     kind, _, key = name.partition(":")
     if kind == "drive":
-        drive, parameter = driven_joint(model, name, key)[1].drive, key.rpartition(":")[2]
-        return {"dW": parameter_weights(model.tables.weights, drive, parameter)(at.t)}
+        return {"dW": drive_parameter_weights(model, name)(at.t)}
     df = np.zeros((4 * model.n_bodies, 3))
     if kind in ("mass", "inertia"):
         body = named_body(model, name, key)

@@ -1,10 +1,9 @@
-"""The Dormand–Prince 5(4) pair: the stage tableau and the continuous extension.
+"""The Dormand–Prince 5(4) pair's continuous extension, as Python sees it.
 
 The step itself — stages, error estimate, PI controller, projection and the
 order-4 dense output — is the core's (natcoord/core/src/dopri5.c, coefficients
 as in Hairer, Nørsett & Wanner, *Solving ODEs I*, II.5, Table 5.2, and II.6,
-eq. 6.12). Here: the stage coefficients ``A, B, C`` that the Python sensitivity
-sweep (:mod:`natcoord.analysis.sensitivity`) differentiates the steps with, and
+eq. 6.12), and so is the sensitivity sweep that differentiates it. Here:
 :class:`DenseOutput`, one step's interpolant evaluated by the core.
 """
 from __future__ import annotations
@@ -12,16 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import engine
-
-C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
-A = [np.array([]),
-     np.array([1 / 5]),
-     np.array([3 / 40, 9 / 40]),
-     np.array([44 / 45, -56 / 15, 32 / 9]),
-     np.array([19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729]),
-     np.array([9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]),
-     np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])]
-B = A[6]                                   # 5th order weights (FSAL: stage 7 = f(y1))
 
 
 def dense_output(y0, y1, K, h, theta):

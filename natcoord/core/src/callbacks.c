@@ -47,13 +47,20 @@ static int64_t status_of(PyObject *f, double t)
     return status == -1 && PyErr_Occurred() ? NC_CALLBACK : status;
 }
 
+/* f(t)'s status; on success the n doubles it filled (from) copied to out */
+static int64_t status_copied(PyObject *f, double t, double *out, const double *from,
+                             int64_t n)
+{
+    int64_t status = status_of(f, t);
+    if (status == 0)
+        memcpy(out, from, n * sizeof(double));
+    return status;
+}
+
 static int64_t py_weights(void *p, double t, double *W)
 {
     nc_py_hooks *c = p;
-    int64_t status = status_of(c->weights, t);
-    if (status == 0)
-        memcpy(W, c->W, c->n_W * sizeof(double));
-    return status;
+    return status_copied(c->weights, t, W, c->W, c->n_W);
 }
 
 static int64_t py_forces(void *p, double t, const double *y, double *F)
@@ -112,10 +119,7 @@ static int64_t py_force_derivative(void *p, double t, const double *y, const dou
 static int64_t py_drive_weights(void *p, double t, double *dW)
 {
     nc_py_hooks *h = p;
-    int64_t status = status_of(h->drive_weights, t);
-    if (status == 0)
-        memcpy(dW, h->dW, h->n_dW * sizeof(double));
-    return status;
+    return status_copied(h->drive_weights, t, dW, h->dW, h->n_dW);
 }
 
 /* Python's pending signals (Ctrl-C): their exception set, nonzero */

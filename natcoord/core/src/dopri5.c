@@ -19,7 +19,7 @@
 
 #include "dopri5.h"
 
-/* step-size controller (Hairer, Nørsett & Wanner I, II.4; dormand_prince.py) */
+/* step-size controller (Hairer, Nørsett & Wanner I, II.4) */
 #define SAFETY 0.9
 #define BETA 0.04
 #define FAC_MIN 0.2
