@@ -16,7 +16,7 @@ from .io.urdf import load_urdf
 from .model.mechanism import GROUND, Mechanism
 from .model.frozen import Model, State
 from .io.modelfile import load_mechanism, save_mechanism
-from .dynamics.projection import ProjectionError
+from .dynamics.core_run import ProjectionError
 from .integrate.solution import Solution
 from .integrate.data import Data, forward
 from .viz.plotting import plot_solution as plot

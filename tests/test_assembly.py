@@ -81,3 +81,42 @@ def test_a_reparameterized_copy_derives_its_own_assembly_and_plans(model):
     assert not np.array_equal(block_plan(model).arrays.J4, heavy.J4)
     nc.simulate(heavy, 0.05)
     assert not {"_symbolic", "_default_initial"} & set(heavy.__dict__)
+
+
+@pytest.mark.parametrize("solver", ["block", "dense"])
+def test_assembled_velocities_are_the_mass_orthogonal_projection_of_the_guess(model, solver):
+    """The assembly projects velocities with the integrators' own rule (the core's
+    ``nc_project``); the result is the closest consistent velocity in the mass norm,
+    ``min ½ (v − v₀)ᵀ M (v − v₀)`` s.t. ``G v + g_t = 0`` on the kept rows, which a dense
+    KKT solve of NumPy gives independently."""
+    rng = np.random.default_rng(7)
+    state = nc.assemble(model).state
+    guess = rng.standard_normal(model.n_coords)
+    a = nc.assemble(model, p=state.p, v=guess, solver=solver)
+    ws = nc.Workspace(model)
+    ws.constraints(0.0, a.state.p, a.state.v)
+    keep = np.setdiff1d(np.arange(model.n_rows), a.dropped)
+    G = model.tables.csr(ws.G).toarray()[keep]
+    M = model.mass_matrix.toarray()
+    K = np.block([[M, G.T], [G, np.zeros((keep.size, keep.size))]])
+    dv = np.linalg.solve(K, np.concatenate([np.zeros(model.n_coords),
+                                            -(G @ guess + ws.g_t[keep])]))[:model.n_coords]
+    np.testing.assert_allclose(a.state.v, guess + dv, rtol=0, atol=1e-12 * np.abs(guess).max())
+    assert np.abs(ws.velocity_residual(a.state.v)).max() <= ASSEMBLY_TOL
+
+
+def test_the_round_off_floor_of_a_residual_is_ten_epsilon_of_its_largest_row(model):
+    """``threshold`` (the core's ``nc_threshold``): ``max(tol, 10 ε max_rows (|G| |x| +
+    |rate|))``, the size below which a residual's sum of terms is round-off; here against
+    the same sum taken by NumPy on the sparse Jacobian."""
+    from natcoord.dynamics.projection import threshold
+    ws = nc.Workspace(model)
+    state = nc.assemble(model).state
+    x = 1e8 * np.random.default_rng(3).standard_normal(model.n_coords)   # far above tol
+    ws.constraints(0.0, state.p, x)
+    G = abs(model.tables.csr(ws.G))
+    eps = np.finfo(float).eps
+    top_p, top_v = (G @ np.abs(x)).max(), (G @ np.abs(x) + np.abs(ws.g_t)).max()
+    assert threshold(ws, x, 1e-30) == pytest.approx(10 * eps * top_p, rel=1e-13)
+    assert threshold(ws, x, 1e-30, ws.g_t) == pytest.approx(10 * eps * top_v, rel=1e-13)
+    assert threshold(ws, x, 1.0) == 1.0                     # a loose tolerance stands

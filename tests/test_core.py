@@ -8,7 +8,7 @@ added on one side only would have the core read the wrong array: the names
 compiled in (``engine.layout()``) must be the namedtuples' ``_fields`` in order
 (a nested tuple's with its name as prefix), ``engine.pack`` must accept the
 tuples the set-up builds (it checks every field's kind and the count), and the
-header's codes must be those :mod:`natcoord.integrate.compiled` names.
+header's codes must be those :mod:`natcoord.dynamics.core_run` names.
 """
 import re
 from pathlib import Path
@@ -18,7 +18,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.core import engine
-from natcoord.integrate import compiled as cc
+from natcoord.dynamics import core_run as cc
 from natcoord.integrate import radau
 from natcoord.integrate.stepper import DOPRI5
 from natcoord.linalg import blockldl, make_solver

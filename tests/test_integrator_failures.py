@@ -20,7 +20,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.core import engine
-from natcoord.integrate import compiled as cc
+from natcoord.dynamics import core_run as cc
 from natcoord.integrate.stepper import DOPRI5
 from natcoord.linalg.base import MassSpreadError
 from natcoord.model.body import rod_inertia
@@ -104,7 +104,7 @@ def light_crank_four_bar(crank_mass=1e-12, coupler_mass=1.0):
     return mech.build()
 
 
-#: every status of natcoord.integrate.compiled, and −1 (step-size underflow)
+#: every status of natcoord.dynamics.core_run, and −1 (step-size underflow)
 STATUSES = ["ACCEPTED", "REJECTED", "SINGULAR_FRAME", "NOT_POSITIVE_DEFINITE", "NON_FINITE",
             "POSITION_PROJECTION", "VELOCITY_PROJECTION", "MAX_ATTEMPTS", "CHECK", "FULL",
             "FINISHED", "UNPIVOTABLE_JOINT"]

@@ -26,7 +26,7 @@ neglect (``∂G̃ᵀ/∂y μ``, see
 :meth:`~natcoord.dynamics.linearization.LinearizationPoint.projection_derivative`);
 measured, the same to round-off. A step whose projection factored again (its
 Newton contracted too slowly on stage 6's factorization:
-:data:`~natcoord.integrate.compiled.FactorStore` ``refactored``), and the dense
+:data:`~natcoord.dynamics.core_run.FactorStore` ``refactored``), and the dense
 output between steps, are projected with a factorization at their own point from
 the dropped rows of the step's stage 6. FSAL as in the integrator: the next step's
 ``K_0`` is ``(v⁺, a)`` of the last stage, ``dK_0 = (dv⁺, da_6)``. Outputs between
@@ -80,10 +80,10 @@ from ..core import engine
 from ..dynamics.linearization import (drive_parameter_weights, linearization_point,
                                       parameter_direction, python_force_derivative)
 from ..dynamics.workspace import Workspace
-from ..integrate import compiled as cc
+from ..dynamics import core_run as cc
 from ..integrate.base import IntegrationError, SimulationInterrupted
 from ..integrate.simulate import simulate
-from ..integrate.stepper import Callbacks
+from ..dynamics.core_run import Callbacks
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..linalg.blockldl import block_plan, make_work
 from ..model.core_tables import make_tables

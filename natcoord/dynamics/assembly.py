@@ -116,8 +116,8 @@ def consistent_state(model, p, v, t=0.0, solver=None, proj_tol=ASSEMBLY_TOL, max
             f"assembly of {model.name!r} did not converge in {max_iter} Newton iterations: "
             f"‖g‖∞ = {residual:.3e} (tolerance {proj_tol:.1e}). Largest residuals:\n"
             f"{describe_rows(model, ws.g, worst)}\n{hint}.")
-    v, _ = project_velocities(ws, t, p, v, proj_tol)
-    return State(t, p, v), ws.dropped.copy()
+    dropped = ws.dropped.copy()                   # the projection factors in the core
+    return State(t, p, project_velocities(ws, t, p, v, proj_tol)), dropped
 
 
 def _prescribe(model, state, solver=None):
@@ -163,7 +163,7 @@ def impose_joint_rates(model, t, p, v, rates, solver=None):
     # (M-orthogonal, so it barely moves the rates) restores the constraints.
     for _ in range(3):
         v = v + Z @ np.linalg.solve(S, target - C @ v)
-        v, _ = project_velocities(ws, t, p, v, ASSEMBLY_TOL, evaluated=True)
+        v = project_velocities(ws, t, p, v, ASSEMBLY_TOL)
     return v
 
 

@@ -1,92 +1,53 @@
-"""Velocity projection of a consistent state's assembly, and the tolerances of projections
-(docs/method.md#17-integration).
+"""The projections' tolerances, and the velocity projection of a consistent state's
+assembly (docs/method.md#17-integration).
 
 Velocities: ``[[M, Gᵀ], [G, 0]] [Δv; μ] = [0; −(G v + g_t)]``, the M-orthogonal
 projection onto ``G v + g_t = 0``. Dropped (redundant) rows take no part: their
 right-hand side is ignored, as in the factorization.
 
-The assembly of consistent initial states (natcoord.dynamics.assembly) projects
-velocities with a :class:`~natcoord.dynamics.workspace.Workspace` here; its positions
-take a full Newton with step halving there, since a guess may be far from the
-manifold. The integrators (DOPRI5 and Radau, every model and backend) project
-positions and velocities in the core (``nc_project``, natcoord/core/src/dopri5.c).
+Both are the core's (natcoord/core/src/dopri5.c: ``nc_threshold`` and ``nc_project``,
+the simplified Newton the integrators project positions and velocities with, for
+every model and backend): one projection rule. The assembly of consistent initial
+states (:mod:`natcoord.dynamics.assembly`) projects its velocities here; its
+positions take a full Newton with step halving there, since a guess may be far from
+the manifold.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .workspace import Workspace
-from ..model.core_tables import size_factor
-from ..model.kernels import jacobian_times
+from ..core import engine
+from ..model.core_tables import packed_tables
 from ..model.frozen import JOINT
+from .core_run import PROJECT_VELOCITIES
 
-#: simplified Newton refactors when an iteration reduces the residual less than this
-CONTRACTION = 0.01
-#: kept rows are converged a decade past proj_tol (times :func:`size_factor`): a
-#: dropped (redundant) row is not projected, its residual is an O(1) combination of
-#: the kept rows' ones.
-MARGIN = 0.1
-#: a residual row sums terms of size ``|G| |x|``; within this many machine
-#: epsilons of that scale it is round-off and cannot be reduced (fast bodies at
-#: a proj_tol near 1e-12)
-ROUNDOFF = 10.0
+#: ``rate`` of :func:`threshold` for positions: none
+_NO_RATE = np.zeros(0)
 
 
-class ProjectionError(RuntimeError):
-    """The projection's Newton iteration failed to reach the tolerance."""
-
-
-def _kept_max(ws, residual):
-    keep = np.ones(residual.size, bool)
-    keep[ws.dropped] = False
-    return float(np.abs(residual[keep]).max(initial=0.0))
-
-
-def threshold(ws: Workspace, x, tol, rate=None):
+def threshold(ws, x, tol, rate=None):
     """The tolerance a residual ``G x + rate`` can be held to: ``max(tol, ROUNDOFF ε s)``
-    with the scale ``s = max_rows (|G| |x| + |rate|)`` of the terms it sums.
+    with the scale ``s = max_rows (|G| |x| + |rate|)`` of the terms it sums (a row of
+    many terms of size ``|G| |x|`` is round-off within a few ε of that; ``nc_threshold``).
 
     For positions ``x = p`` (``G p`` is of the size of the terms of ``g``), for
-    velocities ``x = v`` and ``rate = g_t``; ``ws`` holds ``G``.
+    velocities ``x = v`` and ``rate = g_t``; the :class:`~natcoord.dynamics.workspace.Workspace`
+    ``ws`` holds ``G``.
     """
-    tables = ws.model.tables
-    scale = np.empty(ws.model.n_rows)
-    jacobian_times(np.abs(ws.G), tables.pattern_row, tables.pattern_slot,
-                   np.abs(x).reshape(-1, 3), scale)
-    if rate is not None:
-        scale += np.abs(rate)
-    return max(tol, ROUNDOFF * np.finfo(float).eps * float(scale.max(initial=0.0)))
+    return engine.threshold(packed_tables(ws.model), ws.G, np.ascontiguousarray(x, float),
+                            _NO_RATE if rate is None else rate, float(tol))
 
 
-def project_velocities(ws: Workspace, t, p, v, tol, max_iter=8, evaluated=False):
-    """Project ``v`` onto ``G(p) v + g_t = 0``; returns ``(v, iterations)``.
-
-    Each iteration solves ``[[M, Gᵀ], [G, 0]] [Δv; μ] = [0; −(G v + g_t)]``, starting
-    from the factorization in ``ws`` and refactoring when an iteration contracts the
-    residual by less than ``CONTRACTION`` (the equations are linear in ``v``: one
-    iteration suffices unless the factorization was made elsewhere). Kept rows are
-    converged to ``MARGIN`` times ``tol`` times :func:`size_factor`, raised to the
-    round-off floor (:func:`threshold`). ``evaluated``: ``ws`` already holds ``G`` and
-    ``g_t`` at ``(t, p)``; neither depends on ``v``.
-    """
-    if not evaluated:
-        ws.constraints(t, p, v)
-    tol = tol * size_factor(ws.model)
-    zero = np.zeros(v.size)
-    previous = np.inf
-    for it in range(max_iter):
-        r = ws.velocity_residual(v)
-        size, target = _kept_max(ws, r), MARGIN * threshold(ws, v, tol, ws.g_t)
-        if size <= target:
-            return v, it
-        if size > CONTRACTION * previous:
-            ws.factor()
-        previous = size
-        dv, _ = ws.solve(zero, -r)
-        v = v + dv
-    raise ProjectionError(f"velocity projection: residual of the kept rows {size:.3e} > "
-                          f"{target:.1e} (= {MARGIN:g} × max(proj_tol × min(1, size in m), "
-                          f"round-off floor)) after {max_iter} iterations")
+def project_velocities(ws, t, p, v, tol):
+    """``v`` projected onto ``G(p) v + g_t = 0`` at time ``t`` (a new array), by the
+    integrators' simplified Newton (``nc_project``) on the backend of the
+    :class:`~natcoord.dynamics.workspace.Workspace` ``ws``: factored at ``p`` first,
+    kept rows converged to a tenth of ``tol`` times the mechanism's size factor (or
+    their round-off floor). Raises
+    :class:`~natcoord.dynamics.core_run.ProjectionError` when it does not converge."""
+    y = np.concatenate([p, v]).astype(float)
+    ws.core.project(t, y, ws.weights(t), PROJECT_VELOCITIES, tol)
+    return y[p.size:]
 
 
 def describe_rows(model, g, rows):

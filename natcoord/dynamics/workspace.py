@@ -17,6 +17,7 @@ from ..model.kernels import constraint_kernel, jacobian_times
 from ..linalg import make_solver
 from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..model.frozen import State
+from .core_run import CoreRun
 
 
 class Workspace:
@@ -44,18 +45,30 @@ class Workspace:
         self._springs = any(type(force) is SpringDamper for force in model.forces)
         self.n_rhs = 0
         self.n_factorizations = 0
+        self._core = None
 
     def constraints(self, t, p, v):
         """Evaluate ``g, g_t, γ, G`` at ``(t, p, v)`` (eq. 8–10)."""
-        tables = self.model.tables
-        # A run evaluates the weights several times at one t (an output's
-        # projection, its check and its record), and drive functions in Python
-        # cost far more than the kernels they feed: evaluate once per t.
+        constraint_kernel(self.model.tables.terms, p.reshape(-1, 3), v.reshape(-1, 3),
+                          self.weights(t), self.g, self.g_t, self.gamma, self.G)
+
+    def weights(self, t):
+        """The weight table ``W`` at ``t``. A run evaluates it several times at one t
+        (an output's projection, its check and its record), and drive functions in
+        Python cost far more than the kernels they feed: evaluated once per t."""
         if t != self.W_time:
-            tables.weight_table(t, self.W)
+            self.model.tables.weight_table(t, self.W)
             self.W_time = t
-        constraint_kernel(tables.terms, p.reshape(-1, 3), v.reshape(-1, 3), self.W,
-                          self.g, self.g_t, self.gamma, self.G)
+        return self.W
+
+    @property
+    def core(self):
+        """The core's run (:class:`~natcoord.dynamics.core_run.CoreRun`) on this
+        workspace's solver, whose factorization it overwrites: the velocity projection
+        of :mod:`natcoord.dynamics.projection`. Built on first use."""
+        if self._core is None:
+            self._core = CoreRun(self.model, self.solver)
+        return self._core
 
     def velocity_residual(self, v):
         """``G v + g_t`` for the Jacobian last evaluated."""

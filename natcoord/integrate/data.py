@@ -14,21 +14,20 @@ unpacked once for the compiled core. Inputs are checked where they enter (the
 The right-hand side is the core's (``engine.rhs``: constraints, built-in forces
 and drives, the block LDLᵀ with constraint partitioning and its solve), the
 one the DOPRI5 stepper evaluates; forces given as Python callables are called
-back from it (:class:`~natcoord.integrate.stepper.Callbacks`), as in a run.
+back from it (:class:`~natcoord.dynamics.core_run.Callbacks`), as in a run.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..core import engine
-from ..linalg import blockldl, make_solver
-from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
+from ..linalg import make_solver
+from ..linalg.base import DROP_TOL, HOLD_TOL
 from ..dynamics.joint_space import joint_space, joint_state
 from ..model import validate
-from ..model.core_tables import compilable, make_tables
+from ..dynamics import core_run as cc
+from ..dynamics.core_run import CoreRun
 from ..model.frozen import State
-from . import compiled as cc
-from .stepper import Callbacks
 
 
 class Data:
@@ -43,18 +42,17 @@ class Data:
 
     def __init__(self, model, state=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         validate.model(model)
-        tables = make_tables(model)
         self.model = model
         n = model.n_coords
-        self._solver = solver = make_solver(model, "block", drop_tol, hold_tol)
-        # forces given as Python callables, called back (drive laws: the t setter's table)
-        self._hooks = Callbacks(model, solver) if not compilable(model) else None
-        self._S = S = cc.make_buffers(model, solver)
+        # forces given as Python callables are called back (drive laws: the t setter's
+        # table)
+        self._run = run = CoreRun(model, make_solver(model, "block", drop_tol, hold_tol))
+        self._S = S = run.S
         self._y, self._out = np.zeros(2 * n), np.zeros(2 * n)
         self._weights = model.tables.weight_table(0.0, np.zeros((model.n_weights, 3)))
         # y, weights and out are written in place only (the setters): packed once, they
         # skip a buffer request each per call, a tenth of forward's cost on small models
-        self._call = (*cc.pack_run(tables, S, solver.plan, solver.work), self._hooks,
+        self._call = (*run.packed, run.hooks,
                       engine.pack(self._y, "d"), engine.pack(self._weights, "d"),
                       engine.pack(self._out, "d"))
         self._t = 0.0
@@ -119,20 +117,13 @@ class Data:
         """Rows dropped as redundant at the last factorization (sorted)."""
         return np.flatnonzero(self._S.mask)
 
-    #: the core's step statuses of a failed factorization and the block solver's codes
-    _FACTOR_FAILURES = {cc.SINGULAR_FRAME: blockldl.SINGULAR_FRAME,
-                        cc.NOT_POSITIVE_DEFINITE: blockldl.NOT_POSITIVE_DEFINITE,
-                        cc.UNPIVOTABLE_JOINT: blockldl.UNPIVOTABLE_JOINT}
-
     def failure(self, status):
         """The message of a failed evaluation, naming the body or joint as the block
-        solver's own error does (:meth:`~natcoord.linalg.blockldl.BlockLDL.failure`)."""
-        if status in self._FACTOR_FAILURES:
-            return "forward: " + self._solver.failure(self._FACTOR_FAILURES[status],
-                                                      int(self._S.counts[cc.FAIL_WHERE]))
+        solver's own error does (:meth:`CoreRun.message
+        <natcoord.dynamics.core_run.CoreRun.message>`)."""
         if status == cc.NON_FINITE:
             return "forward: the state or a force is not finite"
-        return f"forward: the factorization failed (status {status})"
+        return "forward: " + self._run.message(status, self._t)
 
 
 def forward(model, data):
@@ -146,5 +137,4 @@ def forward(model, data):
     T, S, P, W, hooks, y, weights, out = data._call
     status = engine.rhs(T, S, P, W, hooks, data._t, y, weights, 0, out)
     if status:
-        error = MassSpreadError if status == cc.UNPIVOTABLE_JOINT else np.linalg.LinAlgError
-        raise error(data.failure(status))
+        raise data._run.error(status, data._t, data.failure(status))

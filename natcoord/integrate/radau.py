@@ -85,7 +85,7 @@ Evaluations: ``F`` and the projection are the core's ``nc_rhs`` and ``nc_project
 (natcoord/core/src/dopri5.c) for every model and backend, with what the core does not
 compile (forces and drive laws given as Python callables, forces without a law in the
 core, the ``dense``, ``superlu`` or ``cholmod`` solver) called back through the
-:class:`~natcoord.integrate.stepper.Callbacks` that DOPRI5 uses — one projection rule,
+:class:`~natcoord.dynamics.core_run.Callbacks` that DOPRI5 uses — one projection rule,
 one right-hand side. ``J`` is the core's where it knows every force law and factors
 itself: column by column from one factorization at its point, by the derivative
 the sensitivity sweep uses (natcoord/core/src/sensitivity.c), exact for the constraint,
@@ -169,8 +169,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import compiled as cc
 from ..core import engine
+from ..dynamics import core_run as cc
 from ..dynamics.assembly import assemble
 from ..dynamics.linearization import linearize
 from ..dynamics.workspace import Workspace
@@ -215,7 +215,7 @@ E = (np.linalg.solve(np.vander(C, 3, increasing=True).T, [1 - 1 / MU, 1 / 2, 1 /
 #: ``Z = V Q`` with ``V_ik = c_i^(k+1)``: the collocation polynomial ``u(t0 + θh) = y0 + Σ θ^(k+1) Q_k``
 P = np.linalg.inv(np.vander(C, 4, increasing=True)[:, 1:])
 
-#: status of an attempt the core returns (natcoord.integrate.compiled's codes; −1: step-size
+#: status of an attempt the core returns (natcoord.dynamics.core_run's codes; −1: step-size
 #: underflow)
 ACCEPTED, REJECTED, MAX_ATTEMPTS, UNDERFLOW = cc.ACCEPTED, cc.REJECTED, cc.MAX_ATTEMPTS, -1
 

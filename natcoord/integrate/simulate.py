@@ -30,7 +30,7 @@ from .base import METHODS, OUTPUT_RECORD, PROJECTIONS, IntegrationError, Simulat
 from .radau import Radau
 from .solution import ContinuousSolution, Records, Solution
 from .stepper import DOPRI5
-from .compiled import UNPIVOTABLE_JOINT
+from ..dynamics.core_run import UNPIVOTABLE_JOINT
 
 #: copies of every output held at once: the records of the run, the Solution's
 #: arrays and a reserve while the latter are assembled from the former

@@ -5,11 +5,11 @@ with the Dormand–Prince 5(4) pair, PI control and projection of
 :func:`natcoord.integrate.simulate.simulate`: the stages, the error estimate, the
 controller, the projection of an accepted step, the dense output, the outputs and
 their checks run in the compiled core (natcoord/core/src/dopri5.c, set up by
-:mod:`natcoord.integrate.compiled`), so Python sees one call per step
+:mod:`natcoord.dynamics.core_run`), so Python sees one call per step
 (:meth:`DOPRI5.step`) or one call per block of steps (:meth:`DOPRI5.advance`).
 
 Every model and every KKT backend runs it. What the core does not compile is
-called back from it through :class:`Callbacks` (``nc_hooks``,
+called back from it through :class:`~natcoord.dynamics.core_run.Callbacks` (``nc_hooks``,
 natcoord/core/src/dopri5.h), as MuJoCo calls its ``mjcb_*`` hooks: forces and
 torques given as Python callables (and force classes without a law in the core)
 at every stage, drive laws given as callables at every stage time, and the
@@ -27,18 +27,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiled as cc
 from ..core import engine
+from ..dynamics import core_run as cc
 from ..dynamics.assembly import assemble
-from ..model.core_tables import make_tables, python_forces
-from ..model.frozen import State
+from ..dynamics.core_run import CoreRun
 from .base import (EPS_FLOOR, OUTPUT_RECORD, PROJECTIONS, STEP_RECORD, Chunk, StepRecord,
                    Stepper, initial_step)
 from .dormand_prince import DenseOutput
 from ..linalg import make_solver
-from ..linalg import blockldl
-from ..linalg.base import DROP_TOL, HOLD_TOL, KKTSolver, MassSpreadError
-from ..dynamics.projection import ProjectionError
+from ..linalg.base import DROP_TOL, HOLD_TOL, KKTSolver
 
 
 #: steps whose dense output one advance() keeps at most (dense=True)
@@ -57,103 +54,11 @@ def _counter(index):
     return property(lambda self: int(self._S.counts[index]))
 
 
-class Callbacks:
-    """What the core calls back for ``model`` run with the KKT backend ``solver``
-    (``nc_hooks`` of natcoord/core/src/dopri5.h, bound in callbacks.c).
-
-    ``weights(t)``: the drive laws given as Python callables into ``W``;
-    ``forces(t)``: the forces without a compiled law (:func:`~natcoord.model.core_tables.python_forces`)
-    and the run's ``forces`` (joint torques) at the state in ``y``, into ``F`` (the
-    core adds them to its own);
-    ``factor()``/``solve()``: a reference backend on ``G`` with the dropped rows
-    in ``mask`` (its hysteresis), solving ``r, s`` into ``x, lam``;
-    ``force_derivative(t)``/``drive_weights(t)``: the sensitivity sweep's (None here;
-    :class:`natcoord.analysis.sensitivity.SweepHooks` sets them and sizes their
-    arrays ``dy``, ``dF``, ``dW``). Each is None
-    when not needed; :attr:`needed` is False when none is (the core runs alone).
-    A callable's NaN or inf (``FloatingPointError``) and a backend's
-    ``LinAlgError`` are step failures a smaller step may cure, as the core's own
-    (their reason in ``failure``); any other exception stops the run (``step()``
-    raises it, ``advance()`` returns it with the records before it).
-    """
-
-    def __init__(self, model, solver, forces=()):
-        n, m = model.n_coords, model.n_rows
-        self.model = model
-        self.python_forces = [*python_forces(model), *forces]
-        #: those with a potential energy the records count (a user's force class may
-        #: define one; loads and joint torques have none)
-        self.conservative = [force for force in self.python_forces
-                             if hasattr(force, "potential")]
-        self.solver = None if solver.name == "block" else solver
-        self.W = np.zeros((model.n_weights, 3))
-        model.tables.weight_table(0.0, self.W)
-        self.y, self.F = np.zeros(2 * n), np.zeros((4 * model.n_bodies, 3))
-        self.G, self.mask = np.zeros((model.tables.pattern_row.size, 3)), np.zeros(m, bool)
-        self.r, self.s, self.x, self.lam = np.zeros(n), np.zeros(m), np.zeros(n), np.zeros(m)
-        python_drives = model.n_weights > 1 and model.tables.laws is None
-        self.weights = self._weights if python_drives else None
-        self.forces = self._forces if self.python_forces else None
-        self.factor = self._factor if self.solver is not None else None
-        self.solve = self._solve if self.solver is not None else None
-        self.force_derivative = self.drive_weights = None
-        self.dy, self.dF, self.dW = np.zeros((0, 2 * n)), np.zeros((0, n)), np.zeros(0)
-        self.failure = ""          # the last step failure's reason
-
-    @property
-    def needed(self):
-        return any(f is not None for f in (self.weights, self.forces, self.factor,
-                                           self.force_derivative, self.drive_weights))
-
-    def _weights(self, t):
-        try:
-            self.model.tables.weight_table(t, self.W)
-        except FloatingPointError as exc:        # a drive law's NaN: a step failure
-            self.failure = str(exc)
-            return cc.NON_FINITE
-        return 0
-
-    def _forces(self, t):
-        n = self.y.size // 2
-        y = self.y.copy()                                  # the callables may keep it
-        p, v = y[:n], y[n:]
-        F = self.F
-        F[:] = 0.0
-        state, X, V = State(t, p, v), p.reshape(-1, 3), v.reshape(-1, 3)
-        try:
-            for force in self.python_forces:
-                force.apply(t, state, X, V, F)
-        except FloatingPointError as exc:        # a force's NaN: a step failure
-            self.failure = str(exc)
-            return cc.NON_FINITE
-        return 0
-
-    def _factor(self):
-        solver = self.solver
-        solver.dropped = np.flatnonzero(self.mask)
-        try:
-            solver.factor(self.G)
-        except np.linalg.LinAlgError as exc:     # a smaller step may cure it, as a block
-            self.failure = str(exc)              # factorization's failure
-            return cc.SOLVER_FAILED
-        self.mask[:] = False
-        self.mask[solver.dropped] = True
-        return 0
-
-    def _solve(self):
-        self.x[:], self.lam[:] = self.solver.solve(self.r, self.s)
-
-    def potential(self, p):
-        """The potential energy of the called-back forces that have one at ``p``."""
-        X = p.reshape(-1, 3)
-        return sum(force.potential(X) for force in self.conservative)
-
-
 class CoreStepper(Stepper):
     """What the core's two steppers (:class:`DOPRI5`, :class:`~natcoord.integrate.radau.Radau`)
-    share: the core's buffers for ``model`` with the KKT backend ``solver`` and the
-    :class:`Callbacks` of what the core does not compile; :meth:`advance`, the core's one
-    chunked loop (``nc_advance_with``), each stepper handing it its own call
+    share: the core's run of ``model`` with the KKT backend ``solver``
+    (:class:`~natcoord.dynamics.core_run.CoreRun`: buffers, and the callbacks of what
+    the core does not compile); :meth:`advance`, the core's one chunked loop (``nc_advance_with``), each stepper handing it its own call
     (``_advance``), segments (``_make_segments``, ``_piece``) and previous state
     (``_previous``); the evaluations of ``F``, of
     an output's projection and of the records (``rhs``, ``project``, ``observe``: the
@@ -168,21 +73,14 @@ class CoreStepper(Stepper):
         factorization the stepper overwrites); returns the work buffers."""
         if projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-        tables = make_tables(model)
         self.model = model
         self.solver = (solver if isinstance(solver, KKTSolver) else
                        make_solver(model, solver, drop_tol, hold_tol))
-        self._S = S = cc.make_buffers(model, self.solver)
-        hooks = Callbacks(model, self.solver, forces)
-        self.compiled = not hooks.needed          # the core alone, nothing called back
-        self._hooks = hooks if hooks.needed else None
-        self._potential = hooks.potential if hooks.conservative else None
-        # the core's arguments take the block solver's plan and work buffers; with a
-        # reference backend they are laid out but not used (the hooks factor and solve)
-        plan, work = ((self.solver.plan, self.solver.work) if hooks.solver is None else
-                      (plan := blockldl.block_plan(model), blockldl.make_work(plan)))
-        # the four named tuples unpacked for the core once, not on every call
-        self._packed = cc.pack_run(tables, S, plan, work)
+        self._run = run = CoreRun(model, self.solver, forces)
+        self._S = S = run.S
+        self._hooks, self._packed = run.hooks, run.packed
+        self.compiled = run.hooks is None          # the core alone, nothing called back
+        self._potential = run.callbacks.potential if run.callbacks.conservative else None
         self._mode = cc.MODES[projection]
         self._W1 = np.zeros((model.n_weights, 3))
         model.tables.weight_table(0.0, self._W1)          # constant row 0
@@ -191,7 +89,7 @@ class CoreStepper(Stepper):
         self.proj_tol, self.projection = proj_tol, projection
         self._records, self._used, self._segments = None, 0, None
         self._no_outputs = np.zeros(0)
-        return work
+        return run.work
 
     n_rhs = nfev = _counter(cc.N_RHS)
     n_factorizations = _counter(cc.N_FACT)
@@ -297,50 +195,20 @@ class CoreStepper(Stepper):
         return self._segments
 
     # ------------------------------------------------------------ evaluations
-    #: the step statuses of a failed factorization and the solver's own codes
-    _FACTOR_FAILURES = {cc.SINGULAR_FRAME: blockldl.SINGULAR_FRAME,
-                        cc.NOT_POSITIVE_DEFINITE: blockldl.NOT_POSITIVE_DEFINITE,
-                        cc.UNPIVOTABLE_JOINT: blockldl.UNPIVOTABLE_JOINT}
-
     def status_message(self, status, t):
-        """One line on a status of :mod:`natcoord.integrate.compiled` (a step
-        attempt's, ``advance``'s, or −1: step-size underflow) at time ``t``; a failed
-        factorization names its body or joint (``counts[FAIL_WHERE]``) as the block
-        solver's own error does."""
-        S, c = self._S, self._S.ctrl
-        if status in self._FACTOR_FAILURES:
-            return self.solver.failure(self._FACTOR_FAILURES[status],
-                                       int(S.counts[cc.FAIL_WHERE]))
-        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
-            what = "position" if status == cc.POSITION_PROJECTION else "velocity"
-            return (f"{what} projection: residual of the kept rows "
-                    f"{c[cc.FAIL_RESIDUAL]:.3e} > {c[cc.FAIL_TARGET]:.1e} (= 0.1 × "
-                    f"max(proj_tol × min(1, size in m), round-off floor)) after 8 iterations")
-        messages = {
-            cc.ACCEPTED: f"step accepted: t = {t:.6g}",
-            cc.REJECTED: f"step rejected at t = {t:.6g}: error estimate {c[cc.ERR]:.3e} > 1",
-            cc.NON_FINITE: (f"{self._hooks.failure} (t = {t:.6g})" if self._hooks and
-                            self._hooks.failure else f"non-finite state at t = {t:.6g} (the "
-                            f"error estimate is {c[cc.ERR]:.3e})"),
-            cc.MAX_ATTEMPTS: f"no step accepted within the attempts allowed at t = {t:g}",
-            cc.CHECK: f"a recorded state at t = {t:.6g} failed the constraint check",
-            cc.FULL: f"record buffers full at t = {t:.6g} (the next call goes on)",
-            cc.FINISHED: f"t_bound = {self.t_bound:g} reached",
-            cc.SOLVER_FAILED: f"{self.solver.name}: "
-                              f"{self._hooks.failure if self._hooks else ''} at t = {t:.6g}",
-            cc.CALLBACK: f"a callback raised at t = {t:.6g}",
-            -1: f"step size underflow at t = {t:.6g} (h = {min(self.h, self.t_bound - t):.3e})",
-        }
-        return messages.get(status, f"unknown status {status} at t = {t:.6g}")
+        """One line on a status of :mod:`natcoord.dynamics.core_run` (a step attempt's,
+        ``advance``'s, or −1: step-size underflow) at time ``t`` (:meth:`CoreRun.message
+        <natcoord.dynamics.core_run.CoreRun.message>` but for the two that are the
+        stepper's)."""
+        if status == cc.FINISHED:
+            return f"t_bound = {self.t_bound:g} reached"
+        if status == -1:
+            return f"step size underflow at t = {t:.6g} (h = {min(self.h, self.t_bound - t):.3e})"
+        return self._run.message(status, t)
 
     def _error(self, status, t):
         """The exception of a failed evaluation or output projection with ``status``."""
-        message = self.status_message(status, t)
-        if status in (cc.POSITION_PROJECTION, cc.VELOCITY_PROJECTION):
-            return ProjectionError(message)
-        if status == cc.UNPIVOTABLE_JOINT:
-            return MassSpreadError(message)
-        return np.linalg.LinAlgError(message)
+        return self._run.error(status, t, self.status_message(status, t))
 
     def _failed(self, status, max_attempts):
         """Enter the ``"failed"`` status for a failed step of the core (``failure``: its
@@ -374,11 +242,7 @@ class CoreStepper(Stepper):
         dropped set of the last step (``nc_hold_for_output`` in natcoord/core/src/dopri5.c)."""
         y = np.array(y, float)
         engine.hold_for_output(self._packed[1])
-        status = engine.project(*self._packed, self._hooks, y, self._weights(t, self._W1),
-                                self._mode, self.proj_tol, True)
-        if status:
-            raise self._error(status, t)
-        return y
+        return self._run.project(t, y, self._weights(t, self._W1), self._mode, self.proj_tol)
 
     def observe(self, t, y):
         """``(energy, ‖g‖∞, ‖G v + g_t‖∞)`` at ``(t, y)`` — what ``simulate`` records."""
@@ -405,7 +269,7 @@ class DOPRI5(CoreStepper):
     ``n_rejected``, ``n_rhs`` (like scipy's ``nfev``), ``n_factorizations``,
     ``n_projection_iterations``, ``n_active_set_changes``; ``dropped`` the rows
     dropped at the last factorization; ``failure`` the status of the failed step
-    (a :mod:`natcoord.integrate.compiled` code, None before), described by
+    (a :mod:`natcoord.dynamics.core_run` code, None before), described by
     :meth:`status_message`.
     """
 

@@ -2,7 +2,7 @@
  * laws written in Python and the reference KKT backends, called back from the DOPRI5
  * step as MuJoCo calls its mjcb_* callbacks.
  *
- * The object (natcoord.integrate.stepper.Callbacks) carries four callables, each None
+ * The object (natcoord.dynamics.core_run.Callbacks) carries four callables, each None
  * when the model does not need it, and the arrays they exchange with the core:
  *   weights(t)   fills W (n_weights, 3)                     (drive laws in Python)
  *   forces(t)    reads y (2 N,), fills F (4 n, 3)            (added to the core's forces)

@@ -24,14 +24,16 @@
 #define BETA 0.04
 #define FAC_MIN 0.2
 #define FAC_MAX 10.0
-/* projection (projection.py): refactor when an iteration contracts less than
- * CONTRACTION; converge kept rows to MARGIN × the tolerance times the mechanism's
- * size factor min(1, L / 1 m) (Tables.size_factor, core_tables.size_factor), raised to
- * its round-off floor ROUNDOFF ε max_rows |G| |x| */
+/* projection (natcoord's one rule, for the integrators and the assembly alike):
+ * refactor when an iteration contracts less than CONTRACTION; converge kept rows to
+ * MARGIN × the tolerance times the mechanism's size factor min(1, L / 1 m)
+ * (Tables.size_factor, core_tables.size_factor), raised to its round-off floor
+ * ROUNDOFF ε max_rows |G| |x|, in at most MAX_NEWTON iterations (dopri5.h: the failure
+ * messages name the last two) */
 #define CONTRACTION 0.01
-#define MARGIN 0.1
+#define MARGIN NC_PROJECTION_MARGIN
 #define ROUNDOFF 10.0
-#define MAX_NEWTON 8
+#define MAX_NEWTON NC_PROJECTION_MAX_ITER
 
 const double NC_A_DENSE[7][7] = {
     {0.0},
@@ -305,14 +307,14 @@ static double kept_max(const nc_arr *S, const double *r)
     return abs_max(r, BOOL(S[S_mask]), S[S_mask].size);
 }
 
-/* max_rows |G| |x| (+ |g_t|): the size of the terms a residual row sums. Rows in order
- * (the tables keep the pattern sorted by row), each row's sum in a register; a pattern
- * out of row order is summed through S.scale as it comes. The sums round alike. */
-static double threshold_top(const nc_arr *T, const nc_arr *S, const double *x, int velocity)
+/* max over the m rows of |G| |x| (+ |rate|): the size of the terms a residual row sums
+ * (rate NULL: none, the positions' g). Rows in order: the tables keep the pattern sorted
+ * by row (ConstraintTables), so each row's sum stays in a register. */
+static double threshold_top(const nc_arr *T, int64_t m, const double *G, const double *rate,
+                            const double *x)
 {
-    const double *G = F64(S[S_G]), *g_t = F64(S[S_g_t]);
     const int64_t *row = I64(T[T_pattern_row]), *slot = I64(T[T_pattern_slot]);
-    int64_t m = S[S_scale].size, nnz = T[T_pattern_row].size, k = 0;
+    int64_t nnz = T[T_pattern_row].size, k = 0;
     double top = 0.0;
     for (int64_t r = 0; r < m; r++) {
         double sum = 0.0;
@@ -321,24 +323,9 @@ static double threshold_top(const nc_arr *T, const nc_arr *S, const double *x, i
             sum += fabs(Gk[0]) * fabs(xs[0]) + fabs(Gk[1]) * fabs(xs[1])
                    + fabs(Gk[2]) * fabs(xs[2]);
         }
-        if (velocity)
-            sum += fabs(g_t[r]);
+        if (rate != NULL)
+            sum += fabs(rate[r]);
         top = py_max(top, sum);
-    }
-    if (k == nnz)
-        return top;
-    double *scale = F64(S[S_scale]);                  /* not sorted by row */
-    memset(scale, 0, m * sizeof(double));
-    for (k = 0; k < nnz; k++) {
-        const double *Gk = G + 3 * k, *xs = x + 3 * slot[k];
-        scale[row[k]] += fabs(Gk[0]) * fabs(xs[0]) + fabs(Gk[1]) * fabs(xs[1])
-                         + fabs(Gk[2]) * fabs(xs[2]);
-    }
-    top = 0.0;
-    for (int64_t r = 0; r < m; r++) {
-        if (velocity)
-            scale[r] += fabs(g_t[r]);
-        top = py_max(top, scale[r]);
     }
     return top;
 }
@@ -363,11 +350,17 @@ static double top_bound(const nc_arr *T, const nc_arr *S, const double *x, int v
                   + rate);
 }
 
-/* projection.threshold: max(tol, ROUNDOFF ε top), top = threshold_top: the tolerance a
- * residual summing terms of size |G| |x| can be held to */
+/* max(tol, ROUNDOFF ε top), top = threshold_top: the tolerance a residual summing terms
+ * of size |G| |x| can be held to */
 static inline double threshold_of(double top, double tol)
 {
     return py_max(tol, ROUNDOFF * DBL_EPSILON * top);
+}
+
+double nc_threshold(const nc_arr *T, int64_t m, const double *G, const double *rate,
+                    const double *x, double tol)
+{
+    return threshold_of(threshold_top(T, m, G, rate, x), tol);
 }
 
 /* Simplified Newton (projection._simplified_newton) on x (n,) in place: the residual
@@ -407,7 +400,7 @@ static int64_t newton(const nc_arr *T, const nc_arr *S, const nc_arr *P, const n
             return 0;
         if (size <= MARGIN * ROUNDOFF * DBL_EPSILON * top_bound(T, S, x, velocity) ||
             it == MAX_NEWTON - 1) {
-            *top = threshold_top(T, S, x, velocity);
+            *top = threshold_top(T, m, F64(S[S_G]), velocity ? F64(S[S_g_t]) : NULL, x);
             target = MARGIN * threshold_of(*top, tol * SCALAR(T[T_size_factor]));
             if (size <= target)
                 return 0;
@@ -662,8 +655,9 @@ static int violated(const nc_arr *T, const nc_arr *S, const double *y, const dou
             r++;
         if (r == m)
             return 0;
-        double top_p = tops && tops[0] >= 0.0 ? tops[0] : threshold_top(T, S, y, 0);
-        double top_v = tops && tops[1] >= 0.0 ? tops[1] : threshold_top(T, S, y + n, 1);
+        const double *G = F64(S[S_G]), *g_t = F64(S[S_g_t]);
+        double top_p = tops && tops[0] >= 0.0 ? tops[0] : threshold_top(T, m, G, NULL, y);
+        double top_v = tops && tops[1] >= 0.0 ? tops[1] : threshold_top(T, m, G, g_t, y + n);
         double tol_p = threshold_of(top_p, tol), tol_v = threshold_of(top_v, tol);
         for (r = 0; r < m; r++)
             if (fabs(g[r]) > tol_p || fabs(Gv[r]) > tol_v)
@@ -921,6 +915,25 @@ NC_WRAPPER(project)
     return status == NC_CALLBACK ? NULL : PyLong_FromLongLong(status);
 }
 
+NC_WRAPPER(threshold)
+{
+    nc_arr t[T_COUNT];
+    nc_value a[5] = {{.tuple = t}};
+    if (nc_parse(args, nargs, "Tdddf", a, "threshold") < 0)
+        return NULL;
+    const nc_arr *T = a[0].tuple;
+    const int64_t *row = I64(T[T_pattern_row]);
+    int64_t nnz = T[T_pattern_row].size, rows = nnz > 0 ? row[nnz - 1] + 1 : 0;
+    int64_t m = a[3].arr.size > 0 ? a[3].arr.size : rows;   /* positions: the G rows */
+    if (a[1].arr.size != 3 * nnz || a[2].arr.size != 12 * T[T_J4].shape[0] || m < rows) {
+        PyErr_SetString(PyExc_ValueError, "core.threshold: G must have 3 nnz entries, x 12 n "
+                        "and rate m (or none)");
+        return NULL;
+    }
+    double *rate = a[3].arr.size > 0 ? F64(a[3].arr) : NULL;
+    return PyFloat_FromDouble(nc_threshold(T, m, F64(a[1].arr), rate, F64(a[2].arr), a[4].f));
+}
+
 NC_WRAPPER(observe)
 {
     nc_arr t[T_COUNT], s[S_COUNT];
@@ -1101,6 +1114,9 @@ PyMethodDef nc_dopri5_methods[] = {
               "projected "
               "in place (positions, then velocities; fresh: factored at y first, as for "
               "outputs)."),
+    NC_METHOD(threshold, "threshold(T, G, x, rate, tol) -> the tolerance a residual G x + "
+              "rate can be held to, max(tol, ROUNDOFF ε max_rows (|G| |x| + |rate|)) (rate "
+              "empty: none; positions x = p, velocities x = v and rate = g_t)."),
     NC_METHOD(observe, "observe(T, S, y, W, evaluated) -> (energy, ‖g‖∞, ‖G v + g_t‖∞) at y."),
     NC_METHOD(step, "step(T, S, P, Wk, hooks, W7, mode, max_attempts, eps_floor, store, m) -> "
               "(status, rejected): DOPRI5 attempts from (ctrl[T_NOW], S.y) until one is "

@@ -148,6 +148,15 @@ void nc_set_dropped(const nc_arr *S, const uint8_t *mask);
 int64_t nc_rhs(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
                const nc_hooks *hk, double t, const double *y, const double *W, int64_t mode,
                double *out);
+/* the projection's margin (kept rows converge to it times the tolerance) and its
+ * iterations at most; module.c exports them for the failure messages Python words */
+#define NC_PROJECTION_MARGIN 0.1
+#define NC_PROJECTION_MAX_ITER 8
+/* max(tol, ROUNDOFF ε max over the m rows of (|G| |x| + |rate|)), rate NULL: none
+ * (positions x = p; velocities x = v, rate = g_t): the tolerance a residual G x + rate
+ * can be held to */
+double nc_threshold(const nc_arr *T, int64_t m, const double *G, const double *rate,
+                    const double *x, double tol);
 /* project y in place (fresh: factor at y first, as for outputs); a step status
  * (NC_POSITION_PROJECTION, NC_VELOCITY_PROJECTION or a failed factorization's) */
 int64_t nc_project(const nc_arr *T, const nc_arr *S, const nc_arr *P, const nc_arr *Wk,
@@ -247,7 +256,7 @@ int nc_advance_buffers(const nc_value *a, int64_t N, int64_t y_rows, int64_t k_r
 PyObject *nc_advance_result(nc_progress out);
 
 /* ------------------------------------------------------------------ callbacks.c */
-/* The hooks of a Python Callbacks object (natcoord.integrate.stepper.Callbacks) for one
+/* The hooks of a Python Callbacks object (natcoord.dynamics.core_run.Callbacks) for one
  * wrapper call: *hk points at ctx's table; for None (the built-in model) a table with
  * only `interrupted` (Python's pending signals), so that Ctrl-C stops a long advance.
  * ctx must live during the call. Returns 0, or -1 with a Python exception set. */

@@ -1,6 +1,7 @@
 /* The extension module natcoord.core.engine: the method tables of every source
  * file of the core joined into one module. */
 #include "nc_core.h"
+#include "dopri5.h"
 #include "radau.h"
 #include "sensitivity.h"
 
@@ -37,7 +38,9 @@ PyMODINIT_FUNC PyInit_engine(void)
     PyObject *f = PyCFunction_NewEx(&layout, NULL, name);
     if (f == NULL || PyModule_AddObject(m, "layout", f) < 0)
         goto fail;
-    if (PyModule_AddIntConstant(m, "LANES", NC_LANES) < 0)
+    if (PyModule_AddIntConstant(m, "LANES", NC_LANES) < 0 ||
+        PyModule_AddObject(m, "PROJECTION_MARGIN", PyFloat_FromDouble(NC_PROJECTION_MARGIN)) < 0 ||
+        PyModule_AddIntConstant(m, "PROJECTION_MAX_ITER", NC_PROJECTION_MAX_ITER) < 0)
         goto fail;
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
         for (PyMethodDef *def = tables[t]; def->ml_name != NULL; def++) {

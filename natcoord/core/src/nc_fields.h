@@ -102,12 +102,11 @@ enum {
     S_comb,
     S_stack,
     S_vals,
-    S_scale,
     S_held,
     S_COUNT
 };
-#define NC_BUFFERS_KINDS "ddddddddddddddddddddq??qdddqdd?"
-#define NC_BUFFERS_NAMES "g,g_t,gamma,Gv,G,F,s,x,lam,zero,K,Kacc,ystage,ynew,ynewacc,yproj,yprev,y,f,threshold,dropped,mask,rhs_mask,counts,ctrl,tmp,comb,stack,vals,scale,held"
+#define NC_BUFFERS_KINDS "ddddddddddddddddddddq??qdddqd?"
+#define NC_BUFFERS_NAMES "g,g_t,gamma,Gv,G,F,s,x,lam,zero,K,Kacc,ystage,ynew,ynewacc,yproj,yprev,y,f,threshold,dropped,mask,rhs_mask,counts,ctrl,tmp,comb,stack,vals,held"
 
 enum {
     P_J4,
