@@ -154,6 +154,27 @@ transformed tolerance expressed in the user's, ≈ 0.03 against 1e-3 here) to 14
 with the ball 1.1e-6 m off at 2 s instead of 8.9e-9 m; 120 steps are not reached
 by RADAU5's logic in these coordinates (err at h = 0.0167 s, 2 s / 120, would be
 ≈ 0.33 (0.0167/0.0125)⁴ ≈ 1.1, and the true local error above ≈ 1.6 tolerances).
+RADAU5's step-size freedom does not reach it either: with its largest safety factor,
+0.9 (one Newton iteration), imposed on every step the run takes 139 steps (13 rejected),
+and past it (1.0, 1.1: no longer RADAU5) 146 and 133 with 51 and 60 rejections, Newton
+failing as h grows (below). Why J is formed on almost every step, and why that is
+cheaper here than keeping it (measured with timers in radau.c, shares of the run): a
+Jacobian costs 5.9 µs and its stiff basis 2.7 µs (together 45 % of the run), a Newton
+iteration 2.4 µs (its three evaluations 1.4 µs; the iterations 50 %), so a J kept pays
+only if it costs fewer than ≈ 3.5 extra iterations. With a fresh J from the middle of
+the step Newton contracts with θ ≈ 0.04–0.06 over the swing (0.002 at the turning
+points): the stages' spring directions differ from J's by ≈ φ̇ h/2, and an error along
+the spring becomes, through J's error k/m·angle, one across it damped only by |γ²|, so
+θ ≈ ω·angle·h/4 ∝ ω φ̇ h². Its first increment is 40–50 in the scaled norm (≈ 300 in
+the velocity along the spring at the bottom of the swing): the last step's inner stage
+values are off along the spring by ≈ 1e-5 m/s (stage order 3) and the extrapolated
+collocation polynomial amplifies that; so 3.7 iterations an attempt at κ·Tol = 1e-3
+(κ·Tol = 0.01: 3.2, and the ball ends 7.9e-7 m off). A J one step old triples the
+angle (θ ≈ 0.15–0.2): with THET = 0.1 Newton fails at the third iteration's prediction
+(211 steps, 52 rejected, 926 iterations); retried at the same h with a fresh J, 90 of
+≈ 140 attempts with a kept J fail; predicting nothing before the last iteration, 182
+steps, 18 rejected, 63 Jacobians, 837 iterations: 82 Jacobians fewer for 246
+iterations and 34 steps more, no cheaper.
 
 The coefficients ``T, Λ, e`` are computed from the Butcher tableau at import
 (``T`` from the eigenvectors of ``A⁻¹``, ``e`` from the order conditions of
