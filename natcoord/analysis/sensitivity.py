@@ -95,7 +95,9 @@ INITIAL = ("p0", "v0")
 
 #: memory for the stage factorizations of one round of steps (``advance_swept``):
 #: small enough to be read back from the cache (L2), and to stay mapped between runs:
-#: at 1 MiB every six-bar run faulted its pages in afresh (3 % of its sweep)
+#: at 1 MiB every six-bar run faulted its pages in afresh (3 % of its sweep). On the
+#: sprung hexapod (251 KB a step: one step a round) rounds of 2 or 4 steps (512 KiB,
+#: 1 MiB) made the one-column run slower, by 3 and 4 % of a forward run (2026-11-29)
 STORE_BYTES = 2 ** 18
 
 #: spring parameters: index in ``Directions.spring_kind`` (sensitivity.c's enum)
