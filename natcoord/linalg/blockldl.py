@@ -188,7 +188,7 @@ class BlockPlan:
         self.side_block, self.side_body, self.side_trans, side_node = side.T.copy()
         self.side_row0, self.side_size = self.node_row0[side_node], self.size[side_node]
         self._augmentation(model, s)
-        self.arrays = _int32(PlanArrays(
+        self.arrays = PlanArrays(
             J4=model.J4, J4_min=np.linalg.eigvalsh(model.J4)[:, 0].copy(),
             unit_J4=unit_mass_blocks(model),
             unit_J4_min=np.linalg.eigvalsh(unit_mass_blocks(model))[:, 0].copy(),
@@ -202,7 +202,7 @@ class BlockPlan:
             jp_z=self.jp_z, body_axis_ptr=self.body_axis_ptr, row_z=self.row_z,
             side_block=self.side_block, side_body=self.side_body,
             side_trans=self.side_trans, side_row0=self.side_row0,
-            side_size=self.side_size, jp_e=self.jp_e, **self.al))
+            side_size=self.side_size, jp_e=self.jp_e, **self.al)
 
     def _augmentation(self, model, s):
         """``al_*``: the augmented-Lagrangian term ``ρ ĈᵀĈ`` of each augmented body's
@@ -280,20 +280,6 @@ class BlockPlan:
         update = np.where(self.upd_q == self.upd_p, uq * (uq + 1), 2 * uq * up) * d[upd_k]
         return int(np.sum(d**3) // 3 + np.sum(dq * dk**2) + np.sum(update)
                    + 4 * np.sum(dq * dk) + 2 * np.sum(d**2))
-
-
-def _int32(arrays):
-    """``arrays`` with their index arrays as int32: the kernels stream the plan once
-    or twice per factorization, and halving its bytes matters once a chain of 10⁴
-    bodies no longer fits the caches. Refused if an offset the kernels form (at most
-    48 times an index: a body's 12 coordinates in 4 lanes) could overflow."""
-    largest = max((int(a.max()) for a in arrays if isinstance(a, np.ndarray)
-                   and a.dtype == np.int64 and a.size), default=0)
-    if 48 * (largest + 1) >= 2**31:
-        raise ValueError(f"block solver: the model is too large for the core's int32 "
-                         f"indices (an index of {largest})")
-    return PlanArrays(*(a.astype(np.int32) if isinstance(a, np.ndarray)
-                        and a.dtype == np.int64 else a for a in arrays))
 
 
 def _symbolic(model):

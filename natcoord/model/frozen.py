@@ -40,17 +40,7 @@ class ConstraintTables:
     Quadratic terms ``(row, a, b, c, w)``, linear terms ``(row, a, d, w)``,
     constant terms ``(row, c, w)``; ``w`` indexes the weight table (0 is the
     constant 1). ``pattern_row/pattern_slot`` list the nonzero 1×3 blocks of
-    ``G`` sorted by row then slot; ``quad_ga/quad_gb/lin_g`` point into it: block
-    ``k``, or ``~k`` (negative) for the term that reaches block ``k`` first in the
-    kernel's order (the quadratic terms, side a before b, then the linear ones),
-    which stores its share where the others add theirs. Every block has such a
-    term, so the kernel never zeroes ``G`` first: on a chain of 10⁴ bodies that
-    pass wrote 5.7 MB to memory and read it back.
-
-    The terms' indices are int32: the constraint kernel streams these arrays
-    once per evaluation, and halving their bytes matters once a chain of 10⁴
-    bodies no longer fits the caches. A model whose rows, slots, blocks or terms
-    reach 2³¹/3 is refused (:meth:`_indices`).
+    ``G`` sorted by row then slot; ``quad_ga/quad_gb/lin_g`` point into it.
     """
 
     def __init__(self, rows, n_slots):
@@ -69,32 +59,23 @@ class ConstraintTables:
         keys = sorted({(r, a) for r, a, _, _, _ in quad} | {(r, b) for r, _, b, _, _ in quad}
                       | {(r, a) for r, a, _, _ in lin})
         index = {k: i for i, k in enumerate(keys)}
-        self._indices(len(rows), n_slots, len(keys), len(quad) + len(lin) + len(const))
         self.pattern_row = _frozen([k[0] for k in keys], np.int64)
         self.pattern_slot = _frozen([k[1] for k in keys], np.int64)
-        self.quad_row = _frozen([t[0] for t in quad], np.int32)
-        self.quad_a = _frozen([t[1] for t in quad], np.int32)
-        self.quad_b = _frozen([t[2] for t in quad], np.int32)
+        self.quad_row = _frozen([t[0] for t in quad], np.int64)
+        self.quad_a = _frozen([t[1] for t in quad], np.int64)
+        self.quad_b = _frozen([t[2] for t in quad], np.int64)
         self.quad_c = _frozen([t[3] for t in quad], float)
-        self.quad_w = _frozen([t[4] for t in quad], np.int32)
-        seen = set()
-
-        def first(k):               # ~k: the first term (in the kernel's order) on block k
-            if k in seen:
-                return k
-            seen.add(k)
-            return ~k
-        qg = [(first(index[(t[0], t[1])]), first(index[(t[0], t[2])])) for t in quad]
-        self.quad_ga = _frozen([a for a, _ in qg], np.int32)
-        self.quad_gb = _frozen([b for _, b in qg], np.int32)
-        self.lin_row = _frozen([t[0] for t in lin], np.int32)
-        self.lin_a = _frozen([t[1] for t in lin], np.int32)
+        self.quad_w = _frozen([t[4] for t in quad], np.int64)
+        self.quad_ga = _frozen([index[(t[0], t[1])] for t in quad], np.int64)
+        self.quad_gb = _frozen([index[(t[0], t[2])] for t in quad], np.int64)
+        self.lin_row = _frozen([t[0] for t in lin], np.int64)
+        self.lin_a = _frozen([t[1] for t in lin], np.int64)
         self.lin_d = _frozen(np.reshape([t[2] for t in lin], (-1, 3)), float)
-        self.lin_w = _frozen([t[3] for t in lin], np.int32)
-        self.lin_g = _frozen([first(index[(t[0], t[1])]) for t in lin], np.int32)
-        self.const_row = _frozen([t[0] for t in const], np.int32)
+        self.lin_w = _frozen([t[3] for t in lin], np.int64)
+        self.lin_g = _frozen([index[(t[0], t[1])] for t in lin], np.int64)
+        self.const_row = _frozen([t[0] for t in const], np.int64)
         self.const_c = _frozen([t[1] for t in const], float)
-        self.const_w = _frozen([t[2] for t in const], np.int32)
+        self.const_w = _frozen([t[2] for t in const], np.int64)
         # CSR structure of G (m × 3 n_slots): each block expands to 3 columns.
         counts = np.bincount(self.pattern_row, minlength=len(rows)) * 3
         self.csr_indptr = _frozen(np.concatenate([[0], np.cumsum(counts)]), np.int64)
@@ -103,15 +84,6 @@ class ConstraintTables:
         self.shape = (len(rows), 3 * n_slots)
         #: the drives' laws (natcoord.model.drives.Laws), or None if a drive is a Python callable
         self.laws = pack(self.weights)
-
-    @staticmethod
-    def _indices(n_rows, n_slots, n_blocks, n_terms):
-        """Refuse a model whose term indices, or 3 × a slot or block index (the
-        kernels' offsets), do not fit in int32."""
-        if 3 * max(n_rows, n_slots, n_blocks, n_terms) >= 2**31:
-            raise ValueError(f"model too large for the core: {n_rows} rows, {n_slots} slots, "
-                             f"{n_blocks} Jacobian blocks and {n_terms} constraint terms "
-                             f"(3 × each must stay below 2³¹)")
 
     @property
     def terms(self):

@@ -11,7 +11,6 @@ static const char *kind_name(char kind)
     switch (kind) {
     case 'd': return "float64";
     case 'q': return "int64";
-    case 'i': return "int32";
     case '?': return "bool";
     case 'Z': return "complex128";
     default: return "?";
@@ -27,7 +26,6 @@ static int format_matches(const char *format, char kind)
     switch (kind) {
     case 'd': return strcmp(format, "d") == 0;
     case 'q': return strcmp(format, "q") == 0 || strcmp(format, "l") == 0;
-    case 'i': return strcmp(format, "i") == 0;
     case '?': return strcmp(format, "?") == 0;
     case 'Z': return strcmp(format, "Zd") == 0;
     }

@@ -41,12 +41,11 @@ enum { FACTORED = NC_FACTORED, SINGULAR_FRAME = NC_FACTOR_SINGULAR_FRAME,
        NOT_POSITIVE_DEFINITE = NC_FACTOR_NOT_POSITIVE_DEFINITE,
        UNPIVOTABLE_JOINT = NC_FACTOR_UNPIVOTABLE_JOINT };
 
-/* The plan's arrays and the work buffers of one call, as plain pointers. The plan's
- * indices are int32 (natcoord.linalg.blockldl._int32): half the bytes to stream. */
+/* The plan's arrays and the work buffers of one call, as plain pointers. */
 typedef struct {
     int64_t n, N;                     /* bodies, nodes */
     const double *J4, *J4_min;        /* mass blocks (n, 4, 4) of this pass and λ_min */
-    const int32_t *e_index, *body_node, *size, *col_ptr, *col_node, *upd_ptr, *upd_q,
+    const int64_t *e_index, *body_node, *size, *col_ptr, *col_node, *upd_ptr, *upd_q,
         *upd_p, *upd_t, *node_row0, *jp, *jp_ptr, *jp_row, *jp_slot, *jp_base, *jp_stride,
         *jp_axis, *jp_z, *body_axis_ptr, *row_z, *side_block, *side_body, *side_trans,
         *side_row0, *side_size, *jp_e, *al_block, *al_trans, *al_jnode, *al_size, *al_node,
@@ -64,22 +63,22 @@ static ldl ldl_of(const nc_arr *P, const nc_arr *Wk)
     ldl s = {
         .n = P[P_J4].shape[0], .N = P[P_size].size,
         .J4 = F64(P[P_J4]), .J4_min = F64(P[P_J4_min]),
-        .e_index = I32(P[P_e_index]), .body_node = I32(P[P_body_node]),
-        .size = I32(P[P_size]), .col_ptr = I32(P[P_col_ptr]), .col_node = I32(P[P_col_node]),
-        .upd_ptr = I32(P[P_upd_ptr]), .upd_q = I32(P[P_upd_q]), .upd_p = I32(P[P_upd_p]),
-        .upd_t = I32(P[P_upd_t]), .node_row0 = I32(P[P_node_row0]), .jp = I32(P[P_jp]),
-        .jp_ptr = I32(P[P_jp_ptr]), .jp_row = I32(P[P_jp_row]), .jp_slot = I32(P[P_jp_slot]),
-        .jp_base = I32(P[P_jp_base]), .jp_stride = I32(P[P_jp_stride]),
-        .jp_axis = I32(P[P_jp_axis]), .jp_z = I32(P[P_jp_z]),
-        .body_axis_ptr = I32(P[P_body_axis_ptr]), .row_z = I32(P[P_row_z]),
-        .side_block = I32(P[P_side_block]), .side_body = I32(P[P_side_body]),
-        .side_trans = I32(P[P_side_trans]), .side_row0 = I32(P[P_side_row0]),
-        .side_size = I32(P[P_side_size]), .jp_e = I32(P[P_jp_e]), .sign = F64(P[P_sign]),
-        .al_block = I32(P[P_al_block]), .al_trans = I32(P[P_al_trans]),
-        .al_jnode = I32(P[P_al_jnode]), .al_size = I32(P[P_al_size]),
-        .al_node = I32(P[P_al_node]), .al_copy = I32(P[P_al_copy]),
-        .al_pair_u = I32(P[P_al_pair_u]), .al_pair_w = I32(P[P_al_pair_w]),
-        .al_pair_t = I32(P[P_al_pair_t]), .al_rho = F64(P[P_al_rho]),
+        .e_index = I64(P[P_e_index]), .body_node = I64(P[P_body_node]),
+        .size = I64(P[P_size]), .col_ptr = I64(P[P_col_ptr]), .col_node = I64(P[P_col_node]),
+        .upd_ptr = I64(P[P_upd_ptr]), .upd_q = I64(P[P_upd_q]), .upd_p = I64(P[P_upd_p]),
+        .upd_t = I64(P[P_upd_t]), .node_row0 = I64(P[P_node_row0]), .jp = I64(P[P_jp]),
+        .jp_ptr = I64(P[P_jp_ptr]), .jp_row = I64(P[P_jp_row]), .jp_slot = I64(P[P_jp_slot]),
+        .jp_base = I64(P[P_jp_base]), .jp_stride = I64(P[P_jp_stride]),
+        .jp_axis = I64(P[P_jp_axis]), .jp_z = I64(P[P_jp_z]),
+        .body_axis_ptr = I64(P[P_body_axis_ptr]), .row_z = I64(P[P_row_z]),
+        .side_block = I64(P[P_side_block]), .side_body = I64(P[P_side_body]),
+        .side_trans = I64(P[P_side_trans]), .side_row0 = I64(P[P_side_row0]),
+        .side_size = I64(P[P_side_size]), .jp_e = I64(P[P_jp_e]), .sign = F64(P[P_sign]),
+        .al_block = I64(P[P_al_block]), .al_trans = I64(P[P_al_trans]),
+        .al_jnode = I64(P[P_al_jnode]), .al_size = I64(P[P_al_size]),
+        .al_node = I64(P[P_al_node]), .al_copy = I64(P[P_al_copy]),
+        .al_pair_u = I64(P[P_al_pair_u]), .al_pair_w = I64(P[P_al_pair_w]),
+        .al_pair_t = I64(P[P_al_pair_t]), .al_rho = F64(P[P_al_rho]),
         .n_al = P[P_al_block].size, .n_al_pair = P[P_al_pair_t].size,
         .n_jp = P[P_jp].size, .n_side = P[P_side_block].size, .n_row_z = P[P_row_z].size,
         .B = F64(Wk[WK_B]), .inv = F64(Wk[WK_inv]), .E = F64(Wk[WK_E]), .F = F64(Wk[WK_F]),
@@ -103,7 +102,7 @@ static inline void cross_add(double *out, int os, const double *a, int as, const
 }
 
 /* E[k] = e_{k+1} of body i: the Jacobian blocks of ½(e_k·e_k − 1) */
-static inline void axes(const double *G, const int32_t *e_index, int64_t i, double *E)
+static inline void axes(const double *G, const int64_t *e_index, int64_t i, double *E)
 {
     for (int k = 0; k < 3; k++)
         for (int a = 0; a < 3; a++)
@@ -1140,7 +1139,7 @@ NC_WRAPPER(factor_kernel)
     const nc_arr *P = a[2].tuple, *Wk = a[3].tuple;
     /* the last Jacobian block the plan reads: its last joint block, else its last axis */
     const nc_arr *jp = &P[P_jp], *e_index = &P[P_e_index];
-    int64_t last = jp->size ? I32(*jp)[jp->size - 1] : I32(*e_index)[e_index->size - 1];
+    int64_t last = jp->size ? I64(*jp)[jp->size - 1] : I64(*e_index)[e_index->size - 1];
     if (a[0].arr.ndim != 2 || a[0].arr.shape[1] != 3 || a[0].arr.shape[0] <= last
         || a[1].arr.size != Wk[WK_bound].size) {
         PyErr_Format(PyExc_ValueError, "core.factor_kernel: G must be (nnz, 3) with more than "

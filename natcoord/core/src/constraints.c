@@ -7,8 +7,7 @@
  * term c x_a·x_b with weight (w, ẇ, ẅ):
  *     g += w c x_a·x_b,  G[a] += w c x_b,  G[b] += w c x_a,  g_t += ẇ c x_a·x_b,
  *     γ −= c (2 w v_a·v_b + 2 ẇ (x_a·v_b + x_b·v_a) + ẅ x_a·x_b)
- * (ġ̇ = G a − γ differentiated twice); linear and constant terms likewise. The terms'
- * indices are int32 (natcoord.model.frozen.ConstraintTables): half the bytes to stream. */
+ * (ġ̇ = G a − γ differentiated twice); linear and constant terms likewise. */
 #include "nc_core.h"
 #include "nc_simd.h"
 
@@ -25,13 +24,14 @@ NC_INLINE double dot3(const double *a, const double *b)
  * out — a fifth of the evaluation; g, g_t and G are the same either way. */
 NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const double *V,
                                    const double *W, double *g, double *g_t, double *gamma,
-                                   double *G, int64_t m)
+                                   double *G, int64_t m, int64_t nnz)
 {
     memset(g, 0, m * sizeof(double));
     memset(g_t, 0, m * sizeof(double));
     const int with_gamma = gamma != NULL;
     if (with_gamma)
         memset(gamma, 0, m * sizeof(double));
+    memset(G, 0, 3 * nnz * sizeof(double));
     int64_t cur = -1;                       /* the row whose sums are in registers */
     double sg = 0.0, st = 0.0, sgam = 0.0;
 #define SWITCH_ROW(r)                                                                     \
@@ -44,13 +44,8 @@ NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const doubl
         cur = (r);                                                                        \
         sg = g[cur], st = g_t[cur], sgam = with_gamma ? gamma[cur] : 0.0;                 \
     }
-    /* A term's Jacobian block: index i, or ~i for the first term on block i, which starts
-     * its sum from 0.0 (ConstraintTables): the sums round as after zeroing G, without a
-     * pass over G to zero it */
-#define G_BLOCK(i) (G + 3 * (int64_t)((i) < 0 ? ~(i) : (i)))
-#define G_START(i, old) ((i) < 0 ? 0.0 : (old))
-    const int32_t *row = I32(T[T_quad_row]), *qa = I32(T[T_quad_a]), *qb = I32(T[T_quad_b]);
-    const int32_t *qw = I32(T[T_quad_w]), *ga = I32(T[T_quad_ga]), *gb = I32(T[T_quad_gb]);
+    const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
+    const int64_t *qw = I64(T[T_quad_w]), *ga = I64(T[T_quad_ga]), *gb = I64(T[T_quad_gb]);
     const double *qc = F64(T[T_quad_c]);
     /* Most terms carry weight row 0, the constant (1, 0, 0): for them w c = c, 2 w v·v =
      * 2 v·v and the ẇ terms vanish, the same operations with the factors 1 and 0 left
@@ -87,32 +82,30 @@ NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const doubl
                 }
             }
         }
-        const int32_t ia = ga[k], ib = gb[k];
-        double *Ga = G_BLOCK(ia), *Gb = G_BLOCK(ib);
+        double *Ga = G + 3 * ga[k], *Gb = G + 3 * gb[k];
         if (Ga == Gb) {                 /* x_a·x_a: both sums in registers, a then b */
             for (int j = 0; j < 3; j++)
-                Ga[j] = (G_START(ia, Ga[j]) + wc * xb[j]) + wc * xa[j];
+                Ga[j] = (Ga[j] + wc * xb[j]) + wc * xa[j];
         } else {
             for (int j = 0; j < 3; j++) {
-                Ga[j] = G_START(ia, Ga[j]) + wc * xb[j];
-                Gb[j] = G_START(ib, Gb[j]) + wc * xa[j];
+                Ga[j] += wc * xb[j];
+                Gb[j] += wc * xa[j];
             }
         }
     }
-    const int32_t *lrow = I32(T[T_lin_row]), *la = I32(T[T_lin_a]), *lw = I32(T[T_lin_w]);
-    const int32_t *lg = I32(T[T_lin_g]);
+    const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
+    const int64_t *lg = I64(T[T_lin_g]);
     const double *ld = F64(T[T_lin_d]);
     for (int64_t k = 0; k < T[T_lin_row].size; k++) {
         SWITCH_ROW(lrow[k])
         const double *pd = ld + 3 * k;
         const double d[3] = {pd[0], pd[1], pd[2]};
         double dx = dot3(d, X + 3 * la[k]);
-        const int32_t ig = lg[k];
-        double *Gk = G_BLOCK(ig);
+        double *Gk = G + 3 * lg[k];
         if (unit0 && lw[k] == 0) {      /* weight (1, 0, 0): g_t and γ receive 0 */
             sg += dx;
             for (int j = 0; j < 3; j++)
-                Gk[j] = G_START(ig, Gk[j]) + d[j];
+                Gk[j] += d[j];
             continue;
         }
         const double *w = W + 3 * lw[k], w0 = w[0], w1 = w[1], w2 = w[2];
@@ -121,11 +114,9 @@ NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const doubl
         if (with_gamma)
             sgam -= 2.0 * w1 * dot3(d, V + 3 * la[k]) + w2 * dx;
         for (int j = 0; j < 3; j++)
-            Gk[j] = G_START(ig, Gk[j]) + w0 * d[j];
+            Gk[j] += w0 * d[j];
     }
-#undef G_BLOCK
-#undef G_START
-    const int32_t *crow = I32(T[T_const_row]), *cw = I32(T[T_const_w]);
+    const int64_t *crow = I64(T[T_const_row]), *cw = I64(T[T_const_w]);
     const double *cc = F64(T[T_const_c]);
     for (int64_t k = 0; k < T[T_const_row].size; k++) {
         SWITCH_ROW(crow[k])
@@ -148,8 +139,8 @@ NC_INLINE void nc_constraints_body(const nc_arr *T, const double *X, const doubl
 
 NC_DISPATCH_VOID(nc_constraints,
                  (const nc_arr *T, const double *X, const double *V, const double *W,
-                  double *g, double *g_t, double *gamma, double *G, int64_t m),
-                 (T, X, V, W, g, g_t, gamma, G, m))
+                  double *g, double *g_t, double *gamma, double *G, int64_t m, int64_t nnz),
+                 (T, X, V, W, g, g_t, gamma, G, m, nnz))
 
 void nc_jacobian_times(const int64_t *pattern_row, const int64_t *pattern_slot, int64_t nnz,
                        const double *G, const double *V, double *out, int64_t m)
@@ -204,7 +195,8 @@ NC_WRAPPER(constraint_kernel)
     if (nc_parse(args, nargs, "Cddddddd", a, "constraint_kernel") < 0)
         return NULL;
     nc_constraints(a[0].tuple, F64(a[1].arr), F64(a[2].arr), F64(a[3].arr), F64(a[4].arr),
-                   F64(a[5].arr), F64(a[6].arr), F64(a[7].arr), a[4].arr.size);
+                   F64(a[5].arr), F64(a[6].arr), F64(a[7].arr), a[4].arr.size,
+                   a[7].arr.shape[0]);
     Py_RETURN_NONE;
 }
 

@@ -84,7 +84,7 @@ void nc_evaluate_constraints(const nc_arr *T, const nc_arr *S, const double *X,
                              const double *V, const double *W)
 {
     nc_constraints(T, X, V, W, F64(S[S_g]), F64(S[S_g_t]), F64(S[S_gamma]), F64(S[S_G]),
-                   S[S_g].size);
+                   S[S_g].size, S[S_G].shape[0]);
 }
 
 /* S.g, S.g_t and S.G at (X, V): nc_evaluate_constraints without γ, which only the
@@ -93,7 +93,8 @@ void nc_evaluate_constraints(const nc_arr *T, const nc_arr *S, const double *X,
 static void evaluate_geometry(const nc_arr *T, const nc_arr *S, const double *X,
                               const double *V, const double *W)
 {
-    nc_constraints(T, X, V, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]), S[S_g].size);
+    nc_constraints(T, X, V, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]), S[S_g].size,
+                   S[S_G].shape[0]);
 }
 
 /* S.Gv = G v + g_t for the Jacobian in S.G */

@@ -20,7 +20,7 @@
 
 #define NC_MAX_DIM 5
 /* the constraint terms: the first 15 fields of Tables (ConstraintTables.kernel_args()) */
-#define NC_TERMS_KINDS "iiidiiiiidiiidi"
+#define NC_TERMS_KINDS "qqqdqqqqqdqqqdq"
 
 
 /* One array (or a Python float, kind 'f', kept in .value). */
@@ -35,7 +35,6 @@ typedef struct {
 
 #define F64(a) ((double *)(a).p)
 #define I64(a) ((int64_t *)(a).p)
-#define I32(a) ((int32_t *)(a).p)
 #define BOOL(a) ((uint8_t *)(a).p)
 #define CPLX(a) ((double complex *)(a).p)
 #define SCALAR(a) ((a).value)
@@ -45,8 +44,7 @@ typedef struct {
 #define IAT2(a, i, j) (I64(a)[(int64_t)(i) * (a).shape[1] + (j)])
 
 /* Argument specification of a kernel's Python wrapper (nc_parse): one
- * character per argument: d q ? Z arrays of float64, int64, bool, complex128 (in a
- * tuple's kinds also i, int32);
+ * character per argument: d q ? Z arrays of float64, int64, bool, complex128;
  * f a Python float (double), i a Python int (int64), p a truth value (int), o any
  * object (borrowed);
  * T S P W F L R the named tuples Tables, Buffers, PlanArrays, WorkBuffers,
@@ -78,7 +76,7 @@ int nc_array(PyObject *obj, char kind, nc_arr *out, const char *what);
 
 /* Kernels shared between source files (prototypes of their definitions). */
 void nc_constraints(const nc_arr *T, const double *X, const double *V, const double *W,
-                    double *g, double *g_t, double *gamma, double *G, int64_t m);
+                    double *g, double *g_t, double *gamma, double *G, int64_t m, int64_t nnz);
 void nc_jacobian_times(const int64_t *pattern_row, const int64_t *pattern_slot, int64_t nnz,
                        const double *G, const double *V, double *out, int64_t m);
 void nc_jacobian_transpose_times(const int64_t *pattern_row, const int64_t *pattern_slot,

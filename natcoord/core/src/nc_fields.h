@@ -2,7 +2,7 @@
  * Generated from natcoord's namedtuples (Tables, Buffers, PlanArrays, WorkBuffers,
  * FactorStore, Laws) in their field order; tests/test_core.py checks the names
  * (engine.layout()) and the kinds against them. A nested tuple's fields follow with the
- * nested name as prefix (its kinds in parentheses). Kinds: d float64, q int64, i int32, ? bool,
+ * nested name as prefix (its kinds in parentheses). Kinds: d float64, q int64, ? bool,
  * Z complex128, f a Python float. */
 #ifndef NC_FIELDS_H
 #define NC_FIELDS_H
@@ -69,7 +69,7 @@ enum {
     T_size_factor,
     T_COUNT
 };
-#define NC_TABLES_KINDS "iiidiiiiidiiidiqqddqqqqddqdqdqqdddqqdddqdddqqqdqqdd(qqqqqqd)f"
+#define NC_TABLES_KINDS "qqqdqqqqqdqqqdqqqddqqqqddqdqdqqdddqqdddqdddqqqdqqdd(qqqqqqd)f"
 #define NC_TABLES_NAMES "quad_row,quad_a,quad_b,quad_c,quad_w,quad_ga,quad_gb,lin_row,lin_a,lin_d,lin_w,lin_g,const_row,const_c,const_w,pattern_row,pattern_slot,J4,gravity_force,force_kind,force_index,aff_ptr,aff_slot,aff_coef,aff_const,pf_aff,pf_vec,tq_body,tq_vec,sp_a,sp_b,sp_k,sp_l0,sp_c,js_f0,js_f1,js_k,js_rest,js_c,cs_form,cs_k,cs_c,cs_rest,form_qptr,form_qa,form_qb,form_qc,form_lptr,form_la,form_ld,form_const,laws_weight_kind,laws_weight_law,laws_kind,laws_pieces,laws_order,laws_ptr,laws_data,size_factor"
 
 enum {
@@ -153,7 +153,7 @@ enum {
     P_al_pair_t,
     P_COUNT
 };
-#define NC_PLAN_KINDS "ddddfiiidiiiiiiiiiiiiiiiiiiiiiiiiiiiiidiii"
+#define NC_PLAN_KINDS "ddddfqqqdqqqqqqqqqqqqqqqqqqqqqqqqqqqqqdqqq"
 #define NC_PLAN_NAMES "J4,J4_min,unit_J4,unit_J4_min,mass_ratio,e_index,body_node,size,sign,col_ptr,col_node,upd_ptr,upd_q,upd_p,upd_t,node_row0,jp,jp_ptr,jp_row,jp_slot,jp_base,jp_stride,jp_axis,jp_z,body_axis_ptr,row_z,side_block,side_body,side_trans,side_row0,side_size,jp_e,al_block,al_trans,al_jnode,al_size,al_node,al_copy,al_rho,al_pair_u,al_pair_w,al_pair_t"
 
 enum {

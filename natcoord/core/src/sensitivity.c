@@ -124,8 +124,8 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const nc_terms *term
      * met again (as nc_constraints sums them) */
     int64_t cur = -1;
     double acc[NC_LANES] = {0.0};
-    const int32_t *row = I32(T[T_quad_row]), *qa = I32(T[T_quad_a]), *qb = I32(T[T_quad_b]);
-    const int32_t *qw = I32(T[T_quad_w]);
+    const int64_t *row = I64(T[T_quad_row]), *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]);
+    const int64_t *qw = I64(T[T_quad_w]);
     const double *qc = F64(T[T_quad_c]);
     const int64_t n_quad = terms != NULL ? terms->n_quad : T[T_quad_row].size;
     for (int64_t t = 0; t < n_quad; t++) {
@@ -195,7 +195,7 @@ NC_INLINE void constraint_directional_body(const nc_arr *T, const nc_terms *term
     }
     for (int j = 0; j < c && cur >= 0; j++)
         s[j * sc + cur * ss] = acc[j];
-    const int32_t *lrow = I32(T[T_lin_row]), *la = I32(T[T_lin_a]), *lw = I32(T[T_lin_w]);
+    const int64_t *lrow = I64(T[T_lin_row]), *la = I64(T[T_lin_a]), *lw = I64(T[T_lin_w]);
     const double *ld = F64(T[T_lin_d]);
     const int64_t n_lin = terms != NULL ? terms->n_lin : T[T_lin_row].size;
     for (int64_t t = 0; t < n_lin; t++) {
@@ -308,7 +308,7 @@ static void parameter_force(const nc_arr *T, const nc_arr *D, int64_t j, const d
 
 void nc_body_terms(const nc_arr *T, int64_t body, int64_t *buffer, nc_terms *out)
 {
-    const int32_t *qa = I32(T[T_quad_a]), *qb = I32(T[T_quad_b]), *la = I32(T[T_lin_a]);
+    const int64_t *qa = I64(T[T_quad_a]), *qb = I64(T[T_quad_b]), *la = I64(T[T_lin_a]);
     int64_t *list = buffer;
     out->quad = list;
     for (int64_t k = 0; k < T[T_quad_row].size; k++)
@@ -337,7 +337,7 @@ static void drive_terms(const nc_arr *T, const nc_beyond *bx, const double *dW,
     int64_t nnz = T[T_pattern_row].size;
     const int64_t *prow = I64(T[T_pattern_row]), *pslot = I64(T[T_pattern_slot]);
     double *g = bx->gw, *g_t = g + m, *gamma = g_t + m, *GA = gamma + m;
-    nc_constraints(T, X, V, dW, g, g_t, gamma, bx->Gw, m);
+    nc_constraints(T, X, V, dW, g, g_t, gamma, bx->Gw, m, nnz);
     nc_jacobian_times(prow, pslot, nnz, bx->Gw, A, GA, m);
     for (int64_t r = 0; r < m; r++)
         s[r] += gamma[r] - GA[r];
@@ -484,7 +484,7 @@ static int64_t projection_derivatives(const sweep_ctx *x, const nc_arr *Wk, cons
     const int drive = bx.dW != NULL && I64(x->D[D_drive])[j0];
     double *g_w = bx.gw, *g_t_w = g_w + m, *Gv_w = g_t_w + 2 * m;
     if (drive) {
-        nc_constraints(T, X, V, bx.dW + j0 * bx.wsize, g_w, g_t_w, NULL, bx.Gw, m);
+        nc_constraints(T, X, V, bx.dW + j0 * bx.wsize, g_w, g_t_w, NULL, bx.Gw, m, nnz);
         nc_jacobian_times(prow, pslot, nnz, bx.Gw, V, Gv_w, m);
     }
     memset(rl, 0, (L * n + L * m) * sizeof(double));       /* r = 0; spare lanes' s = 0 */
@@ -567,7 +567,7 @@ static int64_t projected(const sweep_ctx *x, const nc_arr *Wk, const nc_arr *kep
     if (status != 0)
         return status;
     nc_constraints(x->T, y, y + n, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]),
-                   S[S_g].size);
+                   S[S_g].size, S[S_G].shape[0]);
     if (kept == NULL) {
         nc_set_dropped(S, BOOL(S[S_held]));
         status = nc_factor(S, x->P, Wk, x->hk);
@@ -659,7 +659,8 @@ static int64_t stage_work(const sweep_ctx *x, const nc_arr *Wk, const nc_arr *st
         return 0;
     const nc_arr *S = x->S;
     int64_t m = S[S_g].size;
-    nc_constraints(x->T, Y, Y + S[S_x].size, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]), m);
+    nc_constraints(x->T, Y, Y + S[S_x].size, W, F64(S[S_g]), F64(S[S_g_t]), NULL, F64(S[S_G]),
+                   m, S[S_G].shape[0]);
     memcpy(BOOL(S[S_mask]), BOOL(store[FS_mask]) + (6 * i + s) * m, m);
     return nc_factor(S, x->P, Wk, x->hk);
 }
