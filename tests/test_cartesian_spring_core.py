@@ -15,7 +15,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.core import engine
-from natcoord.model.core_tables import compilable, make_tables
+from natcoord.model.core_tables import make_tables, python_forces
 from test_radau_core import core_and_difference_jacobians
 
 
@@ -50,8 +50,8 @@ def core_forces(model, X, V):
 
 
 def test_the_core_has_the_law():
-    assert compilable(sprung_pair())
-    assert compilable(nc.models.hexapod("driven", elastic_joints=(1e7, 1e4)).build())
+    assert not python_forces(sprung_pair())
+    assert not python_forces(nc.models.hexapod("driven", elastic_joints=(1e7, 1e4)).build())
 
 
 def component_gradient(q, X, h=1e-6):

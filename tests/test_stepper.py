@@ -15,7 +15,7 @@ import pytest
 
 import natcoord as nc
 from natcoord.dynamics.workspace import Workspace
-from natcoord.model.core_tables import compilable
+from natcoord.model.core_tables import python_forces
 from natcoord.integrate.stepper import DOPRI5, StepRecord
 from natcoord.models import REGISTRY
 
@@ -99,7 +99,7 @@ def test_a_python_torque_equals_the_constant_one():
         mech = REGISTRY["six-bar"]()
         mech.add_torque(mech.bodies[1].name, torque)
         models.append(mech.build())
-    assert compilable(models[0]) and not compilable(models[1])
+    assert not python_forces(models[0]) and python_forces(models[1])
     t_eval = np.linspace(0.0, 0.5, 11)
     const, python = (nc.simulate(m, 0.5, rtol=1e-10, t_eval=t_eval) for m in models)
     assert np.abs(_states(const) - _states(python)).max() <= 1e-8

@@ -29,7 +29,7 @@ import numpy as np
 from ..core import engine
 from ..linalg import blockldl
 from ..linalg.base import MassSpreadError
-from ..model.core_tables import make_tables, python_forces
+from ..model.core_tables import packed_tables, python_forces
 from ..model.frozen import State
 
 EPS = float(np.finfo(float).eps)
@@ -104,14 +104,6 @@ def make_buffers(model, solver):
     S.ctrl[DROP_TOL], S.ctrl[HOLD_TOL] = solver.drop_tol, solver.hold_tol
     S.threshold[:] = solver.drop_tol
     return S
-
-
-def pack_run(tables, buffers, plan, work):
-    """The four tuples of a run — the model's tables, the run's buffers, the block
-    solver's plan and work buffers — unpacked for the core once (``engine.pack``),
-    in the order its step, rhs and projection take them."""
-    return (engine.pack(tables, "T"), engine.pack(buffers, "S"),
-            engine.pack(plan.arrays, "P"), engine.pack(work, "W"))
 
 
 def make_segments(model, capacity):
@@ -235,8 +227,9 @@ class CoreRun:
     overwrites): ``S`` the run's :data:`Buffers`; ``callbacks`` its
     :class:`Callbacks` (``forces``: the run's forces beside the model's) and
     ``hooks`` the same or None when the core runs alone (nothing to call back);
-    ``work`` the block work buffers; ``packed`` the four tuples of
-    :func:`pack_run`. With a reference backend the block plan and work buffers are
+    ``work`` the block work buffers; ``packed`` the four tuples the core's step, rhs
+    and projection take — the model's tables (packed once per model), the buffers, the
+    block solver's plan and work buffers — unpacked for the core once. With a reference backend the block plan and work buffers are
     laid out but not used (the hooks factor and solve)."""
 
     def __init__(self, model, solver, forces=()):
@@ -246,7 +239,8 @@ class CoreRun:
         self.hooks = self.callbacks if self.callbacks.needed else None
         plan, self.work = ((solver.plan, solver.work) if self.callbacks.solver is None else
                            (plan := blockldl.block_plan(model), blockldl.make_work(plan)))
-        self.packed = pack_run(make_tables(model), self.S, plan, self.work)
+        self.packed = (packed_tables(model), engine.pack(self.S, "S"),
+                       engine.pack(plan.arrays, "P"), engine.pack(self.work, "W"))
 
     #: the step statuses of a failed factorization and the solver's own codes
     _FACTOR_FAILURES = {SINGULAR_FRAME: blockldl.SINGULAR_FRAME,

@@ -45,7 +45,7 @@ def project_velocities(ws, t, p, v, tol):
     kept rows converged to a tenth of ``tol`` times the mechanism's size factor (or
     their round-off floor). Raises
     :class:`~natcoord.dynamics.core_run.ProjectionError` when it does not converge."""
-    y = np.concatenate([p, v]).astype(float)
+    y = np.concatenate([p, v], dtype=float)
     ws.core.project(t, y, ws.weights(t), PROJECT_VELOCITIES, tol)
     return y[p.size:]
 

@@ -60,11 +60,6 @@ def python_forces(model):
                    lambda: tuple(f for f in model.forces if not compiled_form(f)))
 
 
-def compilable(model):
-    """True if every applied force of ``model`` has a compiled form (no callback)."""
-    return not python_forces(model)
-
-
 def flatten_forces(model):
     """The applied forces with a compiled form (:func:`compiled_form`) as arrays, in
     ``model.forces`` order.
@@ -157,8 +152,8 @@ def size_factor(model):
     """``min(1, L)`` for the mechanism's size ``L`` in metres (the diagonal of the box
     around its bodies' origins and centres of mass in the reference configuration;
     1 if that is 0): the projection converges the kept rows to ``MARGIN · proj_tol``
-    times this factor (natcoord.dynamics.projection; the core's ``nc_project`` reads
-    it from :data:`Tables`).
+    times this factor (the core's ``nc_project``, natcoord/core/src/dopri5.c, reads it
+    from :data:`Tables`).
 
     Why: rows mix units, points in metres and angles (parallel axes, rigid-body
     rows) without, and a dropped row that is an angle is a combination of point
