@@ -19,9 +19,12 @@ from scipy.spatial.transform import Rotation
 
 import natcoord as nc
 from joint_checks import (AXIS, CROSS_AXIS, PAIRS, POINT, T0, Evaluator, derivatives_in_t,
-                          moved, off_manifold, rotation, two_bodies)
+                          moved, off_manifold, rotation, two_bodies, unit)
 
 OTHER_POINT = np.array([-0.4, 0.6, 0.1])      # distance rod's far end
+OBLIQUE_AXIS = unit(CROSS_AXIS + 0.6 * AXIS)   # 59° to AXIS
+IN_PLANE = unit(np.cross(AXIS, CROSS_AXIS))
+TUMBLE = Rotation.from_rotvec([0.5, -0.9, 0.3]).as_matrix()
 THETA = nc.Drive(lambda t: 0.4 * np.sin(2 * t) + 0.3 * t**2,
                  lambda t: 0.8 * np.cos(2 * t) + 0.6 * t,
                  lambda t: -1.6 * np.sin(2 * t) + 0.6)
@@ -53,6 +56,16 @@ JOINTS = {
     "distance": (lambda m, a, b: m.add_distance(a, b, point_a=POINT, point_b=OTHER_POINT,
                                                 name="j"),
                  1, lambda t: (Rotation.from_rotvec([-0.4, 0.2, 1.1]).as_matrix(), 0.0)),
+    "universal oblique": (lambda m, a, b: m.add_universal(a, b, point=POINT, axis_a=AXIS,
+                                                          axis_b=OBLIQUE_AXIS, name="j"),
+                          4, lambda t: (rotation(AXIS, 0.5) @ rotation(OBLIQUE_AXIS, -0.8),
+                                        0.0)),
+    "point on line": (lambda m, a, b: m.add_point_on_line(a, b, point=POINT, axis=AXIS,
+                                                          name="j"),
+                      2, lambda t: (TUMBLE, 0.3 * AXIS)),
+    "point on plane": (lambda m, a, b: m.add_point_on_plane(a, b, point=POINT, normal=AXIS,
+                                                            name="j"),
+                       1, lambda t: (TUMBLE, 0.3 * CROSS_AXIS - 0.2 * IN_PLANE)),
 }
 
 
@@ -87,11 +100,13 @@ def test_allowed_motion_satisfies_the_joint(model, kind, pair):
 
 
 def test_rows_are_independent(model, kind):
-    """Full-rank constraint sets: rank of [rigid rows; joint rows] = 12 + rows (§1.4)."""
+    """Full-rank constraint sets: rank of [rigid rows; joint rows] = 12 + rows (§1.4), so
+    two bodies and one joint keep 12 − rows degrees of freedom."""
     _, rows, _ = JOINTS[kind]
     _, _, _, G = Evaluator(model)(0.0, model.p_reference)
     assert model.n_rows == 12 + rows
     assert np.linalg.matrix_rank(G) == 12 + rows
+    assert nc.assemble(model).dof == 12 - rows
 
 
 def test_jacobian_is_the_derivative_of_g(model):
