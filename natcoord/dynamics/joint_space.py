@@ -531,15 +531,16 @@ class JointSpace:
         ``q̇`` and ``q̈`` default to zero; the result is exact (no projection):
         every tree joint's rows hold to round-off.
         """
-        q = np.asarray(q, float)
+        q = self._joint_array(q, "q", self.nq, self.q_names)
         lead = q.shape[:-1]
-        qd = np.zeros(lead + (self.nv,)) if qd is None else np.asarray(qd, float)
+        qd = (np.zeros(lead + (self.nv,)) if qd is None else
+              self._joint_array(qd, "qd", self.nv, self.v_names))
         lead = np.broadcast_shapes(lead, qd.shape[:-1])
         D, d = self.placements(q)
         V = np.zeros(lead + (self.n_bodies + 1, 6))
         A = None
         if qdd is not None:
-            qdd = np.asarray(qdd, float)
+            qdd = self._joint_array(qdd, "qdd", self.nv, self.v_names)
             A = np.zeros(lead + (self.n_bodies + 1, 6))
         X = self._coordinates(D, d)
         Xi = self.twists(X, q)
@@ -613,8 +614,27 @@ class JointSpace:
                 q[:, start:start + 4] = quat * sign[:, None]
         return q
 
+    @staticmethod
+    def _joint_array(x, name, size, names):
+        """``x`` (..., size) as floats, or an error naming ``name`` and its columns."""
+        x = _floats(x, name)
+        if x.ndim == 0 or x.shape[-1] != size:
+            raise ValueError(f"{name} must have {size} columns {shown(list(names))} along its "
+                             f"last axis, got shape {x.shape}")
+        return x
+
+    def _slot_vectors(self, p, name="p"):
+        """Coordinates ``p`` (..., 12 n) as slot vectors (..., 4 n, 3), or an error naming
+        ``name`` (a NumPy reshape error before; none for ``(0, 12 n)``, no states)."""
+        p = _floats(p, name)
+        if p.ndim == 0 or p.shape[-1] != 12 * self.n_bodies:
+            raise ValueError(f"{name} must hold the 12 n = {12 * self.n_bodies} coordinates "
+                             f"of {self.n_bodies} bodies along its last axis, got shape "
+                             f"{p.shape}")
+        return p.reshape(p.shape[:-1] + (4 * self.n_bodies, 3))
+
     def _positions(self, p):
-        X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
+        X = self._slot_vectors(p)
         D, d = self._poses(X)
         q = np.zeros(X.shape[:-2] + (self.nq,))
         for j in self.joints:
@@ -653,7 +673,7 @@ class JointSpace:
         (a massless link inside a compound joint) moves with body a and the
         joint's first k DOF: ``Φ_a ∘ E_1 ∘ … ∘ E_k`` of its reference placement
         (:func:`_chain`)."""
-        X = np.asarray(p, float).reshape(np.shape(p)[:-1] + (-1, 3))
+        X = self._slot_vectors(p)
         D, d = self._poses(X)
         index = -1 if not isinstance(frame.body, str) else self._body_index[frame.body]
         A, o = (np.eye(3), np.zeros(3)) if index < 0 else (self.frames[index],
@@ -1295,7 +1315,7 @@ class JointTorques:
                     raise ValueError(f"ctrl names unknown actuators {unknown}; the actuators "
                                      f"natcoord applies: {list(names)}")
                 raw = [raw.get(a, 0.0) for a in names]
-            c = float_array(raw)
+            c = None if np.iscomplexobj(raw) else float_array(raw)
             if c is not None and c.ndim == 0 and len(names) == 1:
                 c = c.reshape(1)                 # one actuator: a bare number is its control
             if c is None or c.shape != (len(names),) or not np.all(np.isfinite(c)):
@@ -1322,7 +1342,9 @@ class JointTorques:
     def torques(self, t, q, qd):
         """``u(t, q, qd)`` checked: ``(size,)`` finite floats, else an error naming u."""
         raw = self.u(t, q, qd)
-        tau = float_array(raw)
+        # complex torques are refused, as a force's are (a NumPy cast to float would drop
+        # the imaginary part with a ComplexWarning, and the run would succeed)
+        tau = None if np.iscomplexobj(raw) else float_array(raw)
         if tau is None or tau.shape != (self.size,) and not (self.size == 1 and tau.ndim == 0):
             raise ValueError(f"{self.where} returned {shown(raw)} at t = {t:g}; it must "
                              f"return {self.size} numbers, one per DOF of "

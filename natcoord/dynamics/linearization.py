@@ -37,7 +37,7 @@ import numpy as np
 from ..model import validate
 from ..model.core_tables import force_derivative, python_forces, spring_parameter_force
 from ..model.drives import parameter_weights
-from .workspace import Workspace
+from .workspace import workspace_of
 from ..model.kernels import constraint_kernel, jacobian_times, jacobian_transpose_times
 from ..model.frozen import State
 from ..model.parameters import (PARAMETER_NAMES, SPRING_ATTRIBUTES, driven_joint, named_body,
@@ -102,7 +102,7 @@ def linearization_point(model, state, solver=None, workspace=None):
     """
     t, p, v = state if isinstance(state, tuple) else (state.t, state.p, state.v)
     p, v = (np.array(x, float) for x in (p, v))
-    ws = workspace if workspace is not None else Workspace(model, solver)
+    ws = workspace_of(model, workspace, solver)
     a, lam = (x.copy() for x in ws.accelerations(t, p, v))
     return LinearizationPoint(model, ws, t, p, v, a, lam)
 

@@ -33,9 +33,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .workspace import Workspace
+from .workspace import Workspace, workspace_of
 from ..model.kernels import jacobian_transpose_times
+from ..model import validate
 from ..model.frozen import State
+from ..util.checks import float_array
 
 FRAMES = ("world", "a", "b")
 
@@ -68,11 +70,17 @@ def joint_reaction(model, state, joint, frame="world", multipliers=None, workspa
     body a or b (ground's are the world axes). ``multipliers``: λ (m,) to use
     instead of the minimum-norm multipliers at ``state``.
     """
-    ws = workspace if workspace is not None else Workspace(model)
-    p, v = np.asarray(state.p, float), np.asarray(state.v, float)
+    state = validate.state(validate.model(model), state)
+    ws = workspace_of(model, workspace)
+    p, v = state.p, state.v
     _, lam = ws.accelerations(state.t, p, v)
     if multipliers is None:
         multipliers = minimum_norm_multipliers(model, ws, lam)
+    else:
+        multipliers = float_array(multipliers)
+        if multipliers is None or multipliers.shape != (model.n_rows,):
+            raise ValueError(f"multipliers must be {model.n_rows} numbers, one per constraint "
+                             f"row of {model.name!r} (Solution.lam[k] with multipliers=True)")
     return _reaction(model, ws.G, p.reshape(-1, 3), joint, frame, multipliers)
 
 

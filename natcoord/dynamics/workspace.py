@@ -47,8 +47,30 @@ class Workspace:
         self.n_factorizations = 0
         self._core = None
 
+    def coordinates(self, name, x):
+        """``x`` as a contiguous float array of this workspace's model's ``12 n``
+        coordinates, or ``ValueError``/``TypeError`` naming ``name``.
+
+        The compiled kernels read as many coordinates as the model has, whatever the
+        array holds: a shorter one (another model's state, a slice) was read past
+        its end — garbage, or a segmentation fault. Not checked for finiteness: the
+        runs evaluate failed (non-finite) states on purpose."""
+        a = np.asarray(x)
+        n = self.model.n_coords
+        if a.shape != (n,) or a.dtype.kind not in "biuf":
+            if a.dtype.kind not in "biuf":
+                raise TypeError(f"{name} must be an array of real numbers, got dtype "
+                                f"{a.dtype}")
+            raise ValueError(f"{name} must have shape ({n},) (12 coordinates per body of "
+                             f"{self.model.name!r}, {self.model.n_bodies} bodies), got shape "
+                             f"{a.shape}")
+        return np.ascontiguousarray(a, float)
+
     def constraints(self, t, p, v):
         """Evaluate ``g, g_t, γ, G`` at ``(t, p, v)`` (eq. 8–10)."""
+        self._constraints(t, self.coordinates("p", p), self.coordinates("v", v))
+
+    def _constraints(self, t, p, v):
         constraint_kernel(self.model.tables.terms, p.reshape(-1, 3), v.reshape(-1, 3),
                           self.weights(t), self.g, self.g_t, self.gamma, self.G)
 
@@ -72,6 +94,9 @@ class Workspace:
 
     def velocity_residual(self, v):
         """``G v + g_t`` for the Jacobian last evaluated."""
+        return self._velocity_residual(self.coordinates("v", v))
+
+    def _velocity_residual(self, v):
         tables = self.model.tables
         jacobian_times(self.G, tables.pattern_row, tables.pattern_slot, v.reshape(-1, 3),
                        self.Gv)
@@ -82,7 +107,9 @@ class Workspace:
         the core's laws (natcoord/core/src/forces.c, as in every step), then the
         forces written in Python (callables, the run's joint torques) by their
         ``apply``."""
-        p, v = np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(v, dtype=float)
+        return self._forces(t, self.coordinates("p", p), self.coordinates("v", v))
+
+    def _forces(self, t, p, v):
         engine.generalized_forces(self._core_tables, p, v, self.f)
         if self._springs and not np.isfinite(self.f).all():
             _name_coincident_spring(self.model, t, p)
@@ -121,15 +148,30 @@ class Workspace:
 
     def accelerations(self, t, p, v, baumgarte=None):
         """``(a, λ)`` of the index-1 system; ``baumgarte=(α, β)`` stabilizes γ."""
-        self.constraints(t, p, v)
-        f = self.forces(t, p, v)
+        p, v = self.coordinates("p", p), self.coordinates("v", v)
+        self._constraints(t, p, v)
+        f = self._forces(t, p, v)
         gamma = self.gamma
         if baumgarte is not None:
             alpha, beta = baumgarte
-            gamma = gamma - 2.0 * alpha * self.velocity_residual(v) - beta**2 * self.g
+            gamma = gamma - 2.0 * alpha * self._velocity_residual(v) - beta**2 * self.g
         self.factor()
         self.n_rhs += 1
         return self.solve(f, gamma)
+
+
+def workspace_of(model, workspace, solver=None):
+    """``workspace`` if it was made for ``model`` (``TypeError``/``ValueError`` otherwise:
+    another model's buffers do not fit its kernels), else a new :class:`Workspace`."""
+    if workspace is None:
+        return Workspace(model, solver)
+    if not isinstance(workspace, Workspace):
+        raise TypeError(f"workspace must be a natcoord.Workspace (nc.Workspace(model)), got "
+                        f"{type(workspace).__name__}")
+    if workspace.model is not model:
+        raise ValueError(f"workspace was made for model {workspace.model.name!r}, not for "
+                         f"the model {model.name!r} given: make it with nc.Workspace(model)")
+    return workspace
 
 
 def _name_coincident_spring(model, t, p):
@@ -163,7 +205,7 @@ def accelerations(model, state, solver=None, workspace=None):
     :class:`State` with finite ``(12 n,)`` arrays (``TypeError``/``ValueError``).
     """
     state = validate.state(validate.model(model), state)
-    ws = workspace if workspace is not None else Workspace(model, solver)
+    ws = workspace_of(model, workspace, solver)
     p, v = state.p, state.v
     a, lam = ws.accelerations(state.t, p, v)
     dropped = ws.dropped.copy()

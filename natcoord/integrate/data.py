@@ -42,6 +42,8 @@ class Data:
 
     def __init__(self, model, state=None, drop_tol=DROP_TOL, hold_tol=HOLD_TOL):
         validate.model(model)
+        drop_tol, hold_tol = validate.partitioning(drop_tol, hold_tol)
+        state = validate.state(model, state) if state is not None else None
         self.model = model
         n = model.n_coords
         # forces given as Python callables are called back (drive laws: the t setter's
@@ -121,8 +123,10 @@ class Data:
         """The message of a failed evaluation, naming the body or joint as the block
         solver's own error does (:meth:`CoreRun.message
         <natcoord.dynamics.core_run.CoreRun.message>`)."""
-        if status == cc.NON_FINITE:
-            return "forward: the state or a force is not finite"
+        callbacks = self._run.callbacks
+        failure, callbacks.failure = callbacks.failure, ""   # read once: the next is its own
+        if status == cc.NON_FINITE:     # a callable's NaN names it (as nc.accelerations)
+            return f"forward: {failure or 'the state or a force is not finite'}"
         return "forward: " + self._run.message(status, self._t)
 
 
@@ -132,9 +136,13 @@ def forward(model, data):
     one call of the core. Raises ``numpy.linalg.LinAlgError`` naming the body
     when the state is degenerate (a :class:`~natcoord.linalg.base.MassSpreadError`
     naming the joint whose rows the spread of the masses makes unpivotable)."""
+    try:                          # costs nothing on the way of a Data
+        T, S, P, W, hooks, y, weights, out = data._call
+    except AttributeError:
+        raise TypeError(f"forward: data must be a natcoord.Data (nc.Data(model)), got "
+                        f"{type(data).__name__}") from None
     if data.model is not model:
         raise ValueError("forward: data was made for another model (Data(model))")
-    T, S, P, W, hooks, y, weights, out = data._call
     status = engine.rhs(T, S, P, W, hooks, data._t, y, weights, 0, out)
     if status:
         raise data._run.error(status, data._t, data.failure(status))

@@ -26,7 +26,8 @@ from ..linalg.base import DROP_TOL, HOLD_TOL, MassSpreadError
 from ..model.frozen import JOINT
 from ..dynamics.projection import describe_rows, threshold
 from ..util.resources import check_memory
-from .base import METHODS, OUTPUT_RECORD, PROJECTIONS, IntegrationError, SimulationInterrupted
+from .base import (EPS_FLOOR, METHODS, OUTPUT_RECORD, PROJECTIONS, IntegrationError,
+                   SimulationInterrupted)
 from .radau import Radau
 from .solution import ContinuousSolution, Records, Solution
 from .stepper import DOPRI5
@@ -35,6 +36,8 @@ from ..dynamics.core_run import UNPIVOTABLE_JOINT
 #: copies of every output held at once: the records of the run, the Solution's
 #: arrays and a reserve while the latter are assembled from the former
 OUTPUT_COPIES = 3
+#: max_steps above this is no limit (the core counts steps in int64)
+MAX_STEPS = 2**62
 #: a newly dropped row this far (relative) from the span of the kept rows other
 #: than drives depends on a drive: the mechanism locks
 LOCKED = 1e-3
@@ -67,6 +70,7 @@ class _Run:
         self.stepper = None                    # the stepper object, if one drives the run
         self.sweep = None                      # the compiled sensitivity sweep, if any
         self.pieces = [] if dense else None    # the accepted steps' continuous extensions
+        self.lost_multipliers = None           # time of the first record without its λ
         self.output_work = np.zeros(3, np.int64)
 
     def work(self):
@@ -150,18 +154,29 @@ class _Run:
                 np.abs(ws.velocity_residual(v)).max(initial=0))
 
     def multipliers_at(self, ts, ys):
-        """λ (k, m) at the records ``(ts, ys)``, or None without ``multipliers``; the
-        workspace's factorizations count as the outputs' work and do not steer the steps."""
+        """``(λ, error)``: λ (k, m) at the records ``(ts, ys)``, or None without
+        ``multipliers``; the workspace's factorizations count as the outputs' work and
+        do not steer the steps. An exception (a force that fails at a record, Ctrl-C)
+        is returned, not raised, with NaN from its record on: the records are stored
+        before it ends the run."""
         if not self.multipliers:
-            return None
+            return None, None
         ws = self.ws
         dropped = ws.dropped.copy()
         before = self.work()
-        lam = np.array([ws.accelerations(t, y[:self.n], y[self.n:], self.baumgarte)[1]
-                        for t, y in zip(ts, ys)]).reshape(len(ts), self.model.n_rows)
+        lam = np.full((len(ts), self.model.n_rows), np.nan)
+        error = None
+        for k, (t, y) in enumerate(zip(ts, ys)):
+            try:
+                lam[k] = ws.accelerations(t, y[:self.n], y[self.n:], self.baumgarte)[1]
+            except BaseException as exc:   # noqa: BLE001 - raised once the records are kept
+                error = exc
+                if self.lost_multipliers is None:
+                    self.lost_multipliers = float(t)
+                break
         self.output_work += self.work() - before
         ws.dropped = dropped
-        return lam
+        return lam, error
 
     def record(self, t, y, observed=None):
         """Store one record ``(t, y)`` with energy, ``‖g‖∞``, ``‖G v + g_t‖∞``
@@ -175,7 +190,10 @@ class _Run:
             return
         if obs is None:
             obs = [self.observe(t, y) for t, y in zip(ts, ys)]
-        self.records.extend(ts, ys, obs, self.multipliers_at(ts, ys))
+        lam, error = self.multipliers_at(ts, ys)
+        self.records.extend(ts, ys, obs, lam)
+        if error is not None:
+            raise error
 
     def stats(self):
         """Counters: the integrator's work, the outputs' (projections of ``t_eval``
@@ -218,12 +236,20 @@ class _Run:
         is not the last accepted state, the last accepted state as a final record."""
         last_is_step = False
         if self.t is not None and (not self.records.size or self.records.t_last < self.t):
+            last_is_step = t_eval is not None
             try:
                 self.record(self.t, self.y)
-                last_is_step = t_eval is not None
             except Exception as exc:          # noqa: BLE001 - the failure is reported
-                message += f"; the last accepted state (t = {self.t:g}) could not be " \
-                           f"recorded: {exc}"
+                if self.records.t_last != self.t:     # kept, without what failed
+                    lam = np.full((1, self.model.n_rows), np.nan) if self.multipliers else None
+                    self.records.extend([self.t], self.y.reshape(1, -1),
+                                        np.full((1, 3), np.nan), lam)
+                    what = "energy, residuals" + (" and multipliers" if lam is not None else "")
+                    message += (f"; the {what} of the last accepted state (t = {self.t:g}) "
+                                f"could not be evaluated (NaN): {exc}")
+        if self.lost_multipliers is not None:
+            message += (f"; the multipliers are NaN from t = {self.lost_multipliers:g} on "
+                        f"(their evaluation failed there)")
         if last_is_step:
             message += (f"; the last record (t = {self.t:g}) is the last accepted step, "
                         f"not a t_eval point")
@@ -344,6 +370,13 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                              f"({initial_state.t!r}); leave t0 out to start at the state's time")
     t0 = initial_state.t if initial_state is not None else 0.0 if t0 is None else t0
     t0, t_end = validate.interval(t0, t_end)
+    shortest = EPS_FLOOR * max(abs(t0), 1.0)      # the steppers' step-size floor at t0
+    if t_end - t0 < shortest:
+        raise ValueError(f"t_end - t0 = {t_end - t0:.3g} s is shorter than the smallest step "
+                         f"at t0 = {t0:g} ({shortest:.3g} s = 10 machine epsilons × "
+                         f"max(|t0|, 1)): integrate over a longer interval, or measure time "
+                         f"from nearer 0")
+    max_steps = min(max_steps, MAX_STEPS)
     t_eval = validate.output_times(t_eval, t0, t_end)
     if t_eval is not None:      # each output keeps p, v and its measures (Solution arrays)
         check_memory(t_eval.size * (2 * model.n_coords + 8) * 8 * OUTPUT_COPIES,
@@ -492,7 +525,12 @@ def _drive(run, t_end, t_eval, max_steps, progress):
         run.output_work += chunk.output_work
         next_out = chunk.next_out
         if chunk.t.size:
-            run.store(chunk.t, chunk.y, chunk.obs)
+            try:
+                run.store(chunk.t, chunk.y, chunk.obs)
+            except BaseException:
+                if run.records.t_last == chunk.t[-1]:    # all kept, their λ failed
+                    run.t, run.y = chunk.last
+                raise
         run.t, run.y = chunk.last
         if chunk.error is not None:
             raise chunk.error

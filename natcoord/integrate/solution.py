@@ -154,14 +154,14 @@ class Solution:
         """World trajectory (k, 3) of a body point (reference-world unless ``local``);
         ``body`` may name a frame (``model.frames``), ``local`` points then in its axes."""
         expr = self.model.point_expression(body, point, local)
-        X = self.p.reshape(self.t.size, -1, 3)
+        X = _by_slot(self.p)
         return expr.const + sum((c * X[:, s] for s, c in expr.terms.items()),
                                 np.zeros((self.t.size, 3)))     # (k, 3) for ground's too
 
     def point_velocity(self, body, point, local=False):
         """World velocity (k, 3) of a body point."""
         expr = self.model.point_expression(body, point, local)
-        V = self.v.reshape(self.t.size, -1, 3)
+        V = _by_slot(self.v)
         return sum((c * V[:, s] for s, c in expr.terms.items()), np.zeros((self.t.size, 3)))
 
     def joint_multipliers(self, joint):
@@ -288,8 +288,7 @@ class Solution:
     # Derived outputs: orientation, angular velocity, accelerations, joint
     # coordinates, figures and tables (natcoord.model.kinematics does the math).
     def _slots(self):
-        k = self.t.size
-        return self.p.reshape(k, -1, 3), self.v.reshape(k, -1, 3)
+        return _by_slot(self.p), _by_slot(self.v)
 
     def _body(self, body):
         if body not in self.model.body_index:
@@ -375,7 +374,7 @@ class Solution:
         if getattr(self, "a", None) is None:
             self.accelerations()
         expr = self.model.point_expression(body, point, local)
-        A = self.a.reshape(self.t.size, -1, 3)
+        A = _by_slot(self.a)
         return sum(c * A[:, s] for s, c in expr.terms.items())
 
     def joint_coordinate(self, joint, coordinate=None):
@@ -494,6 +493,13 @@ COORDINATES = ("p and v (k, 12 n): 12 coordinates per body in body order, (o, e1
                "frame origin (m) and the world images of the body axes (dimensionless); "
                "v their time derivatives (m/s, 1/s); t in s, energy in J")
 _ARRAYS = ("t", "p", "v", "energy", "constraint_residual", "velocity_residual")
+
+
+def _by_slot(x):
+    """``x`` (k, 12 n) as slot vectors (k, 4 n, 3); also with no record (k = 0: the
+    solution of a run that failed at once), where ``reshape(k, -1, 3)`` cannot
+    infer the slots."""
+    return x.reshape(x.shape[0], x.shape[-1] // 3, 3)
 
 
 def _plain(value):
