@@ -104,6 +104,26 @@ def test_forward_names_the_force_that_returned_nan():
 
 
 # ------------------------------------------------------------ 3. simulate options
+@pytest.mark.parametrize("speed, overflows", [(1e100, False), (1e200, True)])
+def test_velocities_whose_square_overflows_fail_instead_of_returning_nan(six, speed, overflows):
+    """γ is quadratic in v (eq. 10): at |v| = 1e200 it is inf in float64 (≈ 1.8e308 is
+    the largest), at 1e100 still finite. Before: ``nc.forward`` and ``nc.accelerations``
+    returned NaN accelerations without a word."""
+    state = nc.assemble(six).state
+    fast = nc.State(state.t, state.p, np.full_like(state.v, speed))
+    data = nc.Data(six, fast)
+    if not overflows:
+        nc.forward(six, data)
+        a, _, _ = nc.accelerations(six, fast)
+        assert np.isfinite(data.a).all() and np.isfinite(a).all()
+        return
+    with pytest.raises(np.linalg.LinAlgError, match="not finite.*quadratic in v"):
+        nc.forward(six, data)
+    for solver in ("block", "dense"):
+        with pytest.raises(FloatingPointError, match="not finite.*1e\\+200"):
+            nc.accelerations(six, fast, solver=solver)
+
+
 def test_an_interval_below_the_step_size_floor_is_refused_by_name(six):
     """The steppers' smallest step at t0 = 0 is 10 ε ≈ 2.2e-15 s. Before: an
     IntegrationError "step size underflow at t = 0" that did not say why."""

@@ -126,7 +126,9 @@ class Data:
         callbacks = self._run.callbacks
         failure, callbacks.failure = callbacks.failure, ""   # read once: the next is its own
         if status == cc.NON_FINITE:     # a callable's NaN names it (as nc.accelerations)
-            return f"forward: {failure or 'the state or a force is not finite'}"
+            return "forward: " + (failure or "the accelerations or multipliers are not "
+                                  "finite: a force, or the velocity terms γ (quadratic in "
+                                  "v), overflowed at this state")
         return "forward: " + self._run.message(status, self._t)
 
 
