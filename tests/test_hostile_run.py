@@ -124,6 +124,13 @@ def test_velocities_whose_square_overflows_fail_instead_of_returning_nan(six, sp
             nc.accelerations(six, fast, solver=solver)
 
 
+@pytest.mark.parametrize("solver", [["block"], 3, "blok"])
+def test_a_solver_that_is_not_a_backend_name_is_refused_by_name(four, solver):
+    """Before: ``solver=["block"]`` raised "unhashable type: 'list'"."""
+    with pytest.raises(ValueError, match="unknown solver.*choose one of"):
+        nc.accelerations(four, nc.assemble(four).state, solver=solver)
+
+
 def test_an_interval_below_the_step_size_floor_is_refused_by_name(six):
     """The steppers' smallest step at t0 = 0 is 10 ε ≈ 2.2e-15 s. Before: an
     IntegrationError "step size underflow at t = 0" that did not say why."""

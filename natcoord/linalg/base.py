@@ -144,7 +144,7 @@ def default_solver():
 
 
 def _load(name):
-    if name not in _BACKENDS:
+    if not isinstance(name, str) or name not in _BACKENDS:
         raise ValueError(f"unknown solver {name!r}; choose one of {sorted(_BACKENDS)}")
     module, cls = _BACKENDS[name].split(":")
     try:
