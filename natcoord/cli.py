@@ -179,7 +179,12 @@ def cmd_info(args):
     print(describe(model))
     if structure:
         from .viz.structure import plot_structure
-        plot_structure(model, structure)
+        try:
+            plot_structure(model, structure)
+        except OSError as err:      # locked past the wait by another writer, disk full, ...
+            print(f"natcoord: --structure {structure}: diagram not written: "
+                  f"{err.strerror or err}", file=sys.stderr)
+            return NOT_WRITTEN
         print(f"structure diagram written to {args.structure}")
     return 0
 

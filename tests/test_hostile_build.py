@@ -19,6 +19,8 @@ it arose.
   ``a:b:n`` grids beyond memory, ``1:inf:3`` (a grid of nan, inf, inf),
   ``--param`` given twice (the last won), ``--repeat 0`` and ``--workers 0``
   (taken for 1 and for the default), ``--samples 0`` (ran a grid instead).
+* ``natcoord info --structure`` whose file another writer keeps locked exits 3
+  in one line, as ``simulate --out/--plot`` do (it was a traceback).
 * ``nc.animate`` names a bad ``frames`` or an empty ``segments``.
 """
 import json
@@ -320,3 +322,18 @@ def test_animate_names_the_argument(swing, kwargs, phrase):
     pytest.importorskip("matplotlib")
     with pytest.raises(ValueError, match=phrase):
         nc.animate(swing, **kwargs)
+
+
+def test_info_structure_locked_by_another_writer_exits_3_in_one_line(capsys, tmp_path,
+                                                                      monkeypatch):
+    """As simulate's --out and --plot do (docs/cli.md: exit status 3); it was a
+    FileLocked traceback."""
+    pytest.importorskip("matplotlib")
+    from natcoord.util import atomic
+    monkeypatch.setattr(atomic, "LOCK_TIMEOUT", 0.2)
+    figure = tmp_path / "structure.png"
+    with atomic.locked(figure):
+        status, out, err = _cli(capsys, "info", "four-bar", "--structure", str(figure))
+    assert status == 3
+    assert err.startswith(f"natcoord: --structure {figure}: diagram not written: ")
+    assert not figure.exists()
