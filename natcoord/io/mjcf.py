@@ -70,7 +70,9 @@ import numpy as np
 
 from ..model.mechanism import GROUND, Mechanism
 from ..util.optional import require
-from .xml_common import combined_mass_properties, compound_exists
+from ..util.checks import number
+from .xml_common import (MAX_XML_BYTES, combined_mass_properties, compound_exists,
+                         read_regular_file)
 
 #: two hinges meet at one point / a hinge and a slide share a line within this
 #: (relative to the model's size); perpendicular or parallel axes within AXIS_TOL
@@ -106,9 +108,13 @@ def load_mjcf(path, t_end=10.0) -> Mechanism:
     """
     mujoco = _mujoco("reading MJCF files")
     path = Path(path)
-    if not path.is_file():          # as the URDF and model-file readers say it
-        raise ValueError(f"cannot read {path}: "
-                         f"{'is a directory' if path.is_dir() else 'No such file or directory'}")
+    try:                            # as the URDF and model-file readers say it; a pipe
+        read_regular_file(path, 0)  # would block MuJoCo's reader
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
+    if path.stat().st_size > MAX_XML_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_XML_BYTES // 2**20} MiB, the limit of a "
+                         f"robot description (natcoord.io.xml_common.MAX_XML_BYTES)")
     try:
         m = mujoco.MjModel.from_xml_path(str(path))
     except (ValueError, OSError) as err:      # MuJoCo's compiler error names the element
@@ -133,7 +139,7 @@ def _mechanism(m, name, source, t_end):
                      "actuation", "frictionloss", "sensor", "constraint")}
     gravity = np.zeros(3) if off["gravity"] else np.array(m.opt.gravity, float)
     mech = Mechanism(gravity=gravity, name=name)
-    mech.scenario = {"t_end": float(t_end)}
+    mech.scenario = {"t_end": number(t_end, "t_end", source, "positive")}
     refused, not_modelled = [], {}
 
     def note(what, element):

@@ -39,6 +39,7 @@ from ..model.inputs import PD
 from ..model.mechanism import Mechanism, snapshot
 from ..util.atomic import atomic_write
 from ..util.checks import number, shown
+from .xml_common import read_regular_file
 
 FORMAT = "natcoord-mechanism"
 #: most spline knots a sampled drive may store (two numbers each: well within MAX_BYTES)
@@ -154,10 +155,18 @@ def save_mechanism(mech: Mechanism, path, sample_drives=None):
     """Write ``mech`` to ``path``: YAML for ``.yaml``/``.yml`` (needs PyYAML), else JSON.
 
     Written whole or not at all (:func:`natcoord.util.atomic.atomic_write`): an
-    interrupted or failed save leaves an existing model file as it was.
+    interrupted or failed save leaves an existing model file as it was. What
+    :func:`load_mechanism` would refuse (the schema, the scenario) is refused here,
+    before anything is written, with the same message.
     """
     data = to_dict(mech, sample_drives=sample_drives)
     path = Path(path)
+    # refuse here what load_mechanism would refuse: a file written is a file that loads
+    # (a mechanism name or a mass that is no JSON string or number, a scenario edited
+    # by hand with a NaN or negative t_end or an output point on no body)
+    where = f"{path}: not written, load_mechanism would refuse it"
+    _check_schema(data, where)
+    _scenario(data["scenario"], mech, where)
     if path.suffix.lower() in (".yaml", ".yml"):
         yaml = _yaml(path)
         text = yaml.safe_dump(data, sort_keys=False)
@@ -239,8 +248,7 @@ def _read(path):
     """The data of the model file ``path`` (YAML for ``.yaml``/``.yml``, else JSON),
     read within ``MAX_BYTES`` and ``MAX_DEPTH``; every refusal names the file."""
     try:
-        with open(path, "rb") as file:
-            raw = file.read(MAX_BYTES + 1)
+        raw = read_regular_file(path, MAX_BYTES + 1)
     except OSError as err:
         raise ValueError(f"cannot read model file {path}: {err.strerror or err}") from None
     if len(raw) > MAX_BYTES:
@@ -444,18 +452,30 @@ def from_dict(data, source="model") -> Mechanism:
     for what, entry in entries("frames"):
         _replay(mech.attach_frame, entry, what, source)
     mech.import_report = dict(data.get("import_report", {}))
-    scenario = dict(data.get("scenario", {}))
+    mech.scenario = {"t_end": 10.0, **_scenario(data.get("scenario", {}), mech, source)}
+    return mech
+
+
+def _scenario(scenario, mech, source):
+    """The scenario of a model file checked against ``mech``: ``t_end`` a positive
+    finite number, ``output_point`` a body of ``mech`` (or ground) and 3 finite
+    numbers; ``ValueError`` naming ``source`` otherwise."""
+    scenario = dict(scenario)
     if "t_end" in scenario:
         scenario["t_end"] = number(scenario["t_end"], "t_end", f"{source}: scenario", "positive")
     if "output_point" in scenario:
-        body, point = scenario["output_point"]
+        where = f"{source}: scenario/output_point"
         try:
+            body, point = scenario["output_point"]
             mech.body(body)
-        except ValueError as err:
-            raise ValueError(f"{source}: scenario/output_point: {err}") from None
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
+        point = np.asarray(point, float) if np.shape(point) == (3,) else None
+        if point is None or not np.all(np.isfinite(point)):
+            raise ValueError(f"{where}: the point must be 3 finite numbers, got "
+                             f"{shown(scenario['output_point'][1])}")
         scenario["output_point"] = (body, tuple(float(x) for x in point))
-    mech.scenario = {"t_end": 10.0, **scenario}
-    return mech
+    return scenario
 
 
 def load_mechanism(path) -> Mechanism:

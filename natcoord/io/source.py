@@ -88,8 +88,14 @@ def model_from_arguments(args):
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--param needs KEY=VALUE, got {item!r}")
+        if key in text:         # the last one winning silently would run another model
+            raise ValueError(f"--param {key} is given twice ({key}={text[key]} and "
+                             f"{item}); give each parameter once")
         text[key] = value
     if args.scenario is not None:
+        if "scenario" in text:
+            raise ValueError(f"--scenario {args.scenario} and --param scenario="
+                             f"{text['scenario']} both give the scenario; give it once")
         text["scenario"] = args.scenario
     try:
         models.check_parameters(args.model, text)

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..model.body import physical_inertia, validate_mass_properties
 from ..model.mechanism import GROUND, Mechanism
+from ..util.checks import number
 from .xml_common import (combined_mass_properties, compound_exists, floats, located, parse_xml,
                          rpy_matrix)
 
@@ -193,6 +194,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
     docstring).
     """
     path, robot = parse_xml(path, "robot")
+    t_end = number(t_end, "t_end", str(path), "positive")
     for spec in loop_joints:
         robot.append(_loop_joint_element(spec, path))
     links = {}
@@ -382,7 +384,7 @@ def load_urdf(path, gravity=(0.0, 0.0, -9.81), loop_joints=(), t_end=10.0,
 
     _joint_dampers(mech, chains, joints, loops, note)
     _not_modelled(robot, joints + loops, note)
-    mech.scenario = {"t_end": float(t_end)}
+    mech.scenario = {"t_end": t_end}
     mech.import_report = {"source": str(path), "format": "urdf",
                           "not_modelled": not_modelled, "non_physical_inertia": as_given}
     told = []                        # one warning for the file, worded as the MJCF importer's

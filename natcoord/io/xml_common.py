@@ -1,4 +1,5 @@
-"""The URDF reader's XML helpers (docs/model-format.md): reading the XML file,
+"""The URDF reader's XML helpers (docs/model-format.md): reading the XML file (and
+any model file: regular files only, within a size),
 numbers and rotations from attributes, error messages that name the element,
 and the mass properties of rigid parts combined into one body (which the MJCF
 importer, reading MuJoCo's compiled model rather than XML, also uses to lump
@@ -6,6 +7,9 @@ welded bodies).
 """
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,17 +18,49 @@ import numpy as np
 from ..model.mechanism import Mechanism
 
 
+#: largest XML robot description read, in bytes (the largest URDF of
+#: example-robot-data takes 0.2 MB); larger files are refused before they are parsed
+MAX_XML_BYTES = 64 * 2**20
+
+
+def read_regular_file(path, limit):
+    """At most ``limit`` bytes of the regular file ``path``.
+
+    Opened without blocking and refused (``OSError``, "not a regular file") unless it
+    is a regular file: reading a named pipe would wait for a writer forever, and a
+    device such as ``/dev/zero`` never ends.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe, socket or device); "
+                                        "give a file", str(path))
+        with os.fdopen(descriptor, "rb", closefd=False) as file:
+            return file.read(limit)
+    finally:
+        os.close(descriptor)
+
+
 def parse_xml(path, root_tag):
     """``(Path, root element)`` of an XML file whose root is ``<root_tag>``.
 
     Unreadable files, malformed XML and a wrong root element are one-line
-    ``ValueError``s naming the file (the command line's exit status 2).
+    ``ValueError``s naming the file (the command line's exit status 2); files that
+    are not regular files or are larger than ``MAX_XML_BYTES`` are refused unread.
     """
     path = Path(path)
     try:
-        root = ET.parse(path).getroot()
+        raw = read_regular_file(path, MAX_XML_BYTES + 1)
     except OSError as err:
         raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
+    if len(raw) > MAX_XML_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_XML_BYTES // 2**20} MiB, the limit of a "
+                         f"robot description (natcoord.io.xml_common.MAX_XML_BYTES)")
+    try:
+        root = ET.fromstring(raw)
     except ET.ParseError as err:
         raise ValueError(f"{path}: not well-formed XML: {err}") from None
     if root.tag != root_tag:

@@ -136,6 +136,8 @@ def validate_mass_properties(name, mass, inertia, non_physical=False):
     """
     I = float_array(inertia)
     point = I is not None and I.shape == (3, 3) and not np.any(I)
+    if isinstance(mass, (bool, np.bool_)):      # True is 1 to Python, no number to a file
+        raise ValueError(f"body {name!r}: mass must be a number (kg), got {mass!r}")
     mass = number(mass, "mass", f"body {name!r}", "non-negative" if point else "positive")
     if point:
         return mass, np.zeros((3, 3))
@@ -208,17 +210,22 @@ def validate_conditioning(body):
         return
     c = body.com
     C = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
-    spatial = np.block([[np.eye(3), -C], [C, body.inertia / body.mass - C @ C]])
-    lam = np.linalg.eigvalsh(spatial)
+    with np.errstate(over="ignore"):        # 1 kg m² on 1e-320 kg: radii beyond 1e154 m
+        spatial = np.block([[np.eye(3), -C], [C, body.inertia / body.mass - C @ C]])
+    lam = np.linalg.eigvalsh(spatial) if np.all(np.isfinite(spatial)) else np.array([0.0, 1.0])
     if lam[0] <= lam[-1] / _COND_MAX:
         cond = lam[-1] / lam[0] if lam[0] > 0 else np.inf
-        radii = np.sqrt(np.maximum(np.linalg.eigvalsh(body.inertia) / body.mass, 0.0))
+        with np.errstate(over="ignore"):
+            radii = np.sqrt(np.maximum(np.linalg.eigvalsh(body.inertia) / body.mass, 0.0))
         raise ValueError(
             f"body {body.name!r}: its spatial inertia is numerically singular (condition "
             f"number of Ĩ/m {cond:.1e} > {_COND_MAX:.0e}): radii of "
             f"gyration {radii} m for a frame origin {np.linalg.norm(body.com):.3g} m from the "
             f"centre of mass; give the inertia of the body's real size (about m·size²), or "
-            f"put the frame origin closer to the centre of mass")
+            f"put the frame origin closer to the centre of mass. The condition is measured "
+            f"in metres: a body whose real size is far from 1 m (a 1 μm part, a 1000 km "
+            f"structure) needs a length unit near its size (μm, km; gravity, points and "
+            f"inertias in that unit too)")
 
 
 def validate_axes(name, axes) -> np.ndarray:

@@ -411,9 +411,10 @@ def check_point_masses(model):
         return
     speed = np.linalg.norm((N @ motion[:, 0]).reshape(model.n_bodies, 12), axis=1)
     moving = [b.name for b in model.bodies if b.point_mass and speed[b.index] > 1e-6 * speed.max()]
+    ratio = energy[0] / energy[-1] if energy[-1] > 0 else 0.0    # all massless: no energy
     raise ValueError(
         f"point masses {moving} turn without kinetic energy at the reference configuration "
-        f"(smallest kinetic energy of a motion the joints allow {energy[0] / energy[-1]:.1e} "
+        f"(smallest kinetic energy of a motion the joints allow {ratio:.1e} "
         f"of the largest, bodies at unit mass): a point mass has no rotational inertia, and "
         f"no joint to a body it carries turns that body with it (a point mass at the end of "
         f"a chain on a joint through its point?); the mass matrix is singular. Give the "

@@ -30,10 +30,13 @@ def _vector(value, what, where, unit=False):
     if v is None or v.shape != (3,) or not np.all(np.isfinite(v)):
         raise ValueError(f"{where}: {what} must be 3 finite numbers, got {shown(value)}")
     if unit:
-        n = np.linalg.norm(v)
-        if n < 1e-12:
+        # scaled first: the norm of (1e200, 1e200, 1e200) overflows to inf, and v / inf
+        # would be a zero "direction" whose rows are NaN
+        scale = float(np.abs(v).max())
+        w = v / scale if scale > 0.0 else v
+        if scale * np.linalg.norm(w) < 1e-12:
             raise ValueError(f"{where}: {what} has zero length; give a direction")
-        v = v / n
+        v = w / np.linalg.norm(w)
     return v
 
 
@@ -94,6 +97,8 @@ class Mechanism:
     """
 
     def __init__(self, gravity=(0.0, 0.0, 0.0), name="mechanism"):
+        if not isinstance(name, str):       # a model file stores the name as text
+            raise ValueError(f"mechanism name must be a string, got {shown(name)}")
         self.name = name
         #: the benchmark scenario: ``t_end`` (s) and an ``output_point``
         #: ``(body, world point)`` that plots and error measures follow.
@@ -421,7 +426,8 @@ class Mechanism:
         label, where, fi, fj = self._joint_frames("distance", a, b, name)
         xa = _vector(point_a, "point_a", where)
         xb = _vector(point_b, "point_b", where)
-        length = np.linalg.norm(xb - xa) if length is None else number(length, "length", where)
+        length = float(np.linalg.norm(xb - xa)) if length is None else \
+            number(length, "length", where)
         if length <= 0.0:
             raise ValueError(f"{where}: length must be positive, got {length!r}")
         return self._add("distance", label, fi, fj,

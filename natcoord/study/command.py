@@ -30,6 +30,7 @@ import numpy as np
 from .. import models
 from ..integrate.simulate import PROJECTIONS
 from ..linalg import available_solvers
+from .grid import check_points
 from .log import NotWritten, check_out
 from .records import parse_value
 from .sweep import sweep
@@ -50,10 +51,12 @@ def parse_values(text, sample=False):
     parts = text.split(":")
     if sample:
         if "~" in text:
-            mean, sd = (float(x) for x in text.split("~"))
+            mean, sd = _bounds(text.split("~"), text)
+            if sd < 0:
+                raise ValueError(f"mean~sd needs sd >= 0, got {text!r}")
             return lambda rng: float(rng.normal(mean, sd))
         if len(parts) in (2, 3) and (len(parts) == 2 or parts[2] == "log"):
-            a, b = float(parts[0]), float(parts[1])
+            a, b = _bounds(parts[:2], text, log=len(parts) == 3)
             if len(parts) == 3:
                 return lambda rng: float(np.exp(rng.uniform(np.log(a), np.log(b))))
             return lambda rng: float(rng.uniform(a, b))
@@ -64,13 +67,15 @@ def parse_values(text, sample=False):
         return lambda rng: choices[int(rng.integers(len(choices)))] if len(choices) > 1 \
             else choices[0]
     if len(parts) in (3, 4):
-        a, b, n = float(parts[0]), float(parts[1]), int(parts[2])
+        if len(parts) == 4 and parts[3] != "log":
+            raise ValueError(f"a:b:n:log expected, got {text!r}")
+        a, b = _bounds(parts[:2], text, log=len(parts) == 4)
+        n = int(parts[2])
         if n < 1:
             raise ValueError(f"{text!r} gives {n} values; a:b:n needs n ≥ 1, or the study "
                              f"would run nothing")
+        check_points(n, f"{text!r}")
         if len(parts) == 4:
-            if parts[3] != "log":
-                raise ValueError(f"a:b:n:log expected, got {text!r}")
             values = np.logspace(np.log10(a), np.log10(b), n)
         else:
             values = np.linspace(a, b, n)
@@ -78,6 +83,17 @@ def parse_values(text, sample=False):
     if len(parts) != 1:
         raise ValueError(f"give a:b:n, a:b:n:log, a comma list or one value, not {text!r}")
     return [parse_value(x) for x in text.split(",")]
+
+
+def _bounds(texts, text, log=False):
+    """The numbers of a range ``a:b`` (or ``mean~sd``) as floats: finite, and positive
+    for a logarithmic range (``1:inf:3`` is not a grid: linspace makes it nan, inf, inf)."""
+    values = [float(x) for x in texts]
+    if not all(np.isfinite(values)):
+        raise ValueError(f"the numbers of {text!r} must be finite")
+    if log and min(values) <= 0:
+        raise ValueError(f"a logarithmic range needs positive bounds, got {text!r}")
+    return values
 
 
 class Sampler:
@@ -152,11 +168,20 @@ def run(args):
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--param needs KEY=VALUES, got {item!r}")
+        if key in specs:        # the last one winning silently would run another study
+            raise ValueError(f"--param {key} is given twice ({specs[key][0]} and --param "
+                             f"{item}); give all its values in one --param")
         specs[key] = (f"--param {item}", value)
     for flag in ("rtol", "proj_tol", "t_end", "solver", "projection"):
         if getattr(args, flag) is not None:
+            if flag in specs:
+                raise ValueError(f"{specs[flag][0]} and --{flag.replace('_', '-')} both give "
+                                 f"{flag}; give it once")
             specs[flag] = (f"--{flag.replace('_', '-')} {getattr(args, flag)}",
                            getattr(args, flag))
+    if args.samples is not None and args.samples < 1:
+        raise ValueError(f"--samples {args.samples}: give a number of samples >= 1 (leave "
+                         f"--samples out for a grid)")
     fixed = {"scenario": args.scenario} if args.scenario else {}
     measures = tuple(m for m in args.measures.split(",") if m)
     out = check_out(args.out or Path("data") / f"{args.model.replace('-', '_')}_sweep.csv",

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 
 import numpy as np
 
 from .. import models
 from ..integrate.simulate import simulate
+from ..util.resources import check_memory
 
 #: keywords of ``simulate`` a grid may set (everything else goes to the factory)
 SIMULATE_KEYWORDS = tuple(name for name in inspect.signature(simulate).parameters
@@ -61,11 +63,24 @@ def full_name(model):
     return model_name(model)
 
 
+#: memory a study holds per point (its parameters, key, pending task and row), bytes
+POINT_BYTES = 4096
+
+
+def check_points(n_points, what):
+    """``ValueError`` when a study of ``n_points`` would not fit in memory (checked
+    before the points are made: ``--param x=0:1:100000000000`` must not end in a
+    ``MemoryError`` traceback, nor ``--samples 10**11`` spawn seeds for hours)."""
+    check_memory(n_points * POINT_BYTES, f"{what}: a study of {n_points:.4g} points",
+                 "give fewer values or samples")
+
+
 def expand(grid, n_samples=None, seed=None):
     """Grid points ``[(sample or None, params), ...]`` of a dict, a list or a sampler.
 
     ``ValueError`` for a grid without points: a parameter without values
-    (``{"mass": []}``, ``--param mass=1:2:0``), an empty list, no samples.
+    (``{"mass": []}``, ``--param mass=1:2:0``), an empty list, no samples; and for
+    one of more points than memory holds (:func:`check_points`).
     """
     if callable(grid):
         if n_samples is None:
@@ -74,6 +89,7 @@ def expand(grid, n_samples=None, seed=None):
                 or n_samples < 1):
             raise ValueError(f"n_samples must be a whole number ≥ 1, got {n_samples!r}: "
                              f"the study would run nothing")
+        check_points(int(n_samples), f"n_samples={n_samples}")
         children = np.random.SeedSequence(seed).spawn(int(n_samples))
         return [(i, plain(dict(grid(np.random.default_rng(child)))))
                 for i, child in enumerate(children)]
@@ -87,6 +103,8 @@ def expand(grid, n_samples=None, seed=None):
         if empty:
             raise ValueError(f"grid parameter {empty[0]!r} has no values: the study would run "
                              f"nothing (give at least one value, e.g. a:b:n with n ≥ 1)")
+        check_points(math.prod(len(v) for v in values),
+                     f"the grid of {', '.join(f'{len(v)} {k}' for k, v in zip(keys, values))}")
         return [(None, plain(dict(zip(keys, combo)))) for combo in itertools.product(*values)]
     points = [(None, plain(dict(point))) for point in grid]
     if not points:

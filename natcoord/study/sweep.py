@@ -75,6 +75,7 @@ import numpy as np
 
 from ..integrate.simulate import PROJECTIONS
 from ..util.atomic import atomic_path
+from ..util.checks import integer
 from .cluster import check_workers, close_client, connected, local_client
 from .grid import check_factory, expand, is_model, is_scalar, model_name, plain, split
 from .keys import Contents, run_settings, task_key
@@ -114,6 +115,10 @@ def sweep(model, grid=None, simulate_kwargs=None, measures=DEFAULT_MEASURES, cli
     groups, custom = measure_spec(measures)
     if batch is not None:
         validate_batch(batch)
+    # 0 or fewer runs per point, or workers, was taken for 1 and the default silently
+    integer("repeat", repeat, 1)
+    if workers is not None:
+        integer("workers", workers, 1)
     monte_carlo = callable(grid)
     if monte_carlo and seed is None:
         seed = np.random.SeedSequence().entropy

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..util.checks import integer
+
 
 def _segment_paths(sol, segments, frame_length):
     """World paths (k, 2, 3) of the segments: (body, a, b) tuples or body names (frames)."""
@@ -51,7 +53,15 @@ def animate(sol, segments=None, frames=60, fps=15, trace=None, frame_length=0.2,
     from matplotlib.animation import FuncAnimation
     from matplotlib.ticker import MaxNLocator
 
-    segments = [b.name for b in sol.model.bodies] if segments is None else segments
+    integer("animate: frames", frames, 1)
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps < np.inf:
+        raise ValueError(f"animate: fps must be a positive number, got {fps!r}")
+    if not sol.t.size:
+        raise ValueError("animate: the solution has no outputs to draw")
+    segments = [b.name for b in sol.model.bodies] if segments is None else list(segments)
+    if not segments:
+        raise ValueError("animate: segments is empty; give (body, point_a, point_b) items or "
+                         "body names, or leave it out to draw every body's frame")
     paths, styles = _segment_paths(sol, segments, frame_length)
     times = np.linspace(sol.t[0], sol.t[-1], frames)
     paths = [_resample(sol.t, path, times) for path in paths]
