@@ -145,6 +145,26 @@ def test_cli_sweep(client, tmp_path):
     assert ((0.09 <= mc["section"]) & (mc["section"] <= 0.11)).all()
 
 
+def test_cli_sweep_reference_tolerances(client, tmp_path, capsys):
+    """IFToMM A02's four-bar passes a singular pose at t ≈ 0.708 where the reference run
+    at rtol = proj_tol = 1e-12 stops at the constraint check: the errors are NaN and the
+    command says why and what sets the reference; ``--reference 1e-9,1e-10`` gives an
+    error of the rtol = 1e-6 run against it below 1e-4 m (its tolerance times the
+    motion's metre scale, with room)."""
+    common = ["sweep", "four-bar", "--rtol", "1e-6", "--t-end", "1.5", "--measures", "error",
+              "--scheduler", client.scheduler.address, "--quiet"]
+    assert cli_main(common + ["--out", str(tmp_path / "default.csv")]) == 0
+    row = read(tmp_path / "default.csv").iloc[0]
+    assert math.isnan(row["output_error"]) and "reference run failed" in row["message"]
+    assert "--reference RTOL,PROJ_TOL" in capsys.readouterr().err
+    assert cli_main(common + ["--reference", "1e-9,1e-10",
+                              "--out", str(tmp_path / "looser.csv")]) == 0
+    row = read(tmp_path / "looser.csv").iloc[0]
+    assert row["success"] and 0 < row["output_error"] < 1e-4
+    assert cli_main(common + ["--reference", "1e-9", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--reference 1e-9: give RTOL,PROJ_TOL" in capsys.readouterr().err
+
+
 def test_parse_values():
     assert command.parse_values("0.5:2:4") == [0.5, 1.0, 1.5, 2.0]
     assert command.parse_values("1e-6:1e-8:3:log") == [1e-6, 1e-7, 1e-8]

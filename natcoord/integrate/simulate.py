@@ -110,8 +110,12 @@ class _Run:
                     raise _Abort(f"constraint violation at t = {t:.6g}: {name} = "
                                  f"{np.abs(r).max():.3e} > {tol:.1e} (proj_tol, or the "
                                  f"round-off floor if larger) in rows\n"
-                                 f"{describe_rows(model, r, rows[:10])}\n(a dropped row "
-                                 f"that is not in fact redundant shows up here)")
+                                 f"{describe_rows(model, r, rows[:10])}\n(a row dropped "
+                                 f"as redundant shows up here when it is not in fact "
+                                 f"redundant, or near a singular pose, where the Jacobian "
+                                 f"loses rank and a dropped row's residual can exceed a "
+                                 f"tight proj_tol: IFToMM A02's four-bars stop so at "
+                                 f"rtol <= 1e-10, and pass at rtol = 1e-9)")
         elif self.drift is None:
             size = max(np.abs(g).max(initial=0.0), np.abs(gv).max(initial=0.0))
             if size > self.drift_tol:

@@ -126,6 +126,11 @@ def configure(parser):
     parser.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
                         help=f"measure groups, comma separated, from {list(MEASURES)} "
                              f"(default: all)")
+    parser.add_argument("--reference", default="1e-12,1e-12", metavar="RTOL,PROJ_TOL",
+                        help="tolerances of the reference run of the error measures, or "
+                             "'none' (errors NaN) (default 1e-12,1e-12; docs/cli.md: a "
+                             "mechanism through singular poses, as the four-bars, needs "
+                             "looser ones)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per point; the wall time is their median (default 1)")
     parser.add_argument("--samples", type=int, metavar="N",
@@ -156,8 +161,24 @@ def describe(args):
         value = getattr(args, flag)
         if value is not None:
             words.append(f"--{flag.replace('_', '-')} {value}")
-    words += [f"--measures {args.measures}", f"--repeat {args.repeat}"]
+    words += [f"--measures {args.measures}", f"--reference {args.reference}",
+              f"--repeat {args.repeat}"]
     return " ".join(words)
+
+
+def reference_options(text):
+    """``--reference``'s ``RTOL,PROJ_TOL`` as the reference run's options, None for
+    ``none``; ``ValueError`` naming the flag otherwise."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        rtol, proj_tol = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"--reference {text}: give RTOL,PROJ_TOL (two numbers, e.g. "
+                         f"1e-10,1e-10) or none") from None
+    if not (0 < rtol < 1 and 0 < proj_tol < 1):
+        raise ValueError(f"--reference {text}: both tolerances must lie in (0, 1)")
+    return {"rtol": rtol, "proj_tol": proj_tol}
 
 
 def run(args):
@@ -182,6 +203,7 @@ def run(args):
     if args.samples is not None and args.samples < 1:
         raise ValueError(f"--samples {args.samples}: give a number of samples >= 1 (leave "
                          f"--samples out for a grid)")
+    reference = reference_options(args.reference)
     fixed = {"scenario": args.scenario} if args.scenario else {}
     measures = tuple(m for m in args.measures.split(",") if m)
     out = check_out(args.out or Path("data") / f"{args.model.replace('-', '_')}_sweep.csv",
@@ -195,7 +217,8 @@ def run(args):
     grid = Sampler(values) if args.samples else values
     try:
         table = sweep(args.model, grid, fixed, measures=measures, client=args.scheduler,
-                      out=out, seed=args.seed, n_samples=args.samples, repeat=args.repeat,
+                      out=out, seed=args.seed, n_samples=args.samples, reference=reference,
+                      repeat=args.repeat,
                       workers=args.workers, progress=not args.quiet, command=describe(args),
                       retry_failed=args.retry_failed, batch=args.batch)
     except NotWritten as err:        # locked past the wait by another writer, disk full, ...
@@ -203,4 +226,8 @@ def run(args):
         return NOT_WRITTEN
     success = np.asarray(table["success"], bool)
     print(f"{success.size} runs ({int((~success).sum())} failed) in {out}")
+    if any("reference run failed" in str(m) for m in table["message"]):
+        print(f"natcoord: the reference run failed, so the error measures are NaN (the "
+              f"rows' message says why); --reference RTOL,PROJ_TOL (now {args.reference}) "
+              f"sets its tolerances", file=sys.stderr)
     return 0
