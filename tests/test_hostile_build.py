@@ -337,3 +337,19 @@ def test_info_structure_locked_by_another_writer_exits_3_in_one_line(capsys, tmp
     assert status == 3
     assert err.startswith(f"natcoord: --structure {figure}: diagram not written: ")
     assert not figure.exists()
+
+
+# ------------------------------------------------------------------ benchmark factories
+@pytest.mark.parametrize("call, error, phrase", [
+    (lambda: nc.models.chain("abc"), TypeError, r"chain\(n='abc'\): n must be an integer"),
+    (lambda: nc.models.chain(3.5), TypeError, r"n must be an integer, got 3.5"),
+    (lambda: nc.models.chain(True), TypeError, r"n must be an integer, got True"),
+    (lambda: nc.models.chain(8, loops=-1), ValueError, r"loops must be at least 0"),
+    (lambda: nc.models.tree("x"), TypeError, r"depth must be an integer"),
+    (lambda: nc.models.n_four_bar(2.5), TypeError, r"N must be an integer, got 2.5"),
+])
+def test_benchmark_factories_name_a_count_that_is_not_a_whole_number(call, error, phrase):
+    """Before: "'<' not supported between 'str' and 'int'", "'float' object cannot be
+    interpreted as an integer", and chain(True) built a one-rod chain."""
+    with pytest.raises(error, match=phrase):
+        call()

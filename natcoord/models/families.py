@@ -13,6 +13,7 @@ import numpy as np
 
 from ..model.body import rod_inertia
 from ..model.mechanism import GROUND, Mechanism
+from ..util.checks import integer
 from ..util.resources import check_memory
 
 MASS, LENGTH, SECTION, ANGLE = 1.0, 0.5, 0.05, 0.1
@@ -63,8 +64,10 @@ def chain(n, loops=0, gravity=9.81):
     ``loops=k`` adds k spherical joints from the bottom of the rods at
     positions ``round(j n / k)`` (j = 1..k) to ground at their reference positions.
     """
-    if n < 1 or loops < 0 or (loops and n // loops < 4):
-        raise ValueError(f"chain(n={n}, loops={loops}): need n >= 1 and at least 4 rods "
+    integer(f"chain(n={n!r}): n", n, 1)
+    integer(f"chain(n={n}, loops={loops!r}): loops", loops, 0)
+    if loops and n // loops < 4:
+        raise ValueError(f"chain(n={n}, loops={loops}): need at least 4 rods "
                          f"per loop (each closure removes 3 degrees of freedom)")
     check_size(n, f"chain(n={n})")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity),
@@ -86,8 +89,7 @@ def tree(depth, gravity=9.81):
 
     Axes alternate x/y with depth; the two children are bent by ±0.1 rad.
     """
-    if depth < 1:
-        raise ValueError(f"tree(depth={depth}): depth must be >= 1")
+    integer(f"tree(depth={depth!r}): depth", depth, 1)
     check_size(2**depth - 1, f"tree(depth={depth})")
     mech = Mechanism(gravity=(0.0, 0.0, -gravity), name=f"tree({depth})")
     # Depth-first (pre-order) numbering keeps every subtree contiguous in

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..model.body import rod_inertia
 from ..model.mechanism import GROUND, Mechanism
+from ..util.checks import integer
 
 MASS, LENGTH, SECTION, GRAVITY = 1.0, 1.0, 0.05, 9.81
 TOP_SPEED = 1.0          # m/s, first crank's top, along +x
@@ -37,8 +38,7 @@ def _rod(mech, name, start, axis):
 
 def n_four_bar(N, gravity=GRAVITY):
     """``N`` parallelogram loops: cranks ``crank0..crankN``, couplers ``coupler1..couplerN``."""
-    if N < 1:
-        raise ValueError(f"n_four_bar(N={N}): N must be >= 1")
+    integer(f"n_four_bar(N={N!r}): N", N, 1)
     mech = Mechanism(gravity=(0.0, -gravity, 0.0), name=f"n-four-bar({N})")
     omega = (0.0, 0.0, -TOP_SPEED / LENGTH)
     for k in range(N + 1):
