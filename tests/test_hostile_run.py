@@ -131,6 +131,19 @@ def test_a_solver_that_is_not_a_backend_name_is_refused_by_name(four, solver):
         nc.accelerations(four, nc.assemble(four).state, solver=solver)
 
 
+def test_a_force_returning_a_complex_array_is_refused():
+    """NumPy casts a complex array to float with a ComplexWarning, dropping the imaginary
+    part: before, such a force ran as a real one and the run succeeded."""
+    mech = nc.models.four_bar()
+    mech.add_force("crank0", point=(0.0, 0.0, 0.0),
+                   force=lambda t, state: np.array([0.0, 1j, 0.0]))
+    model = mech.build()
+    with pytest.raises(ValueError, match=r"force on 'crank0'.*must return 3 numbers"):
+        nc.accelerations(model, nc.assemble(model).state)
+    with pytest.raises(nc.IntegrationError, match=r"force on 'crank0'"):
+        nc.simulate(model, 0.1)
+
+
 def test_an_interval_below_the_step_size_floor_is_refused_by_name(six):
     """The steppers' smallest step at t0 = 0 is 10 ε ≈ 2.2e-15 s. Before: an
     IntegrationError "step size underflow at t = 0" that did not say why."""

@@ -1315,7 +1315,7 @@ class JointTorques:
                     raise ValueError(f"ctrl names unknown actuators {unknown}; the actuators "
                                      f"natcoord applies: {list(names)}")
                 raw = [raw.get(a, 0.0) for a in names]
-            c = None if np.iscomplexobj(raw) else float_array(raw)
+            c = float_array(raw)
             if c is not None and c.ndim == 0 and len(names) == 1:
                 c = c.reshape(1)                 # one actuator: a bare number is its control
             if c is None or c.shape != (len(names),) or not np.all(np.isfinite(c)):
@@ -1342,9 +1342,7 @@ class JointTorques:
     def torques(self, t, q, qd):
         """``u(t, q, qd)`` checked: ``(size,)`` finite floats, else an error naming u."""
         raw = self.u(t, q, qd)
-        # complex torques are refused, as a force's are (a NumPy cast to float would drop
-        # the imaginary part with a ComplexWarning, and the run would succeed)
-        tau = None if np.iscomplexobj(raw) else float_array(raw)
+        tau = float_array(raw)
         if tau is None or tau.shape != (self.size,) and not (self.size == 1 and tau.ndim == 0):
             raise ValueError(f"{self.where} returned {shown(raw)} at t = {t:g}; it must "
                              f"return {self.size} numbers, one per DOF of "

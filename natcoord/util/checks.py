@@ -35,10 +35,13 @@ def shown(value) -> str:
 
 
 def float_array(value):
-    """``value`` as a float64 array, or None when it is not numeric (``'abc'``, ragged,
-    an integer beyond the float range such as a 400-digit mass)."""
+    """``value`` as a float64 array, or None when it is not real (``'abc'``, ragged,
+    complex, an integer beyond the float range such as a 400-digit mass). A complex
+    NumPy array would be cast with a ComplexWarning, its imaginary part dropped: a
+    force returning one ran as a real force."""
     try:
-        return np.asarray(value, float)
+        array = np.asarray(value)
+        return None if array.dtype.kind == "c" else np.asarray(array, float)
     except (TypeError, ValueError, OverflowError):
         return None
 
