@@ -144,6 +144,22 @@ def test_a_force_returning_a_complex_array_is_refused():
         nc.simulate(model, 0.1)
 
 
+def test_solution_points_of_ground_and_of_the_wrong_size(four):
+    """A point fixed in ground stays where it is (before: KeyError "unknown body GROUND");
+    a point of two numbers is named (before: NumPy's broadcast error); a time beyond the
+    float range is named (before: OverflowError)."""
+    import pickle
+    sol = nc.simulate(four, 0.1)
+    np.testing.assert_array_equal(sol.point(nc.GROUND, (1.0, 2.0, 3.0)),
+                                  np.tile([1.0, 2.0, 3.0], (sol.t.size, 1)))
+    assert pickle.loads(pickle.dumps(nc.GROUND)) is nc.GROUND
+    with pytest.raises(ValueError, match=r"point must be 3 numbers \(x, y, z\), got \(0, 0\)"):
+        sol.point("crank0", (0, 0))
+    state = nc.assemble(four).state
+    with pytest.raises(ValueError, match="state.t must be finite"):
+        nc.accelerations(four, nc.State(10**400, state.p, state.v))
+
+
 def test_an_interval_below_the_step_size_floor_is_refused_by_name(six):
     """The steppers' smallest step at t0 = 0 is 10 ε ≈ 2.2e-15 s. Before: an
     IntegrationError "step size underflow at t = 0" that did not say why."""

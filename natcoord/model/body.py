@@ -21,6 +21,19 @@ _ROUNDING = 4 * np.finfo(float).eps
 _COND_MAX = 1e12
 
 
+class _Ground:
+    """The fixed frame. It is not a body: its coordinates are constants."""
+
+    def __repr__(self):
+        return "GROUND"
+
+    def __reduce__(self):       # one GROUND: pickles and copies are it (tests use `is`)
+        return "GROUND"
+
+
+GROUND = _Ground()
+
+
 @dataclass(frozen=True)
 class Body:
     """A moving body: reference placement and mass properties.

@@ -10,11 +10,12 @@ import scipy.sparse as sp
 
 from ..core.engine import pack as pack_for_core
 from . import core_tables
-from .body import mass_terms
+from .body import GROUND, mass_terms
 from .drives import Weight, fill_weights, pack
 from .joints import rigid_body_rows
 from .kernels import constraint_kernel
 from .parameters import parameter_changes
+from ..util.checks import float_array, shown
 
 RIGID, JOINT = 0, 1
 
@@ -325,6 +326,8 @@ class Model:
         a frame, its axes and origin in that body (None, None for a body itself).
         ``KeyError`` for an unknown name; a frame that moves with a compound joint is
         refused (``NamedFrame.fixed_placement``)."""
+        if name is GROUND:                          # the world frame: constant points
+            return None, None, None
         if name in self.body_index:
             return self.bodies[self.body_index[name]], None, None
         if name in self.frames:
@@ -344,7 +347,9 @@ class Model:
         the frame is fixed in (a frame fixed in ground gives a constant)."""
         from .expressions import Affine
         b, axes, origin = self.placement(body)
-        x = np.asarray(point, float)
+        x = float_array(point)
+        if x is None or x.shape != (3,):
+            raise ValueError(f"point must be 3 numbers (x, y, z), got {shown(point)}")
         if local and axes is not None:              # the frame's coordinates, the body's
             x = origin + axes @ x
         if b is None:                               # fixed in ground: a world point

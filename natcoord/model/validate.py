@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ..util.checks import integer
+from ..util.checks import integer, shown
 from .frozen import Model, State
 
 #: smallest relative tolerance the RK error estimate can resolve
@@ -18,7 +18,10 @@ RTOL_MIN = 100 * np.finfo(float).eps
 def _real(name, value):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:           # an integer beyond the float range (10**400)
+        raise ValueError(f"{name} must be finite, got {shown(value)}") from None
 
 
 def positive(name, value, finite=True):
