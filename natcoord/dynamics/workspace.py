@@ -148,7 +148,11 @@ class Workspace:
 
     def accelerations(self, t, p, v, baumgarte=None):
         """``(a, λ)`` of the index-1 system; ``baumgarte=(α, β)`` stabilizes γ."""
-        p, v = self.coordinates("p", p), self.coordinates("v", v)
+        return self._accelerations(t, self.coordinates("p", p), self.coordinates("v", v),
+                                   baumgarte)
+
+    def _accelerations(self, t, p, v, baumgarte=None):
+        """:meth:`accelerations` of arrays already checked (:meth:`coordinates`)."""
         self._constraints(t, p, v)
         f = self._forces(t, p, v)
         gamma = self.gamma
@@ -202,22 +206,16 @@ def accelerations(model, state, solver=None, workspace=None):
     Solves ``[[M, Gᵀ], [G, 0]] [a; λ] = [f; γ]`` (docs/method.md#15-descriptor-form) with the given
     backend; returns ``(a, λ, info)``. Pass a :class:`Workspace` to reuse
     buffers and the symbolic phase across calls. ``state`` must be a
-    :class:`State` with finite ``(12 n,)`` arrays (``TypeError``/``ValueError``);
-    accelerations that overflow at a finite state raise ``NonFiniteValue`` (a
-    ``ValueError`` and ``FloatingPointError``).
+    :class:`State` with finite ``(12 n,)`` arrays (``TypeError``/``ValueError``), at
+    most ``validate.COORDINATE_MAX`` in magnitude (their squares would overflow).
     """
     state = validate.state(validate.model(model), state)
     ws = workspace_of(model, workspace, solver)
     p, v = state.p, state.v
-    a, lam = ws.accelerations(state.t, p, v)
-    if not (np.isfinite(a).all() and np.isfinite(lam).all()):
-        raise NonFiniteValue(f"accelerations: the accelerations or multipliers of "
-                             f"{model.name!r} are not finite at t = {state.t:g}: a force, or "
-                             f"the velocity terms γ (quadratic in v, here |v|∞ = "
-                             f"{np.abs(v).max(initial=0.0):.3g}), overflowed")
+    a, lam = ws._accelerations(state.t, p, v)
     dropped = ws.dropped.copy()
     info = AccelerationInfo(dropped, [model.row_labels[r] for r in dropped],
                             float(np.abs(ws.g).max(initial=0.0)),
-                            float(np.abs(ws.velocity_residual(v)).max(initial=0.0)),
+                            float(np.abs(ws._velocity_residual(v)).max(initial=0.0)),
                             ws.solver_name)
     return a, lam, info

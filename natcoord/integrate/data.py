@@ -82,8 +82,7 @@ class Data:
 
     @p.setter
     def p(self, value):
-        self._y[:self.model.n_coords] = _bounded("p", validate.coordinates(self.model, "p",
-                                                                           value))
+        self._y[:self.model.n_coords] = validate.coordinates(self.model, "p", value)
 
     @property
     def v(self):
@@ -91,8 +90,7 @@ class Data:
 
     @v.setter
     def v(self, value):
-        self._y[self.model.n_coords:] = _bounded("v", validate.coordinates(self.model, "v",
-                                                                           value))
+        self._y[self.model.n_coords:] = validate.coordinates(self.model, "v", value)
 
     # -------------------------------------------------------- joint space
     @property
@@ -130,24 +128,6 @@ class Data:
         if status == cc.NON_FINITE:     # a callable's NaN names it (as nc.accelerations)
             return f"forward: {failure or 'the state or a force is not finite'}"
         return "forward: " + self._run.message(status, self._t)
-
-
-#: largest |p|, |v| a Data takes: the constraints are quadratic, and squares beyond
-#: ~1.3e154 overflow float64 (|v| ~ 1e200 gave NaN accelerations without a word)
-COORDINATE_MAX = 1e150
-
-
-def _bounded(name, x):
-    """``x`` if its entries are at most :data:`COORDINATE_MAX` in magnitude, else an error
-    naming ``name``: checked where the state enters, not in every call (MuJoCo's
-    mj_checkVel bounds qvel in every step instead)."""
-    largest = np.abs(x).max(initial=0.0)
-    if largest > COORDINATE_MAX:
-        raise ValueError(f"{name} holds {largest:.3g}: the constraints are quadratic, and "
-                         f"squares beyond ~1e154 overflow float64 (NaN accelerations); keep "
-                         f"|{name}| <= {COORDINATE_MAX:g}, or use units nearer the motion's "
-                         f"scale")
-    return x
 
 
 def forward(model, data):

@@ -54,17 +54,29 @@ def choice(name, value, allowed):
     return value
 
 
+#: largest |p|, |v| a state may hold: the constraints are quadratic, and squares beyond
+#: ~1.3e154 overflow float64 (|v| ~ 1e200 gave NaN accelerations without a word)
+COORDINATE_MAX = 1e150
+
+
 def coordinates(model, name, x):
-    """``x`` as a contiguous float array of the model's ``12 n`` coordinates, all finite."""
+    """``x`` as a contiguous float array of the model's ``12 n`` coordinates, all finite
+    and at most :data:`COORDINATE_MAX` in magnitude."""
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype}")
     if a.shape != (model.n_coords,):
         raise ValueError(f"{name} must have shape ({model.n_coords},) (12 coordinates per "
                          f"body, {model.n_bodies} bodies), got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or infinity at entries "
-                         f"{np.flatnonzero(~np.isfinite(a))[:5].tolist()}")
+    largest = np.abs(a).max(initial=0.0)
+    if not largest <= COORDINATE_MAX:         # one pass: NaN compares false too
+        if not np.isfinite(largest):
+            raise ValueError(f"{name} contains NaN or infinity at entries "
+                             f"{np.flatnonzero(~np.isfinite(a))[:5].tolist()}")
+        raise ValueError(f"{name} holds {largest:.3g}: the constraints are quadratic, and "
+                         f"squares beyond ~1e154 overflow float64 (NaN accelerations); keep "
+                         f"|{name}| <= {COORDINATE_MAX:g}, or use units nearer the motion's "
+                         f"scale")
     return np.ascontiguousarray(a, float)
 
 
