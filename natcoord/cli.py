@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from .dynamics.assembly import describe
-from .integrate.simulate import METHODS, OUTPUT_COPIES, PROJECTIONS, IntegrationError, simulate
+from .integrate.simulate import (METHODS, PROJECTIONS, IntegrationError, check_output_memory,
+                                 simulate)
 from .io.source import add_model_arguments, model_from_arguments
 from .linalg import available_solvers
-from .util.resources import check_memory
 
 OK, FAILED, BAD_INPUT, NOT_WRITTEN, INTERRUPTED = 0, 1, 2, 3, 130
 #: file name suffixes of ``simulate --out`` and ``--plot``
@@ -134,9 +134,8 @@ def cmd_simulate(args):
     model = model_from_arguments(args)
     t_end = args.t_end if args.t_end is not None else model.scenario["t_end"]
     if args.outputs:            # before linspace: 10^12 outputs must not take the memory first
-        check_memory((args.outputs + 1) * (2 * model.n_coords + 8) * 8 * OUTPUT_COPIES,
-                     f"--outputs {args.outputs} ({model.n_coords} coordinates each)",
-                     "choose fewer output intervals, or --outputs 0 (every step)")
+        check_output_memory(model, args.outputs + 1, f"--outputs {args.outputs}",
+                            "choose fewer output intervals, or --outputs 0 (every step)")
     print(f"natcoord: simulating {model.name} for {t_end:g} s (rtol={args.rtol:g}, "
           f"proj_tol={args.proj_tol:g}, solver={args.solver or 'default'}, "
           f"projection={args.projection}, method={args.method}"

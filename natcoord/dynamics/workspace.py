@@ -48,23 +48,11 @@ class Workspace:
         self._core = None
 
     def coordinates(self, name, x):
-        """``x`` as a contiguous float array of this workspace's model's ``12 n``
-        coordinates, or ``ValueError``/``TypeError`` naming ``name``.
-
-        The compiled kernels read as many coordinates as the model has, whatever the
-        array holds: a shorter one (another model's state, a slice) was read past
-        its end — garbage, or a segmentation fault. Not checked for finiteness: the
-        runs evaluate failed (non-finite) states on purpose."""
-        a = np.asarray(x)
-        n = self.model.n_coords
-        if a.shape != (n,) or a.dtype.kind not in "biuf":
-            if a.dtype.kind not in "biuf":
-                raise TypeError(f"{name} must be an array of real numbers, got dtype "
-                                f"{a.dtype}")
-            raise ValueError(f"{name} must have shape ({n},) (12 coordinates per body of "
-                             f"{self.model.name!r}, {self.model.n_bodies} bodies), got shape "
-                             f"{a.shape}")
-        return np.ascontiguousarray(a, float)
+        """``x`` as this workspace's model's ``12 n`` coordinates (:func:`validate.coordinates
+        <natcoord.model.validate.coordinates>`): a shorter array was read past its end by
+        the compiled kernels. Not checked for finiteness: the runs evaluate failed
+        (non-finite) states on purpose."""
+        return validate.coordinates(self.model, name, x, finite=False)
 
     def constraints(self, t, p, v):
         """Evaluate ``g, g_t, γ, G`` at ``(t, p, v)`` (eq. 8–10)."""

@@ -262,6 +262,13 @@ class _Run:
                         torques=self.ws.extra_forces)
 
 
+def check_output_memory(model, count, what, hint):
+    """``check_memory`` of ``count`` outputs of ``model``: each keeps p, v and its
+    measures (the Solution's arrays), :data:`OUTPUT_COPIES` times over."""
+    check_memory(count * (2 * model.n_coords + 8) * 8 * OUTPUT_COPIES,
+                 f"{what} ({model.n_coords} coordinates each)", hint)
+
+
 def _joints(model, rows):
     return ", ".join(sorted({repr(model.joints[model.row_owner[r]].name) for r in rows
                              if model.row_kind[r] == JOINT})) or "none"
@@ -382,11 +389,10 @@ def simulate(model, t_end, rtol=1e-6, atol=None, proj_tol=1e-10, t_eval=None, so
                          f"from nearer 0")
     max_steps = min(max_steps, MAX_STEPS)
     t_eval = validate.output_times(t_eval, t0, t_end)
-    if t_eval is not None:      # each output keeps p, v and its measures (Solution arrays)
-        check_memory(t_eval.size * (2 * model.n_coords + 8) * 8 * OUTPUT_COPIES,
-                     f"t_eval with {t_eval.size} points ({model.n_coords} coordinates each)",
-                     "ask for fewer output points, or for sol.sol (dense_output=True) "
-                     "and evaluate it where needed")
+    if t_eval is not None:
+        check_output_memory(model, t_eval.size, f"t_eval with {t_eval.size} points",
+                            "ask for fewer output points, or for sol.sol (dense_output=True) "
+                            "and evaluate it where needed")
     if u is None and actuated is not None:
         raise ValueError("actuated names the joints of u's torques: pass u=callable too")
     if isinstance(u, JointTorques) and actuated is not None:

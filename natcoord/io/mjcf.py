@@ -72,7 +72,7 @@ from ..model.mechanism import GROUND, Mechanism
 from ..util.optional import require
 from ..util.checks import number
 from .xml_common import (MAX_XML_BYTES, combined_mass_properties, compound_exists,
-                         read_regular_file)
+                         read_regular_file, too_large)
 
 #: two hinges meet at one point / a hinge and a slide share a line within this
 #: (relative to the model's size); perpendicular or parallel axes within AXIS_TOL
@@ -113,8 +113,7 @@ def load_mjcf(path, t_end=10.0) -> Mechanism:
     except OSError as err:
         raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
     if path.stat().st_size > MAX_XML_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_XML_BYTES // 2**20} MiB, the limit of a "
-                         f"robot description (natcoord.io.xml_common.MAX_XML_BYTES)")
+        raise too_large(path)
     try:
         m = mujoco.MjModel.from_xml_path(str(path))
     except (ValueError, OSError) as err:      # MuJoCo's compiler error names the element

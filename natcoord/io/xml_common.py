@@ -44,6 +44,12 @@ def read_regular_file(path, limit):
         os.close(descriptor)
 
 
+def too_large(path):
+    """The error of an XML file larger than :data:`MAX_XML_BYTES`."""
+    return ValueError(f"{path}: larger than {MAX_XML_BYTES // 2**20} MiB, the limit of a "
+                      f"robot description (natcoord.io.xml_common.MAX_XML_BYTES)")
+
+
 def parse_xml(path, root_tag):
     """``(Path, root element)`` of an XML file whose root is ``<root_tag>``.
 
@@ -57,8 +63,7 @@ def parse_xml(path, root_tag):
     except OSError as err:
         raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
     if len(raw) > MAX_XML_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_XML_BYTES // 2**20} MiB, the limit of a "
-                         f"robot description (natcoord.io.xml_common.MAX_XML_BYTES)")
+        raise too_large(path)
     try:
         root = ET.fromstring(raw)
     except ET.ParseError as err:

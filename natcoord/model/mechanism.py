@@ -6,15 +6,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import joints as J
-from .body import Body, validate_axes, validate_conditioning, validate_mass_properties
+from .body import GROUND, Body, validate_axes, validate_conditioning, validate_mass_properties
 from ..util.checks import float_array, number, shown
-from .body import GROUND
 from .expressions import Affine, dot
 from .forces import CartesianSpringDamper, JointSpringDamper, PointForce, SpringDamper, Torque
 from .frozen import Model
 from .inputs import JointInput, torque_law
-
-
 
 
 def _vector(value, what, where, unit=False):

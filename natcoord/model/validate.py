@@ -59,16 +59,18 @@ def choice(name, value, allowed):
 COORDINATE_MAX = 1e150
 
 
-def coordinates(model, name, x):
-    """``x`` as a contiguous float array of the model's ``12 n`` coordinates, all finite
-    and at most :data:`COORDINATE_MAX` in magnitude."""
+def coordinates(model, name, x, finite=True):
+    """``x`` as a contiguous float array of the model's ``12 n`` coordinates (the
+    compiled kernels read that many, whatever the array holds) and, with ``finite``,
+    all finite and at most :data:`COORDINATE_MAX` in magnitude."""
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype}")
     if a.shape != (model.n_coords,):
         raise ValueError(f"{name} must have shape ({model.n_coords},) (12 coordinates per "
-                         f"body, {model.n_bodies} bodies), got shape {a.shape}")
-    largest = np.abs(a).max(initial=0.0)
+                         f"body of {model.name!r}, {model.n_bodies} bodies), got shape "
+                         f"{a.shape}")
+    largest = np.abs(a).max(initial=0.0) if finite else 0.0
     if not largest <= COORDINATE_MAX:         # one pass: NaN compares false too
         if not np.isfinite(largest):
             raise ValueError(f"{name} contains NaN or infinity at entries "
